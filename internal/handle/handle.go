@@ -1,0 +1,198 @@
+// Package handle is the library handle: a device and a stream, the kernel
+// launch path (Run), a mutex-guarded scratch-buffer cache, a replaceable
+// allocator, and the stream tracker that find's naive evaluations use.
+package handle
+
+import (
+	"fmt"
+	"sync"
+
+	"miotool/internal/hip"
+	"miotool/internal/streams"
+)
+
+// Options configure a Handle.
+type Options struct {
+	// Stream is the stream Run launches on; zero makes the handle create
+	// (and own) a non-blocking stream.
+	Stream hip.Stream
+	// Policy is the tracker's reclaim policy (worker when empty).
+	Policy streams.Policy
+	// MaxDraining is the tracker's backlog cap; 0 derives it from
+	// GPU_MAX_HW_QUEUES.
+	MaxDraining int
+	// Allocator replaces the runtime's malloc/free for scratch buffers.
+	Allocator *Allocator
+}
+
+// Handle is bound to one device and one stream.
+type Handle struct {
+	dev        hip.Device
+	stream     hip.Stream
+	ownsStream bool
+	alloc      Allocator
+	tracker    *streams.Tracker
+
+	scratchMu sync.Mutex
+	scratch   *Scratch
+
+	modMu   sync.Mutex
+	modules map[*hip.KernelSource]hip.Module
+	funcs   map[funcKey]hip.Function
+}
+
+type funcKey struct {
+	src  *hip.KernelSource
+	name string
+}
+
+// New makes a handle on dev.
+func New(dev hip.Device, opts Options) (*Handle, error) {
+	tr, err := streams.New(dev, streams.Options{Policy: opts.Policy, MaxDraining: opts.MaxDraining})
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{
+		dev:     dev,
+		stream:  opts.Stream,
+		tracker: tr,
+		modules: map[*hip.KernelSource]hip.Module{},
+		funcs:   map[funcKey]hip.Function{},
+	}
+	if opts.Allocator != nil {
+		h.alloc = *opts.Allocator
+	} else {
+		h.alloc = DeviceAllocator(dev)
+	}
+	if h.stream == 0 {
+		s, err := dev.StreamCreate(hip.StreamNonBlocking)
+		if err != nil {
+			return nil, fmt.Errorf("create the handle's stream: %w", err)
+		}
+		h.stream, h.ownsStream = s, true
+	}
+	return h, nil
+}
+
+// Device is the handle's device.
+func (h *Handle) Device() hip.Device { return h.dev }
+
+// Stream is the stream Run launches on.
+func (h *Handle) Stream() hip.Stream { return h.stream }
+
+// Tracker is the handle's stream tracker.
+func (h *Handle) Tracker() *streams.Tracker { return h.tracker }
+
+// Function loads src once per handle and returns the named entry point.
+func (h *Handle) Function(src *hip.KernelSource, name string) (hip.Function, error) {
+	h.modMu.Lock()
+	defer h.modMu.Unlock()
+	if f, ok := h.funcs[funcKey{src, name}]; ok {
+		return f, nil
+	}
+	m, ok := h.modules[src]
+	if !ok {
+		var err error
+		if m, err = h.dev.ModuleLoad(src); err != nil {
+			return 0, fmt.Errorf("load kernels %s: %w", src.Name, err)
+		}
+		h.modules[src] = m
+	}
+	f, err := h.dev.ModuleGetFunction(m, name)
+	if err != nil {
+		return 0, fmt.Errorf("kernel %s: %w", name, err)
+	}
+	h.funcs[funcKey{src, name}] = f
+	return f, nil
+}
+
+// Run launches a kernel on the handle's stream. It is the launch path every
+// convolution takes, so under the worker policy it does no tracker work;
+// the lazy and guarded policies sweep abandoned streams here first.
+func (h *Handle) Run(f hip.Function, grid, block hip.Dim3, shared uint32, args ...hip.KernelArg) error {
+	return h.RunOn(h.stream, f, grid, block, shared, args...)
+}
+
+// RunOn is Run on another stream (a tracker slot's, during find).
+func (h *Handle) RunOn(s hip.Stream, f hip.Function, grid, block hip.Dim3, shared uint32, args ...hip.KernelArg) error {
+	switch h.tracker.Policy() {
+	case streams.Lazy:
+		// The pre-fix launch path ignores the sweep's outcome; a refused
+		// query has already done its damage to any capture in flight.
+		_ = h.tracker.SweepFromLaunch()
+	case streams.Guarded:
+		_ = h.tracker.SweepGuarded(h.stream)
+	}
+	if err := h.dev.LaunchKernel(f, grid, block, shared, s, args...); err != nil {
+		return fmt.Errorf("failed to launch kernel: %w", err)
+	}
+	return nil
+}
+
+// ScratchBuffer returns a reference to a scratch buffer of at least bytes,
+// growing the cached one when it is too small. The caller releases its
+// reference (or hands it to the tracker with Pin).
+func (h *Handle) ScratchBuffer(bytes int) (*Scratch, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("scratch buffer size must be positive, got %d", bytes)
+	}
+	h.scratchMu.Lock()
+	if h.scratch != nil && h.scratch.Bytes() >= bytes {
+		defer h.scratchMu.Unlock()
+		return h.scratch.Retain(), nil
+	}
+	s, err := newScratch(h.alloc, bytes)
+	if err != nil {
+		h.scratchMu.Unlock()
+		return nil, err
+	}
+	old := h.scratch
+	h.scratch = s
+	ref := s.Retain()
+	h.scratchMu.Unlock()
+	// The smaller buffer may still be pinned elsewhere; drop only the
+	// cache's reference, outside the lock (a free may wait for the device).
+	if old != nil {
+		if err := old.Release(); err != nil {
+			return ref, fmt.Errorf("free the smaller scratch buffer: %w", err)
+		}
+	}
+	return ref, nil
+}
+
+// DropScratchCache releases the cache's reference; buffers still pinned by
+// abandoned evaluations stay alive until their streams drain.
+func (h *Handle) DropScratchCache() error {
+	h.scratchMu.Lock()
+	s := h.scratch
+	h.scratch = nil
+	h.scratchMu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Release()
+}
+
+// Close tears down the tracker, the scratch cache, the modules and the
+// handle's own stream.
+func (h *Handle) Close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	keep(h.tracker.Close())
+	keep(h.DropScratchCache())
+	if h.ownsStream {
+		keep(h.dev.StreamSynchronize(h.stream))
+		keep(h.dev.StreamDestroy(h.stream))
+	}
+	h.modMu.Lock()
+	for _, m := range h.modules {
+		keep(h.dev.ModuleUnload(m))
+	}
+	h.modules, h.funcs = nil, nil
+	h.modMu.Unlock()
+	return first
+}
