@@ -80,6 +80,12 @@ func (h *Handle) Device() hip.Device { return h.dev }
 // Stream is the stream Run launches on.
 func (h *Handle) Stream() hip.Stream { return h.stream }
 
+// SetStream makes Run launch on s (miopenSetStream). The handle does not
+// take ownership of s.
+func (h *Handle) SetStream(s hip.Stream) {
+	h.stream = s
+}
+
 // Tracker is the handle's stream tracker.
 func (h *Handle) Tracker() *streams.Tracker { return h.tracker }
 

@@ -308,7 +308,7 @@ func (t *Tracker) sweepLocked() ([]Pin, error) {
 		err := t.dev.EventQuery(s.done)
 		switch {
 		case err == nil:
-			freed = appendPin(freed, t.retireLocked(s))
+			freed = append(freed, t.retireLocked(s)...)
 			t.c.byBackstop.Add(1)
 		case hip.IsNotReady(err):
 		default:
@@ -318,26 +318,33 @@ func (t *Tracker) sweepLocked() ([]Pin, error) {
 	return freed, nil
 }
 
-func appendPin(ps []Pin, p Pin) []Pin {
-	if p != nil {
-		ps = append(ps, p)
+// retireLocked returns a draining slot to the pool. Its pin and its done
+// event come back for disposal outside the lock.
+func (t *Tracker) retireLocked(s *Slot) []Pin {
+	var out []Pin
+	if s.pin != nil {
+		out = append(out, s.pin)
+		t.pinned.Add(-1)
+		t.pinnedBytes.Add(-int64(s.pin.Bytes()))
 	}
-	return ps
-}
-
-// retireLocked returns a draining slot to the pool and hands back its pin.
-func (t *Tracker) retireLocked(s *Slot) Pin {
-	p := s.pin
+	if s.done != 0 {
+		out = append(out, eventPin{t.dev, s.done})
+	}
 	s.pin, s.done, s.ticket, s.state = nil, 0, 0, slotFree
 	t.draining--
-	if p != nil {
-		t.pinned.Add(-1)
-		t.pinnedBytes.Add(-int64(p.Bytes()))
-	}
 	close(t.retired)
 	t.retired = make(chan struct{})
-	return p
+	return out
 }
+
+// eventPin destroys a done event the tracker took over with Abandon.
+type eventPin struct {
+	dev hip.Device
+	ev  hip.Event
+}
+
+func (e eventPin) Bytes() int     { return 0 }
+func (e eventPin) Release() error { return e.dev.EventDestroy(e.ev) }
 
 // dispose frees pins: on the worker under the worker policy, else here.
 func (t *Tracker) dispose(ps []Pin) {
@@ -361,7 +368,9 @@ func (t *Tracker) release(p Pin) {
 		t.c.freeErrors.Add(1)
 		return
 	}
-	t.c.freed.Add(1)
+	if _, isEvent := p.(eventPin); !isEvent {
+		t.c.freed.Add(1)
+	}
 }
 
 // Pin attaches a buffer the slot's work writes to; the slot keeps it alive
@@ -397,7 +406,8 @@ func (t *Tracker) Release(s *Slot) {
 
 // Abandon gives up a slot whose work is still running. done, when non-zero,
 // is an event recorded after the work (the evaluation's stop event); it lets
-// Acquire reclaim the slot if the callback is late or lost. Under the worker
+// Acquire reclaim the slot if the callback is late or lost, and the tracker
+// destroys it when the slot retires. Under the worker
 // policy a host callback carrying a ticket is queued behind the work.
 func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 	t.mu.Lock()
@@ -501,7 +511,7 @@ func (t *Tracker) drainQueues() {
 					t.c.late.Add(1)
 					continue
 				}
-				pins = appendPin(pins, t.retireLocked(s))
+				pins = append(pins, t.retireLocked(s)...)
 				t.c.byCallback.Add(1)
 			}
 			t.mu.Unlock()
@@ -536,7 +546,7 @@ func (t *Tracker) SweepFromLaunch() error {
 		err := t.dev.StreamQuery(s.stream)
 		switch {
 		case err == nil:
-			freed = appendPin(freed, t.retireLocked(s))
+			freed = append(freed, t.retireLocked(s)...)
 			t.c.byBackstop.Add(1)
 			t.c.byLaunch.Add(1)
 		case hip.IsNotReady(err):
@@ -617,7 +627,7 @@ func (t *Tracker) Close() error {
 	var pins []Pin
 	for _, s := range t.slots {
 		if s.state == slotDraining {
-			pins = appendPin(pins, t.retireLocked(s))
+			pins = append(pins, t.retireLocked(s)...)
 			t.c.byBackstop.Add(1)
 		} else if s.pin != nil {
 			pins = append(pins, s.pin)
