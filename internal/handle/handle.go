@@ -29,7 +29,7 @@ type Options struct {
 type Handle struct {
 	dev        hip.Device
 	stream     hip.Stream
-	ownsStream bool
+	ownStream  hip.Stream // created by New; zero when the caller gave one
 	alloc      Allocator
 	tracker    *streams.Tracker
 
@@ -69,7 +69,7 @@ func New(dev hip.Device, opts Options) (*Handle, error) {
 		if err != nil {
 			return nil, fmt.Errorf("create the handle's stream: %w", err)
 		}
-		h.stream, h.ownsStream = s, true
+		h.stream, h.ownStream = s, s
 	}
 	return h, nil
 }
@@ -190,9 +190,9 @@ func (h *Handle) Close() error {
 	}
 	keep(h.tracker.Close())
 	keep(h.DropScratchCache())
-	if h.ownsStream {
-		keep(h.dev.StreamSynchronize(h.stream))
-		keep(h.dev.StreamDestroy(h.stream))
+	if h.ownStream != 0 {
+		keep(h.dev.StreamSynchronize(h.ownStream))
+		keep(h.dev.StreamDestroy(h.ownStream))
 	}
 	h.modMu.Lock()
 	for _, m := range h.modules {
