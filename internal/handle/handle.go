@@ -27,11 +27,11 @@ type Options struct {
 
 // Handle is bound to one device and one stream.
 type Handle struct {
-	dev        hip.Device
-	stream     hip.Stream
-	ownStream  hip.Stream // created by New; zero when the caller gave one
-	alloc      Allocator
-	tracker    *streams.Tracker
+	dev       hip.Device
+	stream    hip.Stream
+	ownStream hip.Stream // created by New; zero when the caller gave one
+	alloc     Allocator
+	tracker   *streams.Tracker
 
 	scratchMu sync.Mutex
 	scratch   *Scratch
