@@ -147,6 +147,10 @@ type Tracker struct {
 	pinnedBytes atomic.Int64
 
 	c counters
+	// firstRefusal is the first error a launch-path sweep met, kept so a
+	// report can name the call that broke a capture.
+	refusalMu   sync.Mutex
+	firstRefusal error
 
 	// Worker state. The host callback only appends a ticket and pokes the
 	// worker; everything else happens on the worker's own thread.
@@ -560,7 +564,26 @@ func (t *Tracker) SweepFromLaunch() error {
 	for _, p := range freed {
 		t.release(p)
 	}
+	t.noteRefusal(first)
 	return first
+}
+
+func (t *Tracker) noteRefusal(err error) {
+	if err == nil {
+		return
+	}
+	t.refusalMu.Lock()
+	if t.firstRefusal == nil {
+		t.firstRefusal = err
+	}
+	t.refusalMu.Unlock()
+}
+
+// FirstSweepRefusal is the first error a launch-path sweep met, if any.
+func (t *Tracker) FirstSweepRefusal() error {
+	t.refusalMu.Lock()
+	defer t.refusalMu.Unlock()
+	return t.firstRefusal
 }
 
 // SweepGuarded is the guarded policy's launch-path reclaim: nothing at all
@@ -573,6 +596,7 @@ func (t *Tracker) SweepGuarded(handleStream hip.Stream) error {
 	}
 	st, err := t.dev.StreamIsCapturing(handleStream)
 	if err != nil {
+		t.noteRefusal(err)
 		return err
 	}
 	if st != hip.CaptureStatusNone {
@@ -586,6 +610,7 @@ func (t *Tracker) SweepGuarded(handleStream hip.Stream) error {
 		for _, p := range freed {
 			t.release(p)
 		}
+		t.noteRefusal(err)
 		return err
 	})
 }
