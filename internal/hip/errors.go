@@ -156,18 +156,7 @@ func (e *Error) Error() string {
 	return s
 }
 
-// CallName prefixes a neutral operation name with the vendor's prefix.
-func CallName(op string, d Dialect) string {
-	if op == "" {
-		return ""
-	}
-	if d == DialectCUDA {
-		return "cu" + op
-	}
-	return "hip" + op
-}
-
-// Errorf builds an *Error; a Success code yields nil so backends can
+// NewError builds an *Error; a Success code yields nil so backends can
 // return Errorf(...) straight from a status.
 func NewError(d Dialect, op string, c Code) error {
 	if c == Success {

@@ -52,7 +52,7 @@ func (d *Device) threadModeLocked(tid int) hip.CaptureMode {
 // ThreadExchangeCaptureMode sets the calling OS thread's interaction mode
 // and returns the previous one.
 func (d *Device) ThreadExchangeCaptureMode(mode hip.CaptureMode) (hip.CaptureMode, error) {
-	const op = "ThreadExchangeStreamCaptureMode"
+	const op = "ThreadExchangeCaptureMode"
 	if !validMode(mode) {
 		return 0, d.errf(op, hip.ErrInvalidValue, "capture mode %d is unknown (want 0 global, 1 thread-local or 2 relaxed)", int(mode))
 	}

@@ -71,10 +71,10 @@ func TestErrorsNameOpAndDialect(t *testing.T) {
 	d := newDevice(t, hip.DialectHIP, 0)
 	err := d.Free(12345)
 	var he *hip.Error
-	if !errors.As(err, &he) || he.Op != "MemFree" || he.Code != hip.ErrInvalidValue || he.Dialect != hip.DialectHIP {
+	if !errors.As(err, &he) || he.Op != "Free" || he.Code != hip.ErrInvalidValue || he.Dialect != hip.DialectHIP {
 		t.Fatalf("Free of an unknown pointer: %#v", err)
 	}
-	if !strings.HasPrefix(err.Error(), "hipMemFree: hipErrorInvalidValue (1): ") {
+	if !strings.HasPrefix(err.Error(), "hipFree: hipErrorInvalidValue (1): ") {
 		t.Errorf("message %q", err)
 	}
 	err = d.StreamQuery(0)

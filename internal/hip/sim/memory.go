@@ -170,7 +170,7 @@ func (d *Device) Malloc(bytes int) (hip.DevPtr, error) {
 // Free releases an allocation. Like hipFree and cuMemFree it first waits
 // for every stream of the device to drain.
 func (d *Device) Free(p hip.DevPtr) error {
-	const op = "MemFree"
+	const op = "Free"
 	if err := d.alive(op); err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (d *Device) Free(p hip.DevPtr) error {
 // Memset is the synchronous byte memset. All simulated streams are
 // non-blocking, so it does not wait for them.
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {
-	const op = "MemsetD8"
+	const op = "Memset"
 	if err := d.alive(op); err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (d *Device) MemcpyDtoH(dst []byte, src hip.DevPtr) error {
 
 // MemsetAsync queues a byte memset on s.
 func (d *Device) MemsetAsync(p hip.DevPtr, value byte, bytes int, s hip.Stream) error {
-	const op = "MemsetD8Async"
+	const op = "MemsetAsync"
 	if _, err := d.mem.span(p, bytes); err != nil {
 		return d.newErr(op, hip.ErrInvalidValue, err.Error())
 	}

@@ -25,7 +25,7 @@ type function struct {
 // ModuleLoad binds a kernel source. It fails with ErrInvalidImage unless
 // every entry point has a Go twin.
 func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
-	const op = "ModuleLoadData"
+	const op = "ModuleLoad"
 	if src == nil {
 		return 0, d.newErr(op, hip.ErrInvalidValue, "kernel source is nil")
 	}

@@ -1,0 +1,369 @@
+/*
+ * A stand-in for libcuda.so.1 for miotool's tests on machines without a
+ * GPU. Built by the tests with gcc when one is present. Device memory is
+ * host memory; kernels "vadd" and "inc" run on the host; host functions run
+ * on a thread of their own (as the driver's callback thread does); captures
+ * record kernels and host functions, and a small part of the capture rules
+ * (global mode) is modelled. Only the versioned symbol names a correct
+ * binding uses are exported.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef void (*CUhostFn)(void *);
+
+enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
+enum { ST_NONE = 0, ST_ACTIVE = 1, ST_INVALIDATED = 2 };
+
+static int g_device_count = 1;
+static int g_init_result = 0;
+static int g_context_token;
+static int g_retains;
+static long g_set_current_calls;
+static unsigned long long g_next_capture_id = 1;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread void *t_current;
+static __thread int t_mode = MODE_GLOBAL;
+
+/* Controls for the tests. */
+void mock_set_device_count(int n) { g_device_count = n; }
+void mock_set_init_result(int r) { g_init_result = r; }
+int mock_retains(void) { return g_retains; }
+long mock_set_current_calls(void) { return g_set_current_calls; }
+void mock_clear_current(void) { t_current = NULL; }
+
+#define NEED_CONTEXT() do { if (t_current != &g_context_token) return 201; } while (0)
+
+/* Graph nodes: a kernel with its arguments copied, or a host function. */
+enum { NODE_KERNEL, NODE_HOST };
+struct node {
+    int kind;
+    int kernel; /* 1 vadd, 2 inc */
+    uint64_t args[4];
+    CUhostFn fn;
+    void *data;
+};
+struct graph {
+    int n;
+    struct node nodes[64];
+};
+struct stream {
+    int flags;
+    int status;
+    int mode;
+    unsigned long long id;
+    pthread_t owner;
+    struct graph *g;
+};
+
+#define MAX_STREAMS 1024
+static struct stream *g_streams[MAX_STREAMS];
+
+static void track(struct stream *s) {
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (!g_streams[i]) { g_streams[i] = s; break; }
+    pthread_mutex_unlock(&g_mu);
+}
+static void untrack(struct stream *s) {
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (g_streams[i] == s) g_streams[i] = NULL;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* unsafe_call applies the global/thread-local rules to a call that is not
+ * enqueued on the capturing stream: it refuses and invalidates. */
+static CUresult unsafe_call(void) {
+    if (t_mode == MODE_RELAXED) return 0;
+    CUresult r = 0;
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < MAX_STREAMS; i++) {
+        struct stream *s = g_streams[i];
+        if (!s || s->status == ST_NONE || s->mode == MODE_RELAXED) continue;
+        int own = pthread_equal(s->owner, pthread_self());
+        if (own || (t_mode == MODE_GLOBAL && s->mode == MODE_GLOBAL)) {
+            s->status = ST_INVALIDATED;
+            r = 900;
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+    return r;
+}
+
+CUresult cuInit(unsigned flags) { (void)flags; return g_init_result; }
+CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }
+CUresult cuGetErrorName(CUresult code, const char **s) {
+    switch (code) {
+    case 0: *s = "CUDA_SUCCESS"; return 0;
+    case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; return 0;
+    case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
+    case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
+    case 901: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; return 0;
+    }
+    *s = NULL;
+    return 1;
+}
+CUresult cuDeviceGetCount(int *n) { *n = g_device_count; return 0; }
+CUresult cuDeviceGet(int *d, int ordinal) {
+    if (ordinal < 0 || ordinal >= g_device_count) return 101;
+    *d = ordinal;
+    return 0;
+}
+CUresult cuDeviceGetName(char *name, int len, int dev) {
+    (void)dev;
+    strncpy(name, "Mock GPU", (size_t)len);
+    return 0;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+    (void)dev;
+    switch (attr) {
+    case 10: *v = 32; break;
+    case 13: *v = 1980000; break;
+    case 16: *v = 132; break;
+    case 75: *v = 9; break;
+    case 76: *v = 0; break;
+    default: *v = 0; return 1;
+    }
+    return 0;
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) { (void)dev; *bytes = (size_t)150000000000ULL; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    (void)dev;
+    __atomic_add_fetch(&g_retains, 1, __ATOMIC_SEQ_CST);
+    *ctx = &g_context_token;
+    return 0;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+    (void)dev;
+    __atomic_sub_fetch(&g_retains, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+CUresult cuCtxSetCurrent(void *ctx) {
+    __atomic_add_fetch(&g_set_current_calls, 1, __ATOMIC_SEQ_CST);
+    t_current = ctx;
+    return 0;
+}
+CUresult cuCtxGetCurrent(void **ctx) { *ctx = t_current; return 0; }
+CUresult cuCtxSynchronize(void) {
+    NEED_CONTEXT();
+    pthread_mutex_lock(&g_mu);
+    int capturing = 0;
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (g_streams[i] && g_streams[i]->status != ST_NONE) { g_streams[i]->status = ST_INVALIDATED; capturing = 1; }
+    pthread_mutex_unlock(&g_mu);
+    return capturing ? 900 : 0;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    NEED_CONTEXT();
+    if (n == 0) return 1;
+    CUresult r = unsafe_call();
+    if (r) return r;
+    void *m = calloc(1, n);
+    if (!m) return 2;
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return 0;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    NEED_CONTEXT();
+    CUresult r = unsafe_call();
+    if (r) return r;
+    free((void *)(uintptr_t)p);
+    return 0;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) { NEED_CONTEXT(); memset((void *)(uintptr_t)p, v, n); return 0; }
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, struct stream *s) { (void)s; NEED_CONTEXT(); memset((void *)(uintptr_t)p, v, n); return 0; }
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); memcpy((void *)(uintptr_t)d, s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { NEED_CONTEXT(); memcpy(d, (void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, struct stream *st) { (void)st; NEED_CONTEXT(); memcpy((void *)(uintptr_t)d, s, n); return 0; }
+CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, struct stream *st) { (void)st; NEED_CONTEXT(); memcpy(d, (void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, struct stream *st) { (void)st; NEED_CONTEXT(); memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }
+
+CUresult cuStreamCreate(struct stream **out, unsigned flags) {
+    NEED_CONTEXT();
+    struct stream *s = calloc(1, sizeof *s);
+    s->flags = (int)flags;
+    track(s);
+    *out = s;
+    return 0;
+}
+CUresult cuStreamDestroy_v2(struct stream *s) {
+    NEED_CONTEXT();
+    if (!s) return 400;
+    untrack(s);
+    free(s->g);
+    free(s);
+    return 0;
+}
+static CUresult query_stream(struct stream *s) {
+    NEED_CONTEXT();
+    if (s && s->status != ST_NONE) { s->status = ST_INVALIDATED; return 900; }
+    return unsafe_call();
+}
+CUresult cuStreamQuery(struct stream *s) { return query_stream(s); }
+CUresult cuStreamSynchronize(struct stream *s) { return query_stream(s); }
+CUresult cuStreamWaitEvent(struct stream *s, void *e, unsigned flags) { (void)s; (void)e; (void)flags; NEED_CONTEXT(); return 0; }
+CUresult cuStreamIsCapturing(struct stream *s, int *status) { NEED_CONTEXT(); *status = s ? s->status : ST_NONE; return 0; }
+CUresult cuStreamGetCaptureInfo_v3(struct stream *s, int *status, unsigned long long *id, void *g, void *deps, void *edges, void *n) {
+    (void)g; (void)deps; (void)edges; (void)n;
+    NEED_CONTEXT();
+    *status = s ? s->status : ST_NONE;
+    if (id) *id = s ? s->id : 0;
+    return 0;
+}
+
+struct event { int recorded; };
+CUresult cuEventCreate(struct event **e, unsigned flags) { (void)flags; NEED_CONTEXT(); *e = calloc(1, sizeof **e); return 0; }
+CUresult cuEventRecord(struct event *e, struct stream *s) { (void)s; NEED_CONTEXT(); e->recorded = 1; return 0; }
+CUresult cuEventQuery(struct event *e) { (void)e; NEED_CONTEXT(); return unsafe_call(); }
+CUresult cuEventSynchronize(struct event *e) { (void)e; NEED_CONTEXT(); return unsafe_call(); }
+CUresult cuEventElapsedTime_v2(float *ms, struct event *a, struct event *b) {
+    NEED_CONTEXT();
+    if (!a->recorded || !b->recorded) return 600;
+    *ms = 1.5f;
+    return 0;
+}
+CUresult cuEventDestroy_v2(struct event *e) { NEED_CONTEXT(); free(e); return 0; }
+
+struct module { char *text; };
+struct function { int kernel; };
+static struct function k_vadd = {1}, k_inc = {2};
+
+CUresult cuModuleLoadData(struct module **m, const void *image) {
+    NEED_CONTEXT();
+    const char *t = image;
+    if (strncmp(t, "MOCKCUBIN", 9) != 0 && strncmp(t, "//MOCKPTX", 9) != 0) return 200;
+    *m = calloc(1, sizeof **m);
+    (*m)->text = strdup(t);
+    return 0;
+}
+CUresult cuModuleGetFunction(struct function **f, struct module *m, const char *name) {
+    NEED_CONTEXT();
+    if (!strstr(m->text, name)) return 500;
+    if (strcmp(name, "vadd") == 0) { *f = &k_vadd; return 0; }
+    if (strcmp(name, "inc") == 0) { *f = &k_inc; return 0; }
+    return 500;
+}
+CUresult cuModuleUnload(struct module *m) { NEED_CONTEXT(); free(m->text); free(m); return 0; }
+
+static void run_kernel(const struct node *k) {
+    if (k->kernel == 1) {
+        float *a = (float *)(uintptr_t)k->args[0], *b = (float *)(uintptr_t)k->args[1], *c = (float *)(uintptr_t)k->args[2];
+        int n = (int)(int32_t)k->args[3];
+        for (int i = 0; i < n; i++) c[i] = a[i] + b[i];
+    } else {
+        float *x = (float *)(uintptr_t)k->args[0];
+        int n = (int)(int32_t)k->args[1];
+        for (int i = 0; i < n; i++) x[i] += 1.0f;
+    }
+}
+
+static void *host_thread(void *arg) {
+    struct node *h = arg;
+    h->fn(h->data);
+    return NULL;
+}
+/* run_host calls fn on a thread the Go runtime did not create. */
+static void run_host(struct node *h) {
+    pthread_t t;
+    pthread_create(&t, NULL, host_thread, h);
+    pthread_join(t, NULL);
+}
+
+static CUresult record(struct stream *s, struct node *n) {
+    if (s->status == ST_INVALIDATED) return 901;
+    if (!s->g) s->g = calloc(1, sizeof *s->g);
+    if (s->g->n == 64) return 2;
+    s->g->nodes[s->g->n++] = *n;
+    return 0;
+}
+
+CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, struct stream *s, void **params, void **extra) {
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)extra;
+    NEED_CONTEXT();
+    if (!f || !params) return 1;
+    struct node k = {.kind = NODE_KERNEL, .kernel = f->kernel};
+    if (f->kernel == 1) {
+        for (int i = 0; i < 3; i++) k.args[i] = *(uint64_t *)params[i];
+        k.args[3] = (uint64_t)(uint32_t)*(int32_t *)params[3];
+    } else {
+        k.args[0] = *(uint64_t *)params[0];
+        k.args[1] = (uint64_t)(uint32_t)*(int32_t *)params[1];
+    }
+    if (s && s->status != ST_NONE) return record(s, &k);
+    run_kernel(&k);
+    return 0;
+}
+
+CUresult cuLaunchHostFunc(struct stream *s, CUhostFn fn, void *data) {
+    NEED_CONTEXT();
+    struct node h = {.kind = NODE_HOST, .fn = fn, .data = data};
+    if (s && s->status != ST_NONE) return record(s, &h);
+    run_host(&h);
+    return 0;
+}
+
+CUresult cuStreamBeginCapture_v2(struct stream *s, int mode) {
+    NEED_CONTEXT();
+    if (!s) return 900;
+    if (mode < 0 || mode > 2) return 1;
+    if (s->status != ST_NONE) return 401;
+    pthread_mutex_lock(&g_mu);
+    s->id = g_next_capture_id++;
+    pthread_mutex_unlock(&g_mu);
+    s->status = ST_ACTIVE;
+    s->mode = mode;
+    s->owner = pthread_self();
+    free(s->g);
+    s->g = calloc(1, sizeof *s->g);
+    return 0;
+}
+CUresult cuStreamEndCapture(struct stream *s, struct graph **out) {
+    NEED_CONTEXT();
+    *out = NULL;
+    if (!s || s->status == ST_NONE) return 401;
+    int wrong_thread = s->mode != MODE_RELAXED && !pthread_equal(s->owner, pthread_self());
+    int invalid = s->status == ST_INVALIDATED;
+    struct graph *g = s->g;
+    s->g = NULL;
+    s->status = ST_NONE;
+    s->id = 0;
+    if (wrong_thread || invalid) {
+        free(g);
+        return wrong_thread ? 908 : 901;
+    }
+    *out = g;
+    return 0;
+}
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+    if (*mode < 0 || *mode > 2) return 1;
+    int prev = t_mode;
+    t_mode = *mode;
+    *mode = prev;
+    return 0;
+}
+CUresult cuGraphInstantiateWithFlags(struct graph **exec, struct graph *g, unsigned long long flags) {
+    (void)flags;
+    NEED_CONTEXT();
+    if (!g) return 1;
+    *exec = malloc(sizeof **exec);
+    **exec = *g;
+    return 0;
+}
+CUresult cuGraphLaunch(struct graph *exec, struct stream *s) {
+    (void)s;
+    NEED_CONTEXT();
+    for (int i = 0; i < exec->n; i++) {
+        if (exec->nodes[i].kind == NODE_KERNEL) run_kernel(&exec->nodes[i]);
+        else run_host(&exec->nodes[i]);
+    }
+    return 0;
+}
+CUresult cuGraphExecDestroy(struct graph *exec) { NEED_CONTEXT(); free(exec); return 0; }
+CUresult cuGraphDestroy(struct graph *g) { NEED_CONTEXT(); free(g); return 0; }

@@ -1,0 +1,183 @@
+package cuda
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib"
+)
+
+func TestSymbolTableUsesVersionedNames(t *testing.T) {
+	var api driverAPI
+	names := gpulib.SymbolNames(api.symbols())
+	for _, want := range []string{
+		"cuMemAlloc_v2", "cuMemFree_v2", "cuStreamBeginCapture_v2", "cuGraphInstantiateWithFlags",
+		"cuStreamDestroy_v2", "cuEventDestroy_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
+		"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8_v2",
+		"cuDevicePrimaryCtxRelease_v2", "cuDeviceTotalMem_v2", "cuStreamGetCaptureInfo_v3",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the table lacks %s", want)
+		}
+	}
+	// The plain exports keep old argument lists: binding any is a bug.
+	for _, legacy := range []string{
+		"cuMemAlloc", "cuMemFree", "cuStreamBeginCapture", "cuGraphInstantiate", "cuStreamDestroy",
+		"cuEventDestroy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+		"cuMemcpyDtoDAsync", "cuMemsetD8", "cuDevicePrimaryCtxRelease", "cuDeviceTotalMem",
+		"cuStreamGetCaptureInfo", "cuCtxCreate", "cuCtxDestroy", "cuGraphInstantiate_v2",
+	} {
+		if slices.Contains(names, legacy) {
+			t.Errorf("the table binds the legacy name %s", legacy)
+		}
+	}
+	// Every entry has a destination of its own.
+	seen := map[*uintptr]string{}
+	for _, s := range api.symbols() {
+		if prev, dup := seen[s.Addr]; dup {
+			t.Errorf("%s and %s fill the same field", prev, s.Name)
+		}
+		seen[s.Addr] = s.Name
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	for _, b := range hip.Backends() {
+		if b.Name == "cuda" {
+			if !b.GPU || b.Order != 20 || b.Open == nil {
+				t.Fatalf("registration %+v", b)
+			}
+			return
+		}
+	}
+	t.Fatal("the cuda backend is not registered")
+}
+
+// TestOpenWithoutDriver runs where libcuda.so.1 is absent (CI, laptops).
+func TestOpenWithoutDriver(t *testing.T) {
+	if _, err := defaultDriver(); err == nil {
+		t.Skip("libcuda.so.1 loads on this machine; the GPU tests cover Open")
+	}
+	_, _, err := hip.Select("cuda", hip.OpenOptions{})
+	var ue *hip.UnavailableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("want *hip.UnavailableError, got %T %v", err, err)
+	}
+	if ue.Backend != "cuda" || !strings.Contains(ue.Reason, "libcuda.so.1") {
+		t.Fatalf("error %+v", ue)
+	}
+	if len(ue.Libraries) != 1 || ue.Libraries[0].Name != "libcuda" || len(ue.Libraries[0].Tried) == 0 {
+		t.Fatalf("libraries %+v", ue.Libraries)
+	}
+	for _, a := range ue.Libraries[0].Tried {
+		if !strings.Contains(ue.Reason, a.Path) {
+			t.Errorf("reason %q does not list the attempt %s", ue.Reason, a.Path)
+		}
+		if filepath.Base(a.Path) != "libcuda.so.1" {
+			t.Errorf("tried %s: only libcuda.so.1 may be opened (libcuda.so may be the stub)", a.Path)
+		}
+	}
+	if ue.Libraries[0].Tried[0].Path != "libcuda.so.1" {
+		t.Errorf("the loader's own search must come first, got %s", ue.Libraries[0].Tried[0].Path)
+	}
+	if !strings.Contains(err.Error(), "backend cuda unavailable") {
+		t.Errorf("message %q", err.Error())
+	}
+}
+
+func TestNVRTCSearch(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("CUDA_HOME", home)
+	spec := nvrtcSearch()
+	if !slices.Equal(spec.Sonames, []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+		t.Fatalf("sonames %q", spec.Sonames)
+	}
+	want := []string{
+		filepath.Join(home, "lib64"), filepath.Join(home, targetsDir()),
+		"/usr/local/cuda*/lib64", filepath.Join("/usr/local/cuda*", targetsDir()),
+	}
+	if !slices.Equal(spec.Dirs, want) {
+		t.Fatalf("dirs %q, want %q", spec.Dirs, want)
+	}
+	t.Setenv("CUDA_HOME", "")
+	if dirs := nvrtcSearch().Dirs; len(dirs) != 2 || strings.HasPrefix(dirs[0], "lib64") {
+		t.Fatalf("an empty CUDA_HOME must add nothing: %q", dirs)
+	}
+}
+
+// TestNVRTCFromCUDAHome puts a file that is not a library where NVRTC 13
+// would be, and checks that the attempt is recorded with its failure.
+func TestNVRTCFromCUDAHome(t *testing.T) {
+	home := t.TempDir()
+	fake := filepath.Join(home, "lib64", "libnvrtc.so.13")
+	must(t, os.MkdirAll(filepath.Dir(fake), 0o755))
+	must(t, os.WriteFile(fake, []byte("not a library"), 0o644))
+	t.Setenv("CUDA_HOME", home)
+	spec := nvrtcSearch()
+	spec.SkipLoaderPath = true
+	spec.Dirs = spec.Dirs[:2] // leave out the machine's own installs
+	n := loadNVRTC(spec)
+	if n.available() {
+		t.Fatal("a text file loaded as NVRTC")
+	}
+	var tried *hip.PathAttempt
+	for i := range n.lib.Tried {
+		if n.lib.Tried[i].Path == fake {
+			tried = &n.lib.Tried[i]
+		}
+	}
+	if tried == nil || tried.Err == "" || tried.Err == "not found" {
+		t.Fatalf("attempt for %s: %+v (all: %+v)", fake, tried, n.lib.Tried)
+	}
+}
+
+func TestVirtualArch(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sm_90", "compute_90"}, {"compute_80", "compute_80"}, {"sm_100a", "compute_100a"}, {"sm_120", "compute_120"},
+	}
+	for _, tt := range tests {
+		if got, err := virtualArch(tt.in); err != nil || got != tt.want {
+			t.Errorf("virtualArch(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "90", "sm90", "gfx942", "sm_9", "compute_90;rm"} {
+		if _, err := virtualArch(bad); err == nil || !strings.Contains(err.Error(), "sm_XY") {
+			t.Errorf("virtualArch(%q) accepted or unclear: %v", bad, err)
+		}
+	}
+}
+
+func TestCompilePTXRejectsBadInput(t *testing.T) {
+	if _, err := CompilePTX(nil, "sm_90"); err == nil {
+		t.Error("nil source accepted")
+	}
+	if _, err := CompilePTX(&hip.KernelSource{Text: "x"}, "gfx942"); err == nil || !strings.Contains(err.Error(), "gfx942") {
+		t.Errorf("bad arch: %v", err)
+	}
+}
+
+func TestFormatCUDAVersion(t *testing.T) {
+	for v, want := range map[int32]string{13000: "13.0", 12080: "12.8", 12060: "12.6", 11020: "11.2"} {
+		if got := formatCUDAVersion(v); got != want {
+			t.Errorf("formatCUDAVersion(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestCodeKeyNamesTheCompilerFile: two NVRTC libraries of one version in
+// one process (a toolkit's and another) must not share cached code.
+func TestCodeKeyNamesTheCompilerFile(t *testing.T) {
+	a := &nvrtcLib{version: "13.0", lib: hip.Library{Loaded: "/usr/local/cuda-13.0/lib64/libnvrtc.so.13"}}
+	b := &nvrtcLib{version: "13.0", lib: hip.Library{Loaded: "/opt/other/libnvrtc.so.13"}}
+	if a.codeKey("src", "sm_90", "cubin") == b.codeKey("src", "sm_90", "cubin") {
+		t.Fatal("different NVRTC files share a cache key")
+	}
+	if a.codeKey("src", "sm_90", "cubin") == a.codeKey("src", "sm_80", "cubin") {
+		t.Fatal("different architectures share a cache key")
+	}
+}

@@ -1,0 +1,100 @@
+package hip
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestCodeNames(t *testing.T) {
+	for _, tt := range []struct {
+		c          Code
+		hip, cuda  string
+		cudaShort  string
+		known      bool
+		wantNumber int
+	}{
+		{Success, "hipSuccess", "CUDA_SUCCESS", "SUCCESS", true, 0},
+		{ErrNotReady, "hipErrorNotReady", "CUDA_ERROR_NOT_READY", "NOT_READY", true, 600},
+		{ErrStreamCaptureUnsupported, "hipErrorStreamCaptureUnsupported", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "STREAM_CAPTURE_UNSUPPORTED", true, 900},
+		{ErrStreamCaptureInvalidated, "hipErrorStreamCaptureInvalidated", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "STREAM_CAPTURE_INVALIDATED", true, 901},
+		{ErrCapturedEvent, "hipErrorCapturedEvent", "CUDA_ERROR_CAPTURED_EVENT", "CAPTURED_EVENT", true, 907},
+		{ErrStreamCaptureWrongThread, "hipErrorStreamCaptureWrongThread", "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "STREAM_CAPTURE_WRONG_THREAD", true, 908},
+		{ErrLaunchFailure, "hipErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", "LAUNCH_FAILED", true, 719},
+		{Code(4242), "hipError(4242)", "CUDA_ERROR(4242)", "CUDA_ERROR(4242)", false, 4242},
+	} {
+		if got := tt.c.Name(DialectHIP); got != tt.hip {
+			t.Errorf("%d hip name %q, want %q", tt.c, got, tt.hip)
+		}
+		if got := tt.c.Name(DialectCUDA); got != tt.cuda {
+			t.Errorf("%d cuda name %q, want %q", tt.c, got, tt.cuda)
+		}
+		if got := tt.c.Short(DialectCUDA); got != tt.cudaShort {
+			t.Errorf("%d cuda short %q, want %q", tt.c, got, tt.cudaShort)
+		}
+		if tt.c.Known() != tt.known || int(tt.c) != tt.wantNumber {
+			t.Errorf("%d known=%v", tt.c, tt.c.Known())
+		}
+	}
+}
+
+func TestErrorFormatAndCodeOf(t *testing.T) {
+	e := &Error{Op: "Malloc", Code: ErrStreamCaptureUnsupported, Dialect: DialectCUDA}
+	if got := e.Error(); got != "cuMemAlloc: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900)" {
+		t.Errorf("got %q", got)
+	}
+	e2 := &Error{Op: "StreamEndCapture", Code: ErrStreamCaptureInvalidated, Dialect: DialectHIP, Detail: "x"}
+	if got := e2.Error(); got != "hipStreamEndCapture: hipErrorStreamCaptureInvalidated (901): x" {
+		t.Errorf("got %q", got)
+	}
+	wrapped := fmt.Errorf("launch: %w", e2)
+	if CodeOf(wrapped) != ErrStreamCaptureInvalidated || CodeOf(nil) != Success || CodeOf(errors.New("x")) != ErrUnknown {
+		t.Error("CodeOf")
+	}
+	if !IsNotReady(&Error{Code: ErrNotReady}) || IsNotReady(nil) {
+		t.Error("IsNotReady")
+	}
+	if NewError(DialectHIP, "X", Success) != nil {
+		t.Error("NewError(Success) must be nil")
+	}
+}
+
+func TestParseHWQueues(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		set  bool
+		want int
+		warn bool
+	}{
+		{"", false, 4, false}, {"3", true, 3, false}, {" 8 ", true, 8, false}, {"0", true, 4, true},
+		{"-2", true, 4, true}, {"abc", true, 4, true}, {"", true, 4, true}, {"99999999999", true, 1 << 16, true},
+	} {
+		got, warn := ParseHWQueues(tt.raw, tt.set)
+		if got != tt.want || (warn != "") != tt.warn {
+			t.Errorf("ParseHWQueues(%q, %v) = %d, %q", tt.raw, tt.set, got, warn)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	// The registry is process-wide; use names no real backend takes.
+	Register(Backend{Name: "test-gpu-missing", GPU: true, Order: -2, Open: func(OpenOptions) (Device, error) {
+		return nil, &UnavailableError{Backend: "test-gpu-missing", Reason: "libfoo.so.1 not found"}
+	}})
+	if _, _, err := Select("nope", OpenOptions{}); !errors.Is(err, ErrUnknownBackend) {
+		t.Errorf("unknown backend: %v", err)
+	}
+	_, sel, err := Select("test-gpu-missing", OpenOptions{})
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || sel.Chosen != "" {
+		t.Errorf("explicit unavailable backend: %v %+v", err, sel)
+	}
+	// With no simulator registered in this package's tests, auto fails
+	// and says why.
+	if _, sel, err := Select("auto", OpenOptions{}); err == nil || len(sel.Attempts) == 0 {
+		t.Errorf("auto without a simulator: %v %+v", err, sel)
+	}
+	if CallName("Malloc", DialectCUDA) != "cuMemAlloc" || CallName("StreamQuery", DialectHIP) != "hipStreamQuery" {
+		t.Error("CallName")
+	}
+}
