@@ -1,0 +1,212 @@
+// Package cache holds loaded AI-heuristic models under one of three
+// locking policies, the subject of MIOpen's model-cache race (ROCM-27477).
+//
+// MIOpen caches its models in function-local static maps. Before the fix,
+// GetModel and GetFdeepModel looked a key up without a lock, built the
+// model on a miss and stored it with an assignment; two threads missing the
+// same key at once both built a model, and the second assignment destroyed
+// the model the first thread was already running: a use-after-free that
+// crashed inside fdeep. The policies here are that code and its fixes:
+//
+//   - Unlocked is the pre-fix pattern, faithfully: a plain Go map read and
+//     written with no lock; a miss loads, then assigns, and an assignment
+//     over an existing entry releases the model it replaces. Released fdeep
+//     models unmap their weights (see package fdeep), so a goroutine still
+//     predicting with the replaced model reads unmapped memory and the
+//     process dies with the runtime's "unexpected fault address", as the
+//     C++ process died with SIGSEGV. The map itself may also die first with
+//     Go's "concurrent map writes" fatal error. Nothing here prints or
+//     fakes a crash; whether one happens is up to the scheduler.
+//   - Locked is the fix: one mutex held across find, load and insert; the
+//     insert never replaces (emplace), so a returned model lives for the
+//     rest of the process.
+//   - LockFree reads an immutable snapshot map through an atomic pointer
+//     with no lock on a hit; a miss takes a mutex only to join or start the
+//     single in-flight load of that key, publishes a new snapshot after the
+//     load (copy on write; model sets are small) and never replaces.
+//
+// Options.RaceWindow, off by default, sleeps between a miss's load and its
+// insert to widen the window in which another goroutine misses the same
+// key; Describe reports it so results printed with a cache say how it ran.
+//
+// Keys follow the fix: (arch, solver) for TunaNet and KTN model sets, and
+// (path, key) for single fdeep models.
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Policy selects a cache's locking discipline.
+type Policy string
+
+// The three policies.
+const (
+	Unlocked Policy = "unlocked"
+	Locked   Policy = "locked"
+	LockFree Policy = "lockfree"
+)
+
+// Policies lists every policy, pre-fix first.
+var Policies = []Policy{Unlocked, Locked, LockFree}
+
+// ParsePolicy accepts unlocked, locked and lockfree (or lock-free).
+func ParsePolicy(s string) (Policy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "unlocked":
+		return Unlocked, nil
+	case "locked":
+		return Locked, nil
+	case "lockfree", "lock-free":
+		return LockFree, nil
+	}
+	return "", fmt.Errorf("unknown model cache policy %q (want unlocked, locked or lockfree)", s)
+}
+
+// Releaser is a cached model: Release frees it (for fdeep models, unmaps
+// the weights) and reports whether this call did.
+type Releaser interface {
+	Release() bool
+}
+
+// SetKey identifies a TunaNet or KTN model set.
+type SetKey struct {
+	Arch   string
+	Solver string // "" for an arch's TunaNet
+}
+
+func (k SetKey) String() string {
+	if k.Solver == "" {
+		return k.Arch + "/TunaNet"
+	}
+	return k.Arch + "/" + k.Solver
+}
+
+// FileKey identifies one fdeep model file.
+type FileKey struct {
+	Path string
+	Key  string
+}
+
+func (k FileKey) String() string { return k.Path + "#" + k.Key }
+
+// Options tune a cache.
+type Options struct {
+	// RaceWindow, when positive, sleeps between a miss's load and its
+	// insert. For demonstrations only; zero (off) is the default.
+	RaceWindow time.Duration
+}
+
+// Stats are a cache's counters since it was made.
+type Stats struct {
+	Hits       uint64 // Gets that found the model
+	Misses     uint64 // Gets that did not, and loaded or waited for a load
+	Loads      uint64 // calls of a load function
+	LoadErrors uint64 // loads that returned an error (nothing is cached)
+	Waits      uint64 // misses served by another goroutine's load (lockfree)
+	Replaced   uint64 // inserts that replaced and released a model (unlocked)
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("hits %d, misses %d, loads %d, load errors %d, waits %d, replaced %d",
+		s.Hits, s.Misses, s.Loads, s.LoadErrors, s.Waits, s.Replaced)
+}
+
+// Cache maps keys to loaded models.
+type Cache[K comparable, V Releaser] interface {
+	// Get returns the model for key, calling load on a miss. A load error
+	// is returned and nothing is cached.
+	Get(key K, load func() (V, error)) (V, error)
+	Stats() Stats
+	// Describe is a one-line account of the policy and options.
+	Describe() string
+	Policy() Policy
+}
+
+// New makes an empty cache with the given policy.
+func New[K comparable, V Releaser](p Policy, o Options) (Cache[K, V], error) {
+	if o.RaceWindow < 0 {
+		return nil, fmt.Errorf("model cache race window must not be negative, got %v", o.RaceWindow)
+	}
+	switch p {
+	case Unlocked:
+		return &unlocked[K, V]{models: map[K]V{}, opts: o}, nil
+	case Locked:
+		return &locked[K, V]{models: map[K]V{}, opts: o}, nil
+	case LockFree:
+		return newLockFree[K, V](o), nil
+	}
+	return nil, fmt.Errorf("unknown model cache policy %q (want unlocked, locked or lockfree)", p)
+}
+
+var policyAccounts = map[Policy]string{
+	Unlocked: "unlocked: pre-fix pattern (plain map, no lock; a miss loads, then assigns over any model inserted meanwhile and releases it)",
+	Locked:   "locked: the fix (one mutex over find, load and insert; insert never replaces; models live for the process)",
+	LockFree: "lockfree: hits read an atomic snapshot without a lock; one load per key, others wait for it; insert never replaces",
+}
+
+func describe(p Policy, o Options) string {
+	window := "race window not widened"
+	if o.RaceWindow > 0 {
+		window = fmt.Sprintf("race window widened by %v between miss and insert", o.RaceWindow)
+	}
+	return policyAccounts[p] + "; " + window
+}
+
+// widen sleeps for the demonstration race window, if any.
+func widen(o Options) {
+	if o.RaceWindow > 0 {
+		time.Sleep(o.RaceWindow)
+	}
+}
+
+// counters are shared by all policies so their costs compare fairly. The
+// per-Get counters are striped over padded cells: one shared atomic would
+// itself be the contention the lock-free policy is meant to avoid.
+type counters struct {
+	hits, misses          stripedCounter
+	loads, loadErrors     atomic.Uint64
+	waits, replacedModels atomic.Uint64
+}
+
+const stripes = 16
+
+type stripedCounter [stripes]struct {
+	n atomic.Uint64
+	_ [56]byte // one cache line per stripe
+}
+
+func (s *stripedCounter) inc() { s[rand.Uint32()%stripes].n.Add(1) }
+
+func (s *stripedCounter) sum() uint64 {
+	var total uint64
+	for i := range s {
+		total += s[i].n.Load()
+	}
+	return total
+}
+
+func (c *counters) stats() Stats {
+	return Stats{
+		Hits:       c.hits.sum(),
+		Misses:     c.misses.sum(),
+		Loads:      c.loads.Load(),
+		LoadErrors: c.loadErrors.Load(),
+		Waits:      c.waits.Load(),
+		Replaced:   c.replacedModels.Load(),
+	}
+}
+
+// countedLoad calls fn and counts it.
+func countedLoad[V any](c *counters, fn func() (V, error)) (V, error) {
+	c.loads.Add(1)
+	v, err := fn()
+	if err != nil {
+		c.loadErrors.Add(1)
+	}
+	return v, err
+}

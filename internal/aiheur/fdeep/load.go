@@ -1,0 +1,1081 @@
+package fdeep
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+)
+
+// DefaultEpsilon is the largest absolute difference between a self-test's
+// expected and computed output that a load accepts: fdeep's default verify
+// epsilon, which MIOpen uses.
+const DefaultEpsilon = 1e-4
+
+// Limits that keep a malformed file from asking for absurd amounts of
+// memory; the real models are far below them.
+const (
+	maxTensorElems  = 1 << 22
+	maxScratchElems = 1 << 24
+	maxRank         = 8
+)
+
+// Options tune Load.
+type Options struct {
+	// SkipSelfTest skips the embedded tests. MIOpen always runs them.
+	SkipSelfTest bool
+	// Epsilon overrides DefaultEpsilon when positive.
+	Epsilon float32
+}
+
+// SelfTestError is a load that failed because an embedded test's output
+// differed from its expected values by more than the tolerance.
+type SelfTestError struct {
+	Model     string
+	Test      int // 0-based index of the failing test
+	Tests     int // how many tests the file has
+	Output    int // output tensor with the largest deviation
+	Index     int // element of that output
+	Got, Want float32
+	Deviation float64 // largest |got - want|; +Inf when only one side is NaN
+	Epsilon   float32
+}
+
+func (e *SelfTestError) Error() string {
+	return fmt.Sprintf("model %q: embedded test %d of %d failed: output %d deviates from the expected values by up to %.3g (element %d: got %g, want %g; tolerance %g)",
+		e.Model, e.Test+1, e.Tests, e.Output, e.Deviation, e.Index, e.Got, e.Want, e.Epsilon)
+}
+
+// LoadFile loads a model file from disk; the model is named by its base name.
+func LoadFile(file string, opts Options) (*Model, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("loading model: %w", err)
+	}
+	return Load(data, filepath.Base(file), opts)
+}
+
+// LoadFS loads the model file name from fsys (a model directory or the
+// embedded models).
+func LoadFS(fsys fs.FS, name string, opts Options) (*Model, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("loading model: %w", err)
+	}
+	return Load(data, path.Base(name), opts)
+}
+
+// Load parses a frugally-deep JSON model, builds it and runs its embedded
+// tests. name labels the model in errors (usually the file name).
+func Load(data []byte, name string, opts Options) (*Model, error) {
+	m, tests, err := build(data, name)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	if !opts.SkipSelfTest {
+		eps := opts.Epsilon
+		if eps <= 0 {
+			eps = DefaultEpsilon
+		}
+		if err := m.selfTest(tests, eps); err != nil {
+			m.Release()
+			return nil, err
+		}
+	}
+	m.selfTests = len(tests)
+	return m, nil
+}
+
+// JSON layout of a model file. Fields the engine does not need are left out.
+type modelJSON struct {
+	Architecture    *archJSON                             `json:"architecture"`
+	ImageDataFormat string                                `json:"image_data_format"`
+	InputShapes     []json.RawMessage                     `json:"input_shapes"`
+	OutputShapes    []json.RawMessage                     `json:"output_shapes"`
+	Tests           []testJSON                            `json:"tests"`
+	TrainableParams map[string]map[string]json.RawMessage `json:"trainable_params"`
+	Hash            string                                `json:"hash"`
+}
+
+type archJSON struct {
+	ClassName string `json:"class_name"`
+	Config    struct {
+		Name         string          `json:"name"`
+		Layers       []layerJSON     `json:"layers"`
+		InputLayers  json.RawMessage `json:"input_layers"`
+		OutputLayers json.RawMessage `json:"output_layers"`
+	} `json:"config"`
+}
+
+type layerJSON struct {
+	ClassName    string          `json:"class_name"`
+	Name         string          `json:"name"`
+	Config       json.RawMessage `json:"config"`
+	InboundNodes json.RawMessage `json:"inbound_nodes"`
+}
+
+type testJSON struct {
+	Inputs  []tensorJSON `json:"inputs"`
+	Outputs []tensorJSON `json:"outputs"`
+}
+
+type tensorJSON struct {
+	Shape  []*int          `json:"shape"`
+	Values json.RawMessage `json:"values"`
+}
+
+// selfTestCase is one decoded embedded test.
+type selfTestCase struct {
+	inputs, outputs [][]float32
+}
+
+// tensorRef names one output tensor of one call of a layer.
+type tensorRef struct {
+	layer        string
+	node, tensor int
+}
+
+type nodeID struct {
+	layer string
+	node  int
+}
+
+type slotInfo struct {
+	span
+	shape Shape
+}
+
+// weightField is an op's weight slice, filled from a decoded parameter
+// and later moved into the arena.
+type weightField struct {
+	dst *[]float32
+	key string
+}
+
+type builder struct {
+	layers   map[string]*layerJSON
+	inbound  map[string][][]tensorRef
+	params   map[string]map[string]json.RawMessage
+	built    map[nodeID][]int
+	visiting map[nodeID]bool
+	slots    []slotInfo
+	scratch  int
+	ops      []op
+	fields   []weightField
+	decoded  map[string][]float32
+	inputs   map[string]int // InputLayer name -> slot
+}
+
+func build(data []byte, name string) (*Model, []selfTestCase, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil, errors.New("file is empty")
+	}
+	var mj modelJSON
+	if err := json.Unmarshal(data, &mj); err != nil {
+		return nil, nil, fmt.Errorf("not a valid frugally-deep JSON file: %v", err)
+	}
+	if mj.Architecture == nil {
+		return nil, nil, errors.New(`missing "architecture"`)
+	}
+	if mj.ImageDataFormat != "channels_last" {
+		return nil, nil, fmt.Errorf("image_data_format is %q, only \"channels_last\" is supported", mj.ImageDataFormat)
+	}
+	arch := mj.Architecture
+	if len(arch.Config.Layers) == 0 {
+		return nil, nil, errors.New("architecture has no layers")
+	}
+	b := &builder{
+		layers:   make(map[string]*layerJSON, len(arch.Config.Layers)),
+		inbound:  make(map[string][][]tensorRef),
+		params:   mj.TrainableParams,
+		built:    make(map[nodeID][]int),
+		visiting: make(map[nodeID]bool),
+		decoded:  make(map[string][]float32),
+		inputs:   make(map[string]int),
+	}
+	for i := range arch.Config.Layers {
+		l := &arch.Config.Layers[i]
+		if l.Name == "" {
+			var named struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(l.Config, &named)
+			l.Name = named.Name
+		}
+		if l.Name == "" {
+			return nil, nil, fmt.Errorf("layer %d (%s) has no name", i, l.ClassName)
+		}
+		if _, dup := b.layers[l.Name]; dup {
+			return nil, nil, fmt.Errorf("layer name %q is used twice", l.Name)
+		}
+		b.layers[l.Name] = l
+	}
+	inRefs, err := parseRefList(arch.Config.InputLayers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("input_layers: %w", err)
+	}
+	outRefs, err := parseRefList(arch.Config.OutputLayers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("output_layers: %w", err)
+	}
+	if len(inRefs) == 0 || len(outRefs) == 0 {
+		return nil, nil, errors.New("the model declares no inputs or no outputs")
+	}
+
+	m := &Model{name: name, hash: mj.Hash}
+	declared := make(map[string]bool, len(inRefs))
+	for i, ref := range inRefs {
+		l, ok := b.layers[ref.layer]
+		if !ok || l.ClassName != "InputLayer" || ref.node != 0 || ref.tensor != 0 {
+			return nil, nil, fmt.Errorf("input_layers[%d] (%s) is not an InputLayer", i, ref.layer)
+		}
+		if declared[ref.layer] {
+			return nil, nil, fmt.Errorf("input_layers lists %q twice", ref.layer)
+		}
+		declared[ref.layer] = true
+		s, err := b.tensor(ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.inputs = append(m.inputs, port{span: b.slots[s].span, shape: b.slots[s].shape, name: ref.layer})
+	}
+	for _, ref := range outRefs {
+		s, err := b.tensor(ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.outputs = append(m.outputs, port{span: b.slots[s].span, shape: b.slots[s].shape, name: ref.layer})
+	}
+	for in := range b.inputs {
+		if !declared[in] {
+			return nil, nil, fmt.Errorf("layer %q is an InputLayer the model does not list in input_layers", in)
+		}
+	}
+	if err := checkDeclaredShapes("input_shapes", mj.InputShapes, m.inputs); err != nil {
+		return nil, nil, err
+	}
+	if err := checkDeclaredShapes("output_shapes", mj.OutputShapes, m.outputs); err != nil {
+		return nil, nil, err
+	}
+	tests, err := decodeTests(mj.Tests, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.placeWeights(m); err != nil {
+		return nil, nil, err
+	}
+	m.ops = b.ops
+	m.scratch = b.scratch
+	size := b.scratch
+	m.pool.New = func() any {
+		buf := make([]float32, size)
+		return &buf
+	}
+	// Weights that nobody released go back when the model is unreachable.
+	// Predict keeps the model alive until it has finished reading them.
+	runtime.AddCleanup(m, func(a *weightArena) { a.release() }, m.arena)
+	return m, tests, nil
+}
+
+// placeWeights moves every decoded parameter into one arena and points the
+// ops at it; each parameter is stored once even if several calls share it.
+func (b *builder) placeWeights(m *Model) error {
+	offsets := make(map[string]int, len(b.decoded))
+	total := 0
+	for _, f := range b.fields {
+		if _, ok := offsets[f.key]; ok {
+			continue
+		}
+		offsets[f.key] = total
+		total += len(b.decoded[f.key])
+	}
+	arena, floats, err := newWeightArena(total)
+	if err != nil {
+		return err
+	}
+	for _, f := range b.fields {
+		src := b.decoded[f.key]
+		off := offsets[f.key]
+		dst := floats[off : off+len(src) : off+len(src)]
+		copy(dst, src)
+		*f.dst = dst
+	}
+	if err := arena.seal(); err != nil {
+		arena.release()
+		return err
+	}
+	m.arena = arena
+	m.weightCount = total
+	return nil
+}
+
+func checkDeclaredShapes(what string, declared []json.RawMessage, ports []port) error {
+	if declared == nil {
+		return nil
+	}
+	if len(declared) != len(ports) {
+		return fmt.Errorf("%s lists %d shapes, the graph has %d", what, len(declared), len(ports))
+	}
+	for i, raw := range declared {
+		var dims []*int
+		if err := json.Unmarshal(raw, &dims); err != nil {
+			return fmt.Errorf("%s[%d]: %v", what, i, err)
+		}
+		shape, err := fixedShape(dims)
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", what, i, err)
+		}
+		if !shape.equal(ports[i].shape) {
+			return fmt.Errorf("%s[%d] is %v but the graph gives %v", what, i, shape, ports[i].shape)
+		}
+	}
+	return nil
+}
+
+func decodeTests(raw []testJSON, m *Model) ([]selfTestCase, error) {
+	tests := make([]selfTestCase, 0, len(raw))
+	for i, t := range raw {
+		ins, err := decodeTestTensors(t.Inputs, m.inputs)
+		if err != nil {
+			return nil, fmt.Errorf("embedded test %d inputs: %w", i+1, err)
+		}
+		outs, err := decodeTestTensors(t.Outputs, m.outputs)
+		if err != nil {
+			return nil, fmt.Errorf("embedded test %d outputs: %w", i+1, err)
+		}
+		tests = append(tests, selfTestCase{inputs: ins, outputs: outs})
+	}
+	return tests, nil
+}
+
+func decodeTestTensors(raw []tensorJSON, ports []port) ([][]float32, error) {
+	if len(raw) != len(ports) {
+		return nil, fmt.Errorf("%d tensors given, the model has %d", len(raw), len(ports))
+	}
+	out := make([][]float32, len(raw))
+	for i, t := range raw {
+		v, err := decodeFloats(t.Values)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %d: %w", i, err)
+		}
+		if t.Shape != nil {
+			shape, err := fixedShape(t.Shape)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %d: %w", i, err)
+			}
+			if shape.Size() != len(v) {
+				return nil, fmt.Errorf("tensor %d: shape %v holds %d values but %d are given", i, shape, shape.Size(), len(v))
+			}
+		}
+		if len(v) != ports[i].n {
+			return nil, fmt.Errorf("tensor %d has %d values, the model's %s has shape %v (%d values)", i, len(v), ports[i].name, ports[i].shape, ports[i].n)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// selfTest runs the embedded tests and compares with an absolute tolerance.
+func (m *Model) selfTest(tests []selfTestCase, eps float32) error {
+	outs := make([][]float32, len(m.outputs))
+	for i, p := range m.outputs {
+		outs[i] = make([]float32, p.n)
+	}
+	for ti, t := range tests {
+		if err := m.PredictInto(outs, t.inputs...); err != nil {
+			return fmt.Errorf("embedded test %d of %d: %w", ti+1, len(tests), err)
+		}
+		worst := &SelfTestError{Model: m.name, Test: ti, Tests: len(tests), Epsilon: eps, Deviation: -1}
+		for oi, got := range outs {
+			for k, g := range got {
+				w := t.outputs[oi][k]
+				d := deviation(g, w)
+				if d > worst.Deviation {
+					worst.Deviation, worst.Output, worst.Index, worst.Got, worst.Want = d, oi, k, g, w
+				}
+			}
+		}
+		if worst.Deviation > float64(eps) {
+			return worst
+		}
+	}
+	return nil
+}
+
+func deviation(got, want float32) float64 {
+	gn, wn := math.IsNaN(float64(got)), math.IsNaN(float64(want))
+	switch {
+	case gn && wn:
+		return 0
+	case gn || wn:
+		return math.Inf(1)
+	case got == want: // equal infinities
+		return 0
+	}
+	return math.Abs(float64(got) - float64(want))
+}
+
+// parseRefList reads input_layers / output_layers: a list of
+// [name, node, tensor] triples, or one bare triple.
+func parseRefList(raw json.RawMessage) ([]tensorRef, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, errors.New("missing")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("expected a list of [layer, node, tensor] entries: %v", err)
+	}
+	if len(items) > 0 {
+		if first := bytes.TrimSpace(items[0]); len(first) > 0 && first[0] == '"' {
+			ref, err := parseRef(raw)
+			if err != nil {
+				return nil, err
+			}
+			return []tensorRef{ref}, nil
+		}
+	}
+	refs := make([]tensorRef, 0, len(items))
+	for _, it := range items {
+		ref, err := parseRef(it)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+// parseRef reads [name, node, tensor] with an optional fourth kwargs entry.
+func parseRef(raw json.RawMessage) (tensorRef, error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil || len(parts) < 3 {
+		return tensorRef{}, fmt.Errorf("expected [layer, node, tensor], found %.60s", raw)
+	}
+	var ref tensorRef
+	if err := json.Unmarshal(parts[0], &ref.layer); err != nil {
+		return tensorRef{}, fmt.Errorf("layer name in %.60s: %v", raw, err)
+	}
+	if err := json.Unmarshal(parts[1], &ref.node); err != nil {
+		return tensorRef{}, fmt.Errorf("node index in %.60s: %v", raw, err)
+	}
+	if err := json.Unmarshal(parts[2], &ref.tensor); err != nil {
+		return tensorRef{}, fmt.Errorf("tensor index in %.60s: %v", raw, err)
+	}
+	return ref, nil
+}
+
+// inboundNodes parses a layer's call nodes once.
+func (b *builder) inboundNodes(l *layerJSON) ([][]tensorRef, error) {
+	if nodes, ok := b.inbound[l.Name]; ok {
+		return nodes, nil
+	}
+	var raw [][]json.RawMessage
+	trimmed := bytes.TrimSpace(l.InboundNodes)
+	if len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if err := json.Unmarshal(trimmed, &raw); err != nil {
+			return nil, fmt.Errorf("layer %q: unsupported inbound_nodes format: %v", l.Name, err)
+		}
+	}
+	nodes := make([][]tensorRef, len(raw))
+	for i, node := range raw {
+		for _, r := range node {
+			ref, err := parseRef(r)
+			if err != nil {
+				return nil, fmt.Errorf("layer %q inbound node %d: %w", l.Name, i, err)
+			}
+			nodes[i] = append(nodes[i], ref)
+		}
+	}
+	b.inbound[l.Name] = nodes
+	return nodes, nil
+}
+
+func (b *builder) tensor(ref tensorRef) (int, error) {
+	outs, err := b.node(nodeID{ref.layer, ref.node})
+	if err != nil {
+		return 0, err
+	}
+	if ref.tensor < 0 || ref.tensor >= len(outs) {
+		return 0, fmt.Errorf("layer %q has %d output tensors; tensor %d is referenced", ref.layer, len(outs), ref.tensor)
+	}
+	return outs[ref.tensor], nil
+}
+
+// node builds one call of a layer (after its inputs) and returns the slots
+// of its output tensors. Ops are appended in dependency order.
+func (b *builder) node(id nodeID) ([]int, error) {
+	if outs, ok := b.built[id]; ok {
+		return outs, nil
+	}
+	l, ok := b.layers[id.layer]
+	if !ok {
+		return nil, fmt.Errorf("reference to unknown layer %q", id.layer)
+	}
+	if b.visiting[id] {
+		return nil, fmt.Errorf("layer %q: the layer graph has a cycle", id.layer)
+	}
+	b.visiting[id] = true
+	defer delete(b.visiting, id)
+
+	var outs []int
+	if l.ClassName == "InputLayer" {
+		if id.node != 0 {
+			return nil, fmt.Errorf("input layer %q has only node 0; node %d is referenced", id.layer, id.node)
+		}
+		s, err := b.inputLayer(l)
+		if err != nil {
+			return nil, err
+		}
+		outs = []int{s}
+	} else {
+		nodes, err := b.inboundNodes(l)
+		if err != nil {
+			return nil, err
+		}
+		if id.node < 0 || id.node >= len(nodes) {
+			return nil, fmt.Errorf("layer %q has %d call nodes; node %d is referenced", id.layer, len(nodes), id.node)
+		}
+		if len(nodes[id.node]) == 0 {
+			return nil, fmt.Errorf("layer %q node %d has no inputs", id.layer, id.node)
+		}
+		ins := make([]int, 0, len(nodes[id.node]))
+		for _, ref := range nodes[id.node] {
+			s, err := b.tensor(ref)
+			if err != nil {
+				return nil, err
+			}
+			ins = append(ins, s)
+		}
+		outs, err = b.layer(l, ins)
+		if err != nil {
+			return nil, fmt.Errorf("layer %q (%s): %w", l.Name, l.ClassName, err)
+		}
+	}
+	b.built[id] = outs
+	return outs, nil
+}
+
+// alloc reserves a scratch span for a tensor of the given shape.
+func (b *builder) alloc(shape Shape) (int, error) {
+	if len(shape) == 0 || len(shape) > maxRank {
+		return 0, fmt.Errorf("tensor rank %d is not supported", len(shape))
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 1 || d > maxTensorElems || n > maxTensorElems/d {
+			return 0, fmt.Errorf("tensor shape %v is too large or invalid", shape)
+		}
+		n *= d
+	}
+	if b.scratch+n > maxScratchElems {
+		return 0, fmt.Errorf("the model needs more than %d scratch values", maxScratchElems)
+	}
+	b.slots = append(b.slots, slotInfo{span: span{off: b.scratch, n: n}, shape: shape})
+	b.scratch += n
+	return len(b.slots) - 1, nil
+}
+
+// bind decodes layer's trainable parameter key, checks its length and
+// points *dst at it.
+func (b *builder) bind(dst *[]float32, layer, key string, want int) error {
+	full := layer + "\x00" + key
+	v, ok := b.decoded[full]
+	if !ok {
+		raw, ok := b.params[layer][key]
+		if !ok {
+			return fmt.Errorf("trainable_params has no %q for this layer", key)
+		}
+		var err error
+		v, err = decodeFloats(raw)
+		if err != nil {
+			return fmt.Errorf("trainable_params %q: %w", key, err)
+		}
+		b.decoded[full] = v
+	}
+	if len(v) != want {
+		return fmt.Errorf("trainable_params %q has %d values, want %d for this layer's shape", key, len(v), want)
+	}
+	*dst = v
+	b.fields = append(b.fields, weightField{dst: dst, key: full})
+	return nil
+}
+
+func (b *builder) inputLayer(l *layerJSON) (int, error) {
+	var cfg struct {
+		BatchInputShape []*int `json:"batch_input_shape"`
+		BatchShape      []*int `json:"batch_shape"`
+	}
+	if err := json.Unmarshal(l.Config, &cfg); err != nil {
+		return 0, fmt.Errorf("input layer %q: bad config: %v", l.Name, err)
+	}
+	dims := cfg.BatchInputShape
+	if dims == nil {
+		dims = cfg.BatchShape
+	}
+	if len(dims) < 2 {
+		return 0, fmt.Errorf("input layer %q: batch_input_shape must be [null, dims...], found %d entries", l.Name, len(dims))
+	}
+	shape, err := fixedShape(dims[1:])
+	if err != nil {
+		return 0, fmt.Errorf("input layer %q: %w", l.Name, err)
+	}
+	s, err := b.alloc(shape)
+	if err != nil {
+		return 0, fmt.Errorf("input layer %q: %w", l.Name, err)
+	}
+	b.inputs[l.Name] = s
+	return s, nil
+}
+
+// fixedShape converts JSON dimensions, which must all be known.
+func fixedShape(dims []*int) (Shape, error) {
+	shape := make(Shape, len(dims))
+	for i, d := range dims {
+		if d == nil {
+			return nil, fmt.Errorf("dimension %d is variable (null); only fixed shapes are supported", i)
+		}
+		if *d < 1 {
+			return nil, fmt.Errorf("dimension %d is %d; dimensions must be positive", i, *d)
+		}
+		shape[i] = *d
+	}
+	return shape, nil
+}
+
+func decodeConfig(l *layerJSON, cfg any) error {
+	if err := json.Unmarshal(l.Config, cfg); err != nil {
+		return fmt.Errorf("bad config: %v", err)
+	}
+	return nil
+}
+
+// layer compiles one call of a non-input layer.
+func (b *builder) layer(l *layerJSON, ins []int) ([]int, error) {
+	switch l.ClassName {
+	case "Dense":
+		return b.dense(l, ins)
+	case "ReLU":
+		return b.relu(l, ins)
+	case "Activation":
+		return b.activationLayer(l, ins)
+	case "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum":
+		return b.merge(l, ins)
+	case "Embedding":
+		return b.embedding(l, ins)
+	case "LSTM":
+		return b.lstm(l, ins)
+	case "Concatenate":
+		return b.concatenate(l, ins)
+	case "Reshape", "Flatten", "Dropout":
+		return b.reshape(l, ins)
+	case "RepeatVector":
+		return b.repeatVector(l, ins)
+	}
+	return nil, fmt.Errorf("unsupported layer type %q", l.ClassName)
+}
+
+func oneInput(ins []int) error {
+	if len(ins) != 1 {
+		return fmt.Errorf("takes one input tensor, %d are connected", len(ins))
+	}
+	return nil
+}
+
+func (b *builder) dense(l *layerJSON, ins []int) ([]int, error) {
+	var cfg struct {
+		Units      int    `json:"units"`
+		Activation string `json:"activation"`
+		UseBias    *bool  `json:"use_bias"`
+	}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if err := oneInput(ins); err != nil {
+		return nil, err
+	}
+	if cfg.Units < 1 {
+		return nil, fmt.Errorf("units is %d", cfg.Units)
+	}
+	act, err := parseActivation(cfg.Activation)
+	if err != nil {
+		return nil, err
+	}
+	in := b.slots[ins[0]]
+	inDim := in.shape[len(in.shape)-1]
+	if inDim > maxTensorElems/cfg.Units {
+		return nil, fmt.Errorf("%d x %d weights are too many", inDim, cfg.Units)
+	}
+	outShape := append(in.shape[:len(in.shape)-1:len(in.shape)-1], cfg.Units)
+	out, err := b.alloc(outShape)
+	if err != nil {
+		return nil, err
+	}
+	d := &denseOp{in: in.span, out: b.slots[out].span, steps: in.n / inDim, inDim: inDim, units: cfg.Units, act: act}
+	if err := b.bind(&d.w, l.Name, "weights", inDim*cfg.Units); err != nil {
+		return nil, err
+	}
+	if cfg.UseBias == nil || *cfg.UseBias {
+		if err := b.bind(&d.b, l.Name, "bias", cfg.Units); err != nil {
+			return nil, err
+		}
+	}
+	d.skipZeros = allFinite(d.w)
+	b.ops = append(b.ops, d)
+	return []int{out}, nil
+}
+
+func (b *builder) relu(l *layerJSON, ins []int) ([]int, error) {
+	var cfg struct {
+		MaxValue      *float64 `json:"max_value"`
+		NegativeSlope float64  `json:"negative_slope"`
+		Threshold     float64  `json:"threshold"`
+	}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if err := oneInput(ins); err != nil {
+		return nil, err
+	}
+	in := b.slots[ins[0]]
+	out, err := b.alloc(in.shape)
+	if err != nil {
+		return nil, err
+	}
+	r := &reluOp{in: in.span, out: b.slots[out].span, maxValue: float32(math.Inf(1)),
+		negSlope: float32(cfg.NegativeSlope), threshold: float32(cfg.Threshold)}
+	if cfg.MaxValue != nil {
+		r.maxValue = float32(*cfg.MaxValue)
+	}
+	b.ops = append(b.ops, r)
+	return []int{out}, nil
+}
+
+func (b *builder) activationLayer(l *layerJSON, ins []int) ([]int, error) {
+	var cfg struct {
+		Activation string `json:"activation"`
+	}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if err := oneInput(ins); err != nil {
+		return nil, err
+	}
+	act, err := parseActivation(cfg.Activation)
+	if err != nil {
+		return nil, err
+	}
+	in := b.slots[ins[0]]
+	out, err := b.alloc(in.shape)
+	if err != nil {
+		return nil, err
+	}
+	b.ops = append(b.ops, &activationOp{in: in.span, out: b.slots[out].span, act: act, lastDim: in.shape[len(in.shape)-1]})
+	return []int{out}, nil
+}
+
+var mergeKinds = map[string]mergeKind{
+	"Add": mergeAdd, "Subtract": mergeSubtract, "Multiply": mergeMultiply,
+	"Average": mergeAverage, "Maximum": mergeMaximum, "Minimum": mergeMinimum,
+}
+
+func (b *builder) merge(l *layerJSON, ins []int) ([]int, error) {
+	kind := mergeKinds[l.ClassName]
+	if len(ins) < 2 || (kind == mergeSubtract && len(ins) != 2) {
+		return nil, fmt.Errorf("%d input tensors connected", len(ins))
+	}
+	first := b.slots[ins[0]]
+	spans := make([]span, len(ins))
+	for i, s := range ins {
+		if !b.slots[s].shape.equal(first.shape) {
+			return nil, fmt.Errorf("input shapes differ: %v and %v", first.shape, b.slots[s].shape)
+		}
+		spans[i] = b.slots[s].span
+	}
+	out, err := b.alloc(first.shape)
+	if err != nil {
+		return nil, err
+	}
+	b.ops = append(b.ops, &mergeOp{ins: spans, out: b.slots[out].span, kind: kind})
+	return []int{out}, nil
+}
+
+func (b *builder) embedding(l *layerJSON, ins []int) ([]int, error) {
+	var cfg struct {
+		InputDim  int  `json:"input_dim"`
+		OutputDim int  `json:"output_dim"`
+		MaskZero  bool `json:"mask_zero"`
+	}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if err := oneInput(ins); err != nil {
+		return nil, err
+	}
+	if cfg.InputDim < 1 || cfg.OutputDim < 1 || cfg.InputDim > maxTensorElems/cfg.OutputDim {
+		return nil, fmt.Errorf("input_dim %d / output_dim %d are invalid", cfg.InputDim, cfg.OutputDim)
+	}
+	if cfg.MaskZero {
+		return nil, errors.New("mask_zero is not supported")
+	}
+	in := b.slots[ins[0]]
+	outShape := append(in.shape[:len(in.shape):len(in.shape)], cfg.OutputDim)
+	out, err := b.alloc(outShape)
+	if err != nil {
+		return nil, err
+	}
+	e := &embeddingOp{layer: l.Name, in: in.span, out: b.slots[out].span, inputDim: cfg.InputDim, dim: cfg.OutputDim}
+	if err := b.bind(&e.w, l.Name, "weights", cfg.InputDim*cfg.OutputDim); err != nil {
+		return nil, err
+	}
+	b.ops = append(b.ops, e)
+	return []int{out}, nil
+}
+
+func (b *builder) lstm(l *layerJSON, ins []int) ([]int, error) {
+	var cfg struct {
+		Units               int     `json:"units"`
+		Activation          *string `json:"activation"`
+		RecurrentActivation *string `json:"recurrent_activation"`
+		UseBias             *bool   `json:"use_bias"`
+		ReturnSequences     bool    `json:"return_sequences"`
+		ReturnState         bool    `json:"return_state"`
+		GoBackwards         bool    `json:"go_backwards"`
+		Stateful            bool    `json:"stateful"`
+		TimeMajor           bool    `json:"time_major"`
+	}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Stateful || cfg.TimeMajor {
+		return nil, errors.New("stateful and time_major LSTMs are not supported")
+	}
+	if cfg.Units < 1 || cfg.Units > maxTensorElems/(4*cfg.Units) {
+		return nil, fmt.Errorf("units is %d", cfg.Units)
+	}
+	actName, recName := "tanh", "sigmoid"
+	if cfg.Activation != nil {
+		actName = *cfg.Activation
+	}
+	if cfg.RecurrentActivation != nil {
+		recName = *cfg.RecurrentActivation
+	}
+	act, err := parseActivation(actName)
+	if err != nil {
+		return nil, err
+	}
+	recAct, err := parseActivation(recName)
+	if err != nil {
+		return nil, err
+	}
+	if act == actSoftmax || recAct == actSoftmax {
+		return nil, errors.New("softmax is not supported as an LSTM activation")
+	}
+	if len(ins) != 1 && len(ins) != 3 {
+		return nil, fmt.Errorf("takes an input and optionally an initial (h, c) state; %d tensors are connected", len(ins))
+	}
+	in := b.slots[ins[0]]
+	if len(in.shape) != 2 {
+		return nil, fmt.Errorf("input shape %v is not [timesteps, features]", in.shape)
+	}
+	u := cfg.Units
+	steps, inDim := in.shape[0], in.shape[1]
+	if inDim > maxTensorElems/(4*u) {
+		return nil, fmt.Errorf("%d x %d weights are too many", inDim, 4*u)
+	}
+	op := &lstmOp{in: in.span, steps: steps, inDim: inDim, units: u, act: act, recAct: recAct,
+		returnSeq: cfg.ReturnSequences, backwards: cfg.GoBackwards}
+	if len(ins) == 3 {
+		for _, s := range ins[1:] {
+			if !b.slots[s].shape.equal(Shape{u}) {
+				return nil, fmt.Errorf("initial state shape %v, want [%d]", b.slots[s].shape, u)
+			}
+		}
+		op.h0, op.c0 = b.slots[ins[1]].span, b.slots[ins[2]].span
+	}
+	seqShape := Shape{u}
+	if cfg.ReturnSequences {
+		seqShape = Shape{steps, u}
+	}
+	seq, err := b.alloc(seqShape)
+	if err != nil {
+		return nil, err
+	}
+	h, err := b.alloc(Shape{u})
+	if err != nil {
+		return nil, err
+	}
+	c, err := b.alloc(Shape{u})
+	if err != nil {
+		return nil, err
+	}
+	z, err := b.alloc(Shape{4 * u})
+	if err != nil {
+		return nil, err
+	}
+	op.seq, op.h, op.c, op.z = b.slots[seq].span, b.slots[h].span, b.slots[c].span, b.slots[z].span
+	if err := b.bind(&op.w, l.Name, "weights", inDim*4*u); err != nil {
+		return nil, err
+	}
+	if err := b.bind(&op.u, l.Name, "recurrent_weights", u*4*u); err != nil {
+		return nil, err
+	}
+	if cfg.UseBias == nil || *cfg.UseBias {
+		if err := b.bind(&op.b, l.Name, "bias", 4*u); err != nil {
+			return nil, err
+		}
+	}
+	b.ops = append(b.ops, op)
+	if cfg.ReturnState {
+		return []int{seq, h, c}, nil
+	}
+	return []int{seq}, nil
+}
+
+func (b *builder) concatenate(l *layerJSON, ins []int) ([]int, error) {
+	cfg := struct {
+		Axis *int `json:"axis"`
+	}{}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if len(ins) < 1 {
+		return nil, errors.New("no input tensors connected")
+	}
+	first := b.slots[ins[0]].shape
+	rank := len(first)
+	axis := rank - 1
+	if cfg.Axis != nil {
+		// Keras counts the batch dimension as axis 0.
+		switch a := *cfg.Axis; {
+		case a < 0 && -a <= rank:
+			axis = rank + a
+		case a >= 1 && a <= rank:
+			axis = a - 1
+		default:
+			return nil, fmt.Errorf("axis %d is invalid for rank-%d inputs", a, rank)
+		}
+	}
+	outShape := append(Shape(nil), first...)
+	outShape[axis] = 0
+	c := &concatOp{outer: 1}
+	for _, d := range first[:axis] {
+		c.outer *= d
+	}
+	for _, s := range ins {
+		sh := b.slots[s].shape
+		if len(sh) != rank {
+			return nil, fmt.Errorf("input ranks differ: %v and %v", first, sh)
+		}
+		for k := range sh {
+			if k != axis && sh[k] != first[k] {
+				return nil, fmt.Errorf("input shapes %v and %v differ outside axis %d", first, sh, axis)
+			}
+		}
+		if outShape[axis] > maxTensorElems-sh[axis] {
+			return nil, errors.New("concatenated tensor is too large")
+		}
+		outShape[axis] += sh[axis]
+		c.ins = append(c.ins, b.slots[s].span)
+		c.chunks = append(c.chunks, b.slots[s].n/c.outer)
+	}
+	out, err := b.alloc(outShape)
+	if err != nil {
+		return nil, err
+	}
+	c.out = b.slots[out].span
+	b.ops = append(b.ops, c)
+	return []int{out}, nil
+}
+
+func (b *builder) reshape(l *layerJSON, ins []int) ([]int, error) {
+	if err := oneInput(ins); err != nil {
+		return nil, err
+	}
+	in := b.slots[ins[0]]
+	var outShape Shape
+	switch l.ClassName {
+	case "Dropout":
+		outShape = in.shape
+	case "Flatten":
+		outShape = Shape{in.n}
+	case "Reshape":
+		var cfg struct {
+			TargetShape []int `json:"target_shape"`
+		}
+		if err := decodeConfig(l, &cfg); err != nil {
+			return nil, err
+		}
+		var err error
+		if outShape, err = resolveTarget(cfg.TargetShape, in.n); err != nil {
+			return nil, err
+		}
+	}
+	out, err := b.alloc(outShape)
+	if err != nil {
+		return nil, err
+	}
+	b.ops = append(b.ops, &copyOp{in: in.span, out: b.slots[out].span})
+	return []int{out}, nil
+}
+
+// resolveTarget fills in a Reshape target's single -1 dimension.
+func resolveTarget(target []int, size int) (Shape, error) {
+	if len(target) == 0 {
+		return nil, errors.New("target_shape is empty")
+	}
+	shape := make(Shape, len(target))
+	known, free := 1, -1
+	for i, d := range target {
+		switch {
+		case d == -1 && free < 0:
+			free = i
+			continue
+		case d < 1 || d > maxTensorElems || known > maxTensorElems/d:
+			return nil, fmt.Errorf("target_shape %v is invalid", target)
+		}
+		known *= d
+		shape[i] = d
+	}
+	if free >= 0 {
+		if size%known != 0 {
+			return nil, fmt.Errorf("target_shape %v does not fit %d values", target, size)
+		}
+		shape[free] = size / known
+	}
+	if shape.Size() != size {
+		return nil, fmt.Errorf("target_shape %v holds %d values, the input has %d", target, shape.Size(), size)
+	}
+	return shape, nil
+}
+
+func (b *builder) repeatVector(l *layerJSON, ins []int) ([]int, error) {
+	var cfg struct {
+		N int `json:"n"`
+	}
+	if err := decodeConfig(l, &cfg); err != nil {
+		return nil, err
+	}
+	if err := oneInput(ins); err != nil {
+		return nil, err
+	}
+	in := b.slots[ins[0]]
+	if len(in.shape) != 1 {
+		return nil, fmt.Errorf("input shape %v is not a vector", in.shape)
+	}
+	if cfg.N < 1 {
+		return nil, fmt.Errorf("n is %d", cfg.N)
+	}
+	out, err := b.alloc(Shape{cfg.N, in.shape[0]})
+	if err != nil {
+		return nil, err
+	}
+	b.ops = append(b.ops, &repeatOp{in: in.span, out: b.slots[out].span, times: cfg.N})
+	return []int{out}, nil
+}
