@@ -1,0 +1,113 @@
+package finder
+
+import (
+	"fmt"
+	"sync"
+
+	"miotool/internal/conv"
+	"miotool/internal/hip"
+)
+
+// Tensors are a problem's device buffers and their host copies. The caller
+// frees them (Free waits for the device, so it belongs after the work that
+// must not wait, such as the scenario that follows a find).
+type Tensors struct {
+	Problem        conv.Problem
+	X, W, Y        hip.DevPtr
+	Workspace      hip.DevPtr
+	WorkspaceBytes int
+
+	dev   hip.Device
+	hostX []float32
+	hostW []float32
+
+	refOnce sync.Once
+	ref     []float32
+}
+
+// NewTensors allocates x, w, y and the largest workspace any solver needs,
+// and uploads seeded random x and w.
+func NewTensors(dev hip.Device, p conv.Problem, solvers []*conv.Solver, seed uint64) (*Tensors, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if solvers == nil {
+		solvers = conv.Solvers()
+	}
+	ts := &Tensors{Problem: p, dev: dev}
+	ts.hostX = conv.RandomTensor(p.InputElements(), seed)
+	ts.hostW = conv.RandomTensor(p.WeightElements(), seed+1)
+	for _, s := range solvers {
+		if s.IsApplicable(p) {
+			ts.WorkspaceBytes = max(ts.WorkspaceBytes, s.Workspace(p))
+		}
+	}
+	var err error
+	alloc := func(n int, what string) hip.DevPtr {
+		if err != nil {
+			return 0
+		}
+		var ptr hip.DevPtr
+		if ptr, err = dev.Malloc(n); err != nil {
+			err = fmt.Errorf("allocate %s (%d bytes): %w", what, n, err)
+		}
+		return ptr
+	}
+	ts.X = alloc(4*p.InputElements(), "x")
+	ts.W = alloc(4*p.WeightElements(), "w")
+	ts.Y = alloc(ts.OutputBytes(), "y")
+	if ts.WorkspaceBytes > 0 {
+		ts.Workspace = alloc(ts.WorkspaceBytes, "workspace")
+	}
+	if err == nil {
+		err = dev.MemcpyHtoD(ts.X, conv.Float32Bytes(ts.hostX))
+	}
+	if err == nil {
+		err = dev.MemcpyHtoD(ts.W, conv.Float32Bytes(ts.hostW))
+	}
+	if err != nil {
+		_ = ts.Free()
+		return nil, err
+	}
+	return ts, nil
+}
+
+// OutputBytes is the size of y.
+func (ts *Tensors) OutputBytes() int { return 4 * ts.Problem.OutputElements() }
+
+// Output copies y to the host.
+func (ts *Tensors) Output() ([]float32, error) {
+	return ts.Read(ts.Y)
+}
+
+// Read copies an output-sized buffer to the host.
+func (ts *Tensors) Read(p hip.DevPtr) ([]float32, error) {
+	buf := make([]byte, ts.OutputBytes())
+	if err := ts.dev.MemcpyDtoH(buf, p); err != nil {
+		return nil, err
+	}
+	return conv.BytesFloat32(buf)
+}
+
+// ClearOutput zeroes y so a later check cannot pass on stale data.
+func (ts *Tensors) ClearOutput() error { return ts.dev.Memset(ts.Y, 0, ts.OutputBytes()) }
+
+// Reference is the CPU result, computed once.
+func (ts *Tensors) Reference() []float32 {
+	ts.refOnce.Do(func() { ts.ref = conv.Reference(ts.Problem, ts.hostX, ts.hostW) })
+	return ts.ref
+}
+
+// Free releases the device buffers.
+func (ts *Tensors) Free() error {
+	var first error
+	for _, p := range []*hip.DevPtr{&ts.X, &ts.W, &ts.Y, &ts.Workspace} {
+		if *p != 0 {
+			if err := ts.dev.Free(*p); err != nil && first == nil {
+				first = err
+			}
+			*p = 0
+		}
+	}
+	return first
+}
