@@ -1,0 +1,408 @@
+// Package repro holds the scenarios miotool runs: a graph capture after find
+// abandoned a naive evaluation (MIOpen #12121), replay-only release of the
+// abandoned evaluation's scratch, and the multi-threaded stress of the AI
+// heuristic's model caches. Each returns what happened when its code ran.
+package repro
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"miotool/internal/conv"
+	"miotool/internal/finder"
+	"miotool/internal/handle"
+	"miotool/internal/hip"
+	"miotool/internal/streams"
+)
+
+// Variant says who launches during the capture.
+type Variant string
+
+// Capture variants.
+const (
+	// SameThread: the thread whose handle's find abandoned a stream
+	// captures a convolution through that handle.
+	SameThread Variant = "same-thread"
+	// OtherThread: one thread captures through its own handle while
+	// another thread launches through the handle whose find abandoned a
+	// stream (a capture on another stream and thread, which global mode
+	// still exposes).
+	OtherThread Variant = "other-thread"
+)
+
+// Variants lists both.
+var Variants = []Variant{SameThread, OtherThread}
+
+// ParseVariant accepts same-thread, other-thread.
+func ParseVariant(s string) (Variant, error) {
+	for _, v := range Variants {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("unknown variant %q (want same-thread or other-thread)", s)
+}
+
+// CaptureOptions configure the #12121 scenario.
+type CaptureOptions struct {
+	Modes    []hip.CaptureMode
+	Policies []streams.Policy
+	Variants []Variant
+	// FindProblem is what find evaluates: large enough that the naive
+	// solver overruns its deadline. CaptureProblem is the convolution
+	// captured afterwards (the find problem when zero).
+	FindProblem    conv.Problem
+	CaptureProblem conv.Problem
+	// NaiveTimeoutPct as MIOPEN_NAIVE_TIMEOUT (300 when 0 is not meant:
+	// callers pass the effective value).
+	NaiveTimeoutPct int
+	// Samples per solver during find (fewer than find's default keeps the
+	// scenario quick; timing quality is not what it checks).
+	Samples int
+	// MaxDraining is the tracker cap (0: from GPU_MAX_HW_QUEUES).
+	MaxDraining int
+	Seed        uint64
+	Log         func(format string, args ...any)
+}
+
+// Outcome is a case's result in one word.
+type Outcome string
+
+// Outcomes.
+const (
+	Pass         Outcome = "PASS"
+	Fail         Outcome = "FAIL"
+	Inconclusive Outcome = "INCONCLUSIVE"
+)
+
+// CaptureCase is one combination and what it did.
+type CaptureCase struct {
+	Mode     hip.CaptureMode
+	Policy   streams.Policy
+	Variant  Variant
+	Expected Outcome
+	Measured Outcome
+	// EndCapture is the end-capture code (Success when it returned a graph).
+	EndCapture hip.Code
+	// FirstRefusal is the first runtime call the capture's launch path
+	// made that was refused, e.g. "hipStreamQuery: hipErrorStreamCaptureUnsupported (900)".
+	FirstRefusal string
+	OutputOK     bool
+	// NaiveAbandoned and DrainingAtCapture show the precondition held: find
+	// abandoned the naive evaluation and its slot was still in the backlog
+	// when the capture began.
+	NaiveAbandoned    bool
+	DrainingAtCapture int
+	Detail            string
+	Counters          streams.Counters
+	Elapsed           time.Duration
+}
+
+// Agrees reports whether the measured outcome is the expected one.
+func (c CaptureCase) Agrees() bool { return c.Measured == c.Expected }
+
+// ExpectedCapture is the outcome the runtime's rules predict. The lazy
+// policy queries the abandoned stream from the launch path: on the
+// capturing thread that is refused in global and thread-local mode; from
+// another thread only a global capture is exposed. The guarded and worker
+// policies make no refused call.
+func ExpectedCapture(p streams.Policy, m hip.CaptureMode, v Variant) Outcome {
+	if p != streams.Lazy || m == hip.CaptureModeRelaxed {
+		return Pass
+	}
+	if v == OtherThread && m == hip.CaptureModeThreadLocal {
+		return Pass
+	}
+	return Fail
+}
+
+// RunCapture runs every requested combination on dev.
+func RunCapture(ctx context.Context, dev hip.Device, opts CaptureOptions) ([]CaptureCase, error) {
+	if opts.CaptureProblem == (conv.Problem{}) {
+		opts.CaptureProblem = opts.FindProblem
+	}
+	var out []CaptureCase
+	for _, v := range opts.Variants {
+		for _, p := range opts.Policies {
+			for _, m := range opts.Modes {
+				c, err := runCaptureCase(ctx, dev, opts, p, m, v)
+				if err != nil {
+					return out, fmt.Errorf("%s / %s / %s: %w", p, m, v, err)
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+func logf(opts CaptureOptions) func(string, ...any) {
+	if opts.Log != nil {
+		return opts.Log
+	}
+	return func(string, ...any) {}
+}
+
+// abandonedFind makes a handle whose find abandoned its naive evaluation.
+func abandonedFind(ctx context.Context, dev hip.Device, opts CaptureOptions, p streams.Policy) (*handle.Handle, *finder.Tensors, *finder.Result, error) {
+	h, err := handle.New(dev, handle.Options{Policy: p, MaxDraining: opts.MaxDraining})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ts, err := finder.NewTensors(dev, opts.FindProblem, nil, opts.Seed)
+	if err != nil {
+		_ = h.Close()
+		return nil, nil, nil, err
+	}
+	res, err := finder.Find(ctx, h, ts, finder.Options{
+		NaiveTimeoutPct: opts.NaiveTimeoutPct,
+		Samples:         opts.Samples,
+		Verify:          false,
+		Log:             logf(opts),
+	})
+	if err != nil {
+		_ = h.Close()
+		_ = ts.Free()
+		return nil, nil, nil, fmt.Errorf("find: %w", err)
+	}
+	return h, ts, res, nil
+}
+
+func runCaptureCase(ctx context.Context, dev hip.Device, opts CaptureOptions, p streams.Policy, m hip.CaptureMode, v Variant) (CaptureCase, error) {
+	start := time.Now()
+	c := CaptureCase{Mode: m, Policy: p, Variant: v, Expected: ExpectedCapture(p, m, v)}
+	logf(opts)("case %s / %s / %s: find on %s", p, m, v, opts.FindProblem.Key())
+	fh, fts, res, err := abandonedFind(ctx, dev, opts, p)
+	if err != nil {
+		return c, err
+	}
+	c.NaiveAbandoned = res.NaiveAbandoned
+	c.DrainingAtCapture = fh.Tracker().Counters().Draining
+
+	// The captured convolution: its solver is the one find chose.
+	sol, _ := conv.SolverByName(res.Chosen)
+	if sol == nil || !sol.IsApplicable(opts.CaptureProblem) {
+		sol = fastestApplicable(opts.CaptureProblem)
+	}
+	cts, err := finder.NewTensors(dev, opts.CaptureProblem, nil, opts.Seed+7)
+	if err != nil {
+		_ = fh.Close()
+		_ = fts.Free()
+		return c, err
+	}
+	capHandle := fh
+	if v == OtherThread {
+		if capHandle, err = handle.New(dev, handle.Options{Policy: p, MaxDraining: opts.MaxDraining}); err != nil {
+			return c, err
+		}
+	}
+	other := func() error {
+		findSol, _ := conv.SolverByName(res.Chosen)
+		if findSol == nil {
+			findSol = fastestApplicable(opts.FindProblem)
+		}
+		return runSolver(fh, findSol, fts, fts.Y)
+	}
+	outcome := captureAndReplay(dev, capHandle, sol, cts, m, v, other)
+	if r := fh.Tracker().FirstSweepRefusal(); r != nil {
+		outcome.detail = joinDetail("launch-path sweep refused: "+r.Error(), outcome.detail)
+	}
+	c.EndCapture, c.FirstRefusal, c.OutputOK, c.Detail = outcome.end, outcome.firstRefusal, outcome.outputOK, outcome.detail
+	switch {
+	case outcome.setupErr != nil:
+		return c, outcome.setupErr
+	case !c.NaiveAbandoned || c.DrainingAtCapture == 0:
+		c.Measured = Inconclusive
+		c.Detail = "find did not leave an abandoned naive evaluation (make the find problem larger or the timeout smaller); " + c.Detail
+	case outcome.end == hip.Success && outcome.outputOK:
+		c.Measured = Pass
+	default:
+		c.Measured = Fail
+	}
+	c.Counters = fh.Tracker().Counters()
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if capHandle != fh {
+		keep(capHandle.Close())
+	}
+	keep(fh.Close())
+	keep(fts.Free())
+	keep(cts.Free())
+	c.Elapsed = time.Since(start)
+	return c, first
+}
+
+func fastestApplicable(p conv.Problem) *conv.Solver {
+	for _, s := range conv.Solvers() {
+		if !s.IsNaive() && s.IsApplicable(p) {
+			return s
+		}
+	}
+	for _, s := range conv.Solvers() {
+		if s.IsApplicable(p) {
+			return s
+		}
+	}
+	return nil
+}
+
+type captureOutcome struct {
+	end          hip.Code
+	firstRefusal string
+	outputOK     bool
+	detail       string
+	setupErr     error
+}
+
+// captureAndReplay captures sol through capHandle (captureWith), then
+// instantiates the graph, launches it on another stream and checks its
+// output against the reference.
+func captureAndReplay(dev hip.Device, capHandle *handle.Handle, sol *conv.Solver, ts *finder.Tensors, m hip.CaptureMode, v Variant, otherLaunch func() error) captureOutcome {
+	var out captureOutcome
+	var during func() error
+	if v == OtherThread {
+		during = otherLaunch
+	}
+	cr, err := captureWith(dev, capHandle, sol, ts, m, during)
+	if err != nil {
+		out.setupErr = err
+		return out
+	}
+	out.end = cr.end
+	if cr.runErr != nil {
+		out.firstRefusal = cr.runErr.Error()
+	}
+	if cr.duringErr != nil {
+		out.detail = "other thread's launch: " + cr.duringErr.Error()
+	}
+	if cr.end != hip.Success {
+		out.detail = joinDetail(out.detail, "end capture: "+cr.endErr.Error())
+		return out
+	}
+	defer dev.GraphDestroy(cr.graph)
+	exec, err := dev.GraphInstantiate(cr.graph)
+	if err != nil {
+		out.detail = joinDetail(out.detail, "instantiate: "+err.Error())
+		return out
+	}
+	defer dev.GraphExecDestroy(exec)
+	rs, err := dev.StreamCreate(hip.StreamNonBlocking)
+	if err != nil {
+		out.setupErr = err
+		return out
+	}
+	defer dev.StreamDestroy(rs)
+	if err := dev.GraphLaunch(exec, rs); err != nil {
+		out.detail = joinDetail(out.detail, "graph launch: "+err.Error())
+		return out
+	}
+	if err := dev.StreamSynchronize(rs); err != nil {
+		out.detail = joinDetail(out.detail, "graph run: "+err.Error())
+		return out
+	}
+	got, err := ts.Output()
+	if err != nil {
+		out.setupErr = err
+		return out
+	}
+	chk := conv.Check(ts.Problem, got, ts.Reference())
+	out.outputOK = chk.OK
+	if !chk.OK {
+		out.detail = joinDetail(out.detail, "graph output: "+chk.String())
+	}
+	return out
+}
+
+type captureResult struct {
+	graph     hip.Graph // zero unless end is Success
+	end       hip.Code
+	endErr    error
+	runErr    error // from the captured launches
+	duringErr error // from the launch made on another thread
+}
+
+// captureWith captures sol through h on a fresh non-blocking stream in mode
+// m, on a goroutine locked to its OS thread. When during is set it runs on
+// a second locked thread while the capture is open, and the capture ends
+// after it returns. Only failures to set the scenario up are errors.
+func captureWith(dev hip.Device, h *handle.Handle, sol *conv.Solver, ts *finder.Tensors, m hip.CaptureMode, during func() error) (captureResult, error) {
+	var cr captureResult
+	if err := ts.ClearOutput(); err != nil {
+		return cr, err
+	}
+	cs, err := dev.StreamCreate(hip.StreamNonBlocking)
+	if err != nil {
+		return cr, err
+	}
+	defer dev.StreamDestroy(cs)
+	prev := h.Stream()
+	h.SetStream(cs)
+	defer h.SetStream(prev)
+
+	began := make(chan error, 1)
+	proceed := make(chan struct{})
+	done := make(chan captureResult, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var r captureResult
+		if err := dev.StreamBeginCapture(cs, m); err != nil {
+			began <- err
+			return
+		}
+		r.runErr = runSolver(h, sol, ts, ts.Y)
+		began <- nil
+		<-proceed
+		r.graph, r.endErr = dev.StreamEndCapture(cs)
+		r.end = hip.CodeOf(r.endErr)
+		done <- r
+	}()
+	if err := <-began; err != nil {
+		return cr, fmt.Errorf("begin capture: %w", err)
+	}
+	var duringErr error
+	if during != nil {
+		errc := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			errc <- during()
+		}()
+		duringErr = <-errc
+	}
+	close(proceed)
+	cr = <-done
+	cr.duringErr = duringErr
+	if cr.endErr != nil && !errors.As(cr.endErr, new(*hip.Error)) {
+		return cr, cr.endErr
+	}
+	return cr, nil
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// runSolver launches sol's kernels through h.Run onto the handle's stream.
+func runSolver(h *handle.Handle, sol *conv.Solver, ts *finder.Tensors, y hip.DevPtr) error {
+	for _, l := range sol.Plan(ts.Problem, conv.Buffers{X: ts.X, W: ts.W, Y: y, Workspace: ts.Workspace}) {
+		f, err := h.Function(conv.Source(), l.Kernel)
+		if err != nil {
+			return err
+		}
+		if err := h.Run(f, l.Grid, l.Block, l.SharedMem, l.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
