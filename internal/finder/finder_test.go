@@ -107,7 +107,7 @@ func TestNaiveOverrunningItsDeadlineIsAbandoned(t *testing.T) {
 	d := newSim(t)
 	h := newHandle(t, d, streams.Worker)
 	ts := newTensors(t, d, naiveTimesOut)
-	res, err := Find(context.Background(), h, ts, Options{NaiveTimeoutPct: DefaultNaiveTimeoutPct, Samples: 2, Verify: true})
+	res, err := Find(context.Background(), h, ts, Options{NaiveTimeoutPct: 50, Samples: 2, Verify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestNaiveOverrunningItsDeadlineIsAbandoned(t *testing.T) {
 			naive = e
 		}
 	}
-	if naive.Status != StatusTimedOut || !strings.Contains(naive.Detail, "exceeded 300%") {
+	if naive.Status != StatusTimedOut || !strings.Contains(naive.Detail, "exceeded 50%") {
 		t.Fatalf("naive entry %+v", naive)
 	}
 	c := h.Tracker().Counters()

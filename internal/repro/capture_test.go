@@ -32,7 +32,7 @@ func captureOpts() CaptureOptions {
 	return CaptureOptions{
 		FindProblem:     findProblem,
 		CaptureProblem:  captureProblem,
-		NaiveTimeoutPct: 300,
+		NaiveTimeoutPct: 50, // naive is always slower than half the tiled time: a robust timeout
 		Samples:         2,
 		MaxDraining:     2,
 		Seed:            3,
