@@ -1,0 +1,9 @@
+package main
+
+// The backends register themselves with internal/hip when linked in;
+// --backend auto tries the GPU ones first (hip, then cuda), then the
+// simulator.
+import (
+	_ "miotool/internal/hip/cuda"
+	_ "miotool/internal/hip/sim"
+)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/cli"
+	"miotool/internal/hip"
+)
+
+// DoctorOptions are the inputs of `miotool doctor`.
+type DoctorOptions struct {
+	IO          *cli.IOStreams
+	Global      cli.GlobalOptions
+	CommandLine string
+	OpenDevice  cli.OpenFunc
+	Backends    func() []hip.Backend
+	Env         cli.RuntimeEnv
+	ConfigUsed  string
+	Build       cli.BuildInfo
+	Now         func() time.Time
+
+	Dialect hip.Dialect
+}
+
+// NewCmdDoctor builds `miotool doctor`; runF, when set, replaces the run
+// function.
+func NewCmdDoctor(f *cli.Factory, runF func(*DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{IO: f.IOStreams, OpenDevice: f.OpenDevice, Backends: f.Backends, Build: f.Build, Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show which backend and device would run, every library tried, and the runtime settings",
+		Long: `doctor reports the backend --backend selects and why, every backend and
+shared library tried with each path and what failed, the device (name, arch,
+compute units, runtime and driver versions), the effective runtime variables
+GPU_MAX_HW_QUEUES, MIOPEN_NAIVE_TIMEOUT, MIOPEN_USER_DB_PATH and
+MIOPEN_FIND_MODE with where each value came from, and the config file used.
+
+It exits 0 whenever it could print its report, also when no GPU runtime loads.`,
+		Example: `  miotool doctor
+  miotool doctor --backend cuda
+  GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Global = f.Global
+			opts.CommandLine = f.CommandLine()
+			opts.Env = f.RuntimeEnv()
+			opts.ConfigUsed = f.ConfigUsed
+			if runF != nil {
+				return runF(opts)
+			}
+			return cli.ToolError(runDoctor(opts))
+		},
+	}
+	cmd.Flags().Var(cli.NewEnumValue(&opts.Dialect, hip.DialectCUDA, hip.DialectCUDA, hip.DialectHIP), "dialect",
+		"rule table and naming of the simulated device: cuda or hip")
+	return cmd
+}
+
+func runDoctor(opts *DoctorOptions) error {
+	r := cli.Diagnose(cli.DoctorInput{
+		Backend:     opts.Global.Backend,
+		Ordinal:     opts.Global.Device,
+		Dialect:     opts.Dialect,
+		Open:        opts.OpenDevice,
+		Backends:    opts.Backends,
+		Env:         opts.Env,
+		ConfigUsed:  opts.ConfigUsed,
+		CommandLine: opts.CommandLine,
+		Build:       opts.Build,
+		Now:         opts.Now,
+	})
+	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+}

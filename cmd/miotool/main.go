@@ -1,0 +1,34 @@
+// Command miotool reproduces, checks and reports GPU library failures
+// around find, stream capture, graph replay and threads.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/cli"
+)
+
+// Set at link time: go build -ldflags "-X main.version=1.2.0 -X main.commit=$(git rev-parse HEAD)".
+// When empty, the version control information Go records in the binary is used.
+var (
+	version string
+	commit  string
+)
+
+func main() {
+	f := cli.NewFactory(cli.System(), cli.ResolveBuildInfo(version, commit))
+	os.Exit(cli.Main(f, os.Args[1:], newRootCmd))
+}
+
+// newRootCmd is the command tree.
+func newRootCmd(f *cli.Factory) *cobra.Command {
+	root := cli.NewRootCmd(f)
+	root.AddCommand(
+		NewCmdVersion(f, nil),
+		NewCmdDoctor(f, nil),
+		NewCmdRules(f, nil),
+	)
+	return root
+}

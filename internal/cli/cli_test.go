@@ -1,0 +1,501 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/hip"
+	"miotool/internal/report"
+)
+
+// probeOptions is what the test command saw after configuration.
+type probeOptions struct {
+	global GlobalOptions
+	level  string
+	ran    bool
+}
+
+// testCLI is a root command with one subcommand, "probe", that has a local
+// flag --level and records what it saw. runE, when set, is its body.
+type testCLI struct {
+	f      *Factory
+	out    *bytes.Buffer
+	errOut *bytes.Buffer
+	seen   probeOptions
+	runE   func() error
+	// home is a temporary directory used as working directory and user
+	// config dir, so no real configuration leaks into the tests.
+	home string
+}
+
+func newTestCLI(t *testing.T) *testCLI {
+	t.Helper()
+	ios, _, out, errOut := Test()
+	tc := &testCLI{out: out, errOut: errOut, home: t.TempDir()}
+	tc.f = NewFactory(ios, BuildInfo{Version: "test", Commit: "abc"})
+	tc.f.Getwd = func() (string, error) { return filepath.Join(tc.home, "work"), nil }
+	tc.f.UserConfigDir = func() (string, error) { return filepath.Join(tc.home, "config"), nil }
+	tc.f.LookupEnv = func(string) (string, bool) { return "", false }
+	for _, d := range []string{"work", "config/miotool"} {
+		if err := os.MkdirAll(filepath.Join(tc.home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tc
+}
+
+func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
+	root := NewRootCmd(f)
+	var level string
+	probe := &cobra.Command{
+		Use:     "probe",
+		Example: "  miotool probe --level 3",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tc.seen = probeOptions{global: f.Global, level: level, ran: true}
+			if tc.runE != nil {
+				return tc.runE()
+			}
+			return nil
+		},
+	}
+	probe.Flags().StringVar(&level, "level", "low", "a local flag")
+	root.AddCommand(probe)
+	return root
+}
+
+func (tc *testCLI) run(args ...string) int {
+	return Main(tc.f, args, tc.newRoot)
+}
+
+func (tc *testCLI) writeFile(t *testing.T, rel, text string) string {
+	t.Helper()
+	p := filepath.Join(tc.home, rel)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Flag > MIOTOOL_* environment > config file > default, for a global key
+// (format) and a command's own key (probe.level).
+func TestConfigPrecedence(t *testing.T) {
+	type source struct{ flag, env, file bool }
+	cases := []struct {
+		src       source
+		wantFmt   report.Format
+		wantLevel string
+	}{
+		{source{false, false, false}, report.Text, "low"},
+		{source{false, false, true}, report.Markdown, "file"},
+		{source{false, true, false}, report.JSON, "env"},
+		{source{false, true, true}, report.JSON, "env"},
+		{source{true, false, false}, report.Text, "flag"},
+		{source{true, false, true}, report.Text, "flag"},
+		{source{true, true, false}, report.Text, "flag"},
+		{source{true, true, true}, report.Text, "flag"},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("flag=%v,env=%v,file=%v", c.src.flag, c.src.env, c.src.file)
+		t.Run(name, func(t *testing.T) {
+			tc := newTestCLI(t)
+			args := []string{"probe"}
+			if c.src.flag {
+				args = append(args, "--format", "text", "--level", "flag")
+			}
+			if c.src.env {
+				t.Setenv("MIOTOOL_FORMAT", "json")
+				t.Setenv("MIOTOOL_PROBE_LEVEL", "env")
+			}
+			if c.src.file {
+				tc.writeFile(t, "work/miotool.yaml", "format: markdown\nprobe:\n  level: file\n")
+			}
+			if code := tc.run(args...); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, tc.errOut)
+			}
+			if tc.seen.global.Format != c.wantFmt || tc.seen.level != c.wantLevel {
+				t.Errorf("format %q level %q, want %q %q", tc.seen.global.Format, tc.seen.level, c.wantFmt, c.wantLevel)
+			}
+		})
+	}
+}
+
+func TestConfigFileDiscovery(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, tc *testCLI) []string // returns extra args
+		want    string                                   // file used, relative to home; "" none
+		wantLvl string
+	}{
+		{"none", func(*testing.T, *testCLI) []string { return nil }, "", "low"},
+		{"user config dir", func(t *testing.T, tc *testCLI) []string {
+			tc.writeFile(t, "config/miotool/miotool.yaml", "probe: {level: user}\n")
+			return nil
+		}, "config/miotool/miotool.yaml", "user"},
+		{"working directory before user config dir", func(t *testing.T, tc *testCLI) []string {
+			tc.writeFile(t, "config/miotool/miotool.yaml", "probe: {level: user}\n")
+			tc.writeFile(t, "work/miotool.yaml", "probe: {level: cwd}\n")
+			return nil
+		}, "work/miotool.yaml", "cwd"},
+		{"MIOTOOL_CONFIG before the default places", func(t *testing.T, tc *testCLI) []string {
+			tc.writeFile(t, "work/miotool.yaml", "probe: {level: cwd}\n")
+			p := tc.writeFile(t, "env.yaml", "probe: {level: envfile}\n")
+			tc.f.LookupEnv = func(k string) (string, bool) {
+				if k == EnvConfig {
+					return p, true
+				}
+				return "", false
+			}
+			return nil
+		}, "env.yaml", "envfile"},
+		{"--config before everything", func(t *testing.T, tc *testCLI) []string {
+			tc.writeFile(t, "work/miotool.yaml", "probe: {level: cwd}\n")
+			p := tc.writeFile(t, "explicit.yaml", "probe: {level: explicit}\n")
+			return []string{"--config", p}
+		}, "explicit.yaml", "explicit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := newTestCLI(t)
+			args := append([]string{"probe"}, c.setup(t, tc)...)
+			if code := tc.run(args...); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, tc.errOut)
+			}
+			want := ""
+			if c.want != "" {
+				want = filepath.Join(tc.home, c.want)
+			}
+			if tc.f.ConfigUsed != want || tc.seen.level != c.wantLvl {
+				t.Errorf("used %q level %q, want %q %q", tc.f.ConfigUsed, tc.seen.level, want, c.wantLvl)
+			}
+		})
+	}
+}
+
+// Every configuration mistake is a usage error (2): one line naming the
+// file (and line) or variable, plus the hint, and the command does not run.
+func TestBadConfigurationIsAUsageError(t *testing.T) {
+	cases := []struct {
+		name  string
+		file  string // written as work/miotool.yaml when set
+		env   [2]string
+		args  []string
+		wants []string
+	}{
+		{name: "yaml syntax", file: "format: text\n\tprobe: x\n", wants: []string{"miotool.yaml", "yaml: line 2"}},
+		{name: "unknown key", file: "format: text\nlevel: 3\n", wants: []string{"miotool.yaml", "line 2", `unknown key "level"`, "did you mean probe.level?"}},
+		{name: "unknown key in a section", file: "probe:\n  depth: 2\n", wants: []string{"line 2", `unknown key "probe.depth"`}},
+		{name: "section is a value", file: "probe: 3\n", wants: []string{"line 1", "probe must be a section"}},
+		{name: "value a flag refuses", file: "device: 0\nformat: yaml\n", wants: []string{"miotool.yaml line 2", "format", `"yaml"`, "want text, markdown or json"}},
+		{name: "wrong type", file: "device: one\n", wants: []string{"line 1", "device", `"one"`}},
+		{name: "not a mapping", file: "- a\n- b\n", wants: []string{"must be a mapping"}},
+		{name: "duplicate key", file: "format: text\nformat: json\n", wants: []string{"miotool.yaml", "already defined"}},
+		{name: "missing explicit file", args: []string{"--config", "/nonexistent/miotool.yaml"}, wants: []string{"/nonexistent/miotool.yaml does not exist"}},
+		{name: "environment value a flag refuses", env: [2]string{"MIOTOOL_BACKEND", "gpu"}, wants: []string{"environment MIOTOOL_BACKEND", `"gpu"`, "want auto, sim, cuda or hip"}},
+		{name: "negative device", args: []string{"--device", "-2"}, wants: []string{"--device -2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := newTestCLI(t)
+			if c.file != "" {
+				tc.writeFile(t, "work/miotool.yaml", c.file)
+			}
+			if c.env[0] != "" {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			code := tc.run(append([]string{"probe"}, c.args...)...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want 2; stderr %q", code, tc.errOut)
+			}
+			if tc.seen.ran {
+				t.Error("the command ran despite the error")
+			}
+			lines := strings.Split(strings.TrimSuffix(tc.errOut.String(), "\n"), "\n")
+			if len(lines) != 2 || lines[1] != "Run 'miotool probe --help' for usage." {
+				t.Fatalf("stderr is not one line plus the hint: %q", tc.errOut)
+			}
+			for _, w := range c.wants {
+				if !strings.Contains(lines[0], w) {
+					t.Errorf("message %q lacks %q", lines[0], w)
+				}
+			}
+		})
+	}
+}
+
+func TestEmptyConfigFileIsFine(t *testing.T) {
+	tc := newTestCLI(t)
+	tc.writeFile(t, "work/miotool.yaml", "# nothing set\n")
+	if code := tc.run("probe"); code != ExitOK || tc.seen.global.Format != report.Text {
+		t.Fatalf("exit %d format %q: %s", code, tc.seen.global.Format, tc.errOut)
+	}
+}
+
+func TestExitCodesAndMessages(t *testing.T) {
+	cases := []struct {
+		name      string
+		args      []string
+		runE      func() error
+		code      int
+		stderr    []string // lines, exactly
+		stderrHas string
+	}{
+		{name: "success", args: []string{"probe"}, code: 0},
+		{name: "unknown flag", args: []string{"probe", "--bogus"}, code: 2,
+			stderr: []string{"miotool: unknown flag: --bogus", "Run 'miotool probe --help' for usage."}},
+		{name: "bad enum value", args: []string{"probe", "--format", "yaml"}, code: 2,
+			stderr: []string{`miotool: invalid argument "yaml" for "--format" flag: want text, markdown or json`, "Run 'miotool probe --help' for usage."}},
+		{name: "unknown command with suggestion", args: []string{"prob"}, code: 2,
+			stderr: []string{`miotool: unknown command "prob" for "miotool" (did you mean "probe"?)`, "Run 'miotool --help' for usage."}},
+		{name: "extra argument", args: []string{"probe", "extra"}, code: 2,
+			stderr: []string{`miotool: unknown command "extra" for "miotool probe"`, "Run 'miotool probe --help' for usage."}},
+		{name: "usage error from the command", args: []string{"probe"}, runE: func() error { return UsageErrorf("--level: want low or high") }, code: 2,
+			stderr: []string{"miotool: --level: want low or high", "Run 'miotool probe --help' for usage."}},
+		{name: "check failed", args: []string{"probe"}, runE: func() error {
+			return &ExitError{Code: ExitCheckFailed, Err: errors.New("shown in the result"), Silent: true}
+		}, code: 1},
+		{name: "tool failure", args: []string{"probe"}, runE: func() error { return ToolError(errors.New("the disk is full")) }, code: 3,
+			stderr: []string{"miotool: the disk is full"}},
+		{name: "plain error from a run func", args: []string{"probe"}, runE: func() error { return ToolError(fmt.Errorf("wrapped: %w", errors.New("x"))) }, code: 3,
+			stderr: []string{"miotool: wrapped: x"}},
+		{name: "skipped", args: []string{"probe"}, runE: func() error {
+			return &ExitError{Code: ExitSkipped, Err: &hip.UnavailableError{Backend: "cuda", Reason: "libcuda.so.1 not found"}}
+		}, code: 4, stderr: []string{"miotool: backend cuda unavailable: libcuda.so.1 not found"}},
+		{name: "panic", args: []string{"probe"}, runE: func() error { panic("bug") }, code: 3, stderrHas: "miotool: internal error: bug"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := newTestCLI(t)
+			tc.runE = c.runE
+			if code := tc.run(c.args...); code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, c.code, tc.errOut)
+			}
+			got := tc.errOut.String()
+			if c.stderrHas != "" {
+				if !strings.Contains(got, c.stderrHas) {
+					t.Errorf("stderr %q lacks %q", got, c.stderrHas)
+				}
+				return
+			}
+			want := ""
+			if len(c.stderr) > 0 {
+				want = strings.Join(c.stderr, "\n") + "\n"
+			}
+			if got != want {
+				t.Errorf("stderr\n%q\nwant\n%q", got, want)
+			}
+			if strings.Contains(got, "Usage:") || strings.Contains(got, "goroutine ") {
+				t.Error("stderr holds usage text or a stack trace")
+			}
+		})
+	}
+}
+
+func TestHelpShowsExamples(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"probe", "--help"}, {"help", "--help"}} {
+		tc := newTestCLI(t)
+		if code := tc.run(args...); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		if !strings.Contains(tc.out.String(), "Examples:") {
+			t.Errorf("%v: help lacks Examples:\n%s", args, tc.out)
+		}
+	}
+}
+
+func TestWriteResultMapsVerdicts(t *testing.T) {
+	cases := []struct {
+		v          report.Verdict
+		code       int
+		stderrLine bool
+	}{
+		{report.Pass, 0, false},
+		{report.Fail, 1, false},
+		{report.Error, 3, true},
+		{report.Skip, 4, true},
+	}
+	for _, c := range cases {
+		ios, _, out, _ := Test()
+		r := report.New("x", "miotool x", time.Time{})
+		r.Finish(c.v, "because", time.Time{})
+		err := WriteResult(ios, report.JSON, r)
+		if got := ExitCodeOf(err); got != c.code {
+			t.Errorf("%s: exit %d, want %d", c.v, got, c.code)
+		}
+		var ee *ExitError
+		if errors.As(err, &ee) && ee.Silent == c.stderrLine {
+			t.Errorf("%s: silent %v", c.v, ee.Silent)
+		}
+		if _, err := report.ReadJSON(out); err != nil {
+			t.Errorf("%s: output is not a result: %v", c.v, err)
+		}
+	}
+}
+
+func TestOpenVerdict(t *testing.T) {
+	cases := []struct {
+		err  error
+		want report.Verdict
+	}{
+		{nil, report.Pass},
+		{&hip.UnavailableError{Backend: "cuda", Reason: "x"}, report.Skip},
+		{fmt.Errorf("open: %w", &hip.UnavailableError{Backend: "hip"}), report.Skip},
+		{fmt.Errorf("%w %q", hip.ErrUnknownBackend, "hip"), report.Skip},
+		{&hip.Error{Op: "DeviceGet", Code: hip.ErrInvalidDevice, Dialect: hip.DialectCUDA}, report.Skip},
+		{&hip.Error{Op: "Init", Code: hip.ErrNotInitialized, Dialect: hip.DialectCUDA}, report.Error},
+		{errors.New("something broke"), report.Error},
+	}
+	for _, c := range cases {
+		if got := OpenVerdict(c.err); got != c.want {
+			t.Errorf("OpenVerdict(%v) = %s, want %s", c.err, got, c.want)
+		}
+	}
+}
+
+func TestReadRuntimeEnv(t *testing.T) {
+	cfgDir := func() (string, error) { return "/home/u/.config", nil }
+	noDir := func() (string, error) { return "", errors.New("$HOME is not defined") }
+	cases := []struct {
+		name string
+		env  map[string]string
+		dir  func() (string, error)
+		want RuntimeEnv
+		// per variable: source and a fragment of the note
+		sources map[string]Source
+		notes   map[string]string
+	}{
+		{name: "defaults", dir: cfgDir,
+			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromDefault, EnvUserDBPath: FromDefault, EnvFindMode: FromDefault}},
+		{name: "all set", dir: cfgDir,
+			env:     map[string]string{"GPU_MAX_HW_QUEUES": "8", EnvNaiveTimeout: "0", EnvUserDBPath: "~/db", EnvFindMode: "normal", "HOME": "/home/u"},
+			want:    RuntimeEnv{HWQueues: 8, NaiveTimeoutPercent: 0, UserDBPath: "/home/u/db", FindMode: FindModeNormal},
+			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromEnv, EnvNaiveTimeout: FromEnv, EnvUserDBPath: FromEnv, EnvFindMode: FromEnv},
+			notes:   map[string]string{EnvNaiveTimeout: "is off"}},
+		{name: "ignored values", dir: cfgDir,
+			env:     map[string]string{"GPU_MAX_HW_QUEUES": "-1", EnvNaiveTimeout: "fast", EnvUserDBPath: "", EnvFindMode: "4"},
+			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromDefault, EnvUserDBPath: FromDefault, EnvFindMode: FromDefault},
+			notes:   map[string]string{"GPU_MAX_HW_QUEUES": "warning: GPU_MAX_HW_QUEUES=-1 is not positive", EnvNaiveTimeout: "warning", EnvUserDBPath: "warning", EnvFindMode: "warning"}},
+		{name: "find mode by number", dir: cfgDir, env: map[string]string{EnvFindMode: "3"},
+			want: RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeHybrid}},
+		{name: "no config dir", dir: noDir,
+			want:  RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "", FindMode: FindModeDynamicHybrid},
+			notes: map[string]string{EnvUserDBPath: "no user config directory"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+			got := ReadRuntimeEnv(lookup, c.dir)
+			if got.HWQueues != c.want.HWQueues || got.NaiveTimeoutPercent != c.want.NaiveTimeoutPercent ||
+				got.UserDBPath != c.want.UserDBPath || got.FindMode != c.want.FindMode {
+				t.Errorf("got %+v", got)
+			}
+			if len(got.Settings) != 4 {
+				t.Fatalf("%d settings, want 4", len(got.Settings))
+			}
+			for _, s := range got.Settings {
+				if want, ok := c.sources[s.Name]; ok && s.Source != want {
+					t.Errorf("%s source %s, want %s", s.Name, s.Source, want)
+				}
+				if want, ok := c.notes[s.Name]; ok && !strings.Contains(s.Note, want) {
+					t.Errorf("%s note %q lacks %q", s.Name, s.Note, want)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveBuildInfo(t *testing.T) {
+	vcs := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abc"}, {Key: "vcs.modified", Value: "true"}}}
+	tagged := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.4.0"}}
+	cases := []struct {
+		name            string
+		version, commit string
+		info            *debug.BuildInfo
+		want            BuildInfo
+	}{
+		{"linked in", "1.2.0", "feed", vcs, BuildInfo{Version: "1.2.0", Commit: "feed", GoVersion: "go1.26.8"}},
+		{"vcs fallback", "", "", vcs, BuildInfo{Version: "dev", Commit: "0123abc", Modified: true, GoVersion: "go1.26.8"}},
+		{"module version", "", "", tagged, BuildInfo{Version: "v1.4.0", Commit: "unknown", GoVersion: "go1.26.8"}},
+		{"nothing", "", "", nil, BuildInfo{Version: "dev", Commit: "unknown"}},
+	}
+	for _, c := range cases {
+		got := resolveBuildInfo(c.version, c.commit, c.info, c.info != nil)
+		if c.want.GoVersion == "" {
+			c.want.GoVersion = got.GoVersion // the running toolchain's
+		}
+		c.want.Platform = got.Platform
+		if got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCommandLineQuotes(t *testing.T) {
+	f := NewFactory(System(), BuildInfo{})
+	f.Args = []string{"rules", "--expect", "my file.yaml", "--action=malloc,free", "it's", ""}
+	want := `miotool rules --expect 'my file.yaml' --action=malloc,free 'it'\''s' ''`
+	if got := f.CommandLine(); got != want {
+		t.Errorf("CommandLine() = %s, want %s", got, want)
+	}
+}
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	for _, c := range []struct {
+		tty, off bool
+		want     bool
+	}{{false, false, false}, {true, true, false}, {true, false, true}} {
+		ios, _, _, errOut := Test()
+		ios.SetStderrTTY(c.tty)
+		f := NewFactory(ios, BuildInfo{})
+		f.Global.NoProgress = c.off
+		update, done := f.Progress("cell")
+		update(1, 2)
+		done()
+		if got := strings.Contains(errOut.String(), "cell 1/2"); got != c.want {
+			t.Errorf("tty %v no-progress %v: progress shown %v", c.tty, c.off, got)
+		}
+	}
+}
+
+func TestEnumValue(t *testing.T) {
+	var f report.Format
+	v := NewEnumValue(&f, report.Text, report.Formats...)
+	if f != report.Text {
+		t.Fatalf("default not set: %q", f)
+	}
+	if err := v.Set("JSON"); err != nil || f != report.JSON {
+		t.Errorf("Set(JSON): %v, %q", err, f)
+	}
+	if err := v.Set("yaml"); err == nil || err.Error() != "want text, markdown or json" {
+		t.Errorf("Set(yaml) err = %v", err)
+	}
+	if f != report.JSON {
+		t.Errorf("a refused value changed the flag to %q", f)
+	}
+}
+
+func TestHelpWorksWithABrokenConfigFile(t *testing.T) {
+	tc := newTestCLI(t)
+	tc.writeFile(t, "work/miotool.yaml", "nonsense: [\n")
+	if code := tc.run("help", "probe"); code != 0 {
+		t.Fatalf("exit %d: %s", code, tc.errOut)
+	}
+	if !strings.Contains(tc.out.String(), "miotool probe --level 3") {
+		t.Errorf("help output:\n%s", tc.out)
+	}
+	if code := tc.run("probe"); code != ExitUsage {
+		t.Errorf("the command itself ran with a broken config: exit %d", code)
+	}
+}

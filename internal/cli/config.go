@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix prefixes the environment variables that set flags:
+// --no-progress is MIOTOOL_NO_PROGRESS, rules' --dialect is
+// MIOTOOL_RULES_DIALECT.
+const EnvPrefix = "MIOTOOL"
+
+// EnvConfig names the configuration file when --config is not given.
+const EnvConfig = EnvPrefix + "_CONFIG"
+
+// ConfigFileName is the file looked for in the working directory and in
+// <user config dir>/miotool/.
+const ConfigFileName = "miotool.yaml"
+
+// flags that never come from configuration.
+var notConfigurable = map[string]bool{"help": true, "config": true}
+
+// envKeyReplacer maps a config key to its environment spelling.
+var envKeyReplacer = strings.NewReplacer("-", "_", ".", "_")
+
+// EnvName is the environment variable for a configuration key,
+// e.g. "rules.spin" -> MIOTOOL_RULES_SPIN.
+func EnvName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(envKeyReplacer.Replace(key))
+}
+
+// ConfigKey is the configuration key of a flag of cmd: the flag name for
+// the root's persistent flags, "<command path>.<flag>" for a command's own,
+// e.g. "rules.dialect".
+func ConfigKey(cmd *cobra.Command, flag *pflag.Flag) string {
+	if cmd.Root().PersistentFlags().Lookup(flag.Name) == flag {
+		return flag.Name
+	}
+	return commandKey(cmd) + "." + flag.Name
+}
+
+// commandKey is cmd's path below the root, joined with dots.
+func commandKey(cmd *cobra.Command) string {
+	var parts []string
+	for c := cmd; c.HasParent(); c = c.Parent() {
+		parts = append([]string{c.Name()}, parts...)
+	}
+	return strings.Join(parts, ".")
+}
+
+// configPath picks the configuration file: --config, else MIOTOOL_CONFIG,
+// else ./miotool.yaml, else <user config dir>/miotool/miotool.yaml. An
+// explicit file must exist; the default places are used only if present.
+func (f *Factory) configPath() (path string, explicit bool, err error) {
+	if f.Global.ConfigFile != "" {
+		return f.Global.ConfigFile, true, nil
+	}
+	if p, ok := f.LookupEnv(EnvConfig); ok && p != "" {
+		return p, true, nil
+	}
+	var candidates []string
+	if wd, err := f.Getwd(); err == nil {
+		candidates = append(candidates, filepath.Join(wd, ConfigFileName))
+	}
+	if dir, err := f.UserConfigDir(); err == nil {
+		candidates = append(candidates, filepath.Join(dir, "miotool", ConfigFileName))
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, false, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", false, fmt.Errorf("config file %s: %w", c, err)
+		}
+	}
+	return "", false, nil
+}
+
+// loadConfig fills every flag of cmd that the user did not set on the
+// command line from MIOTOOL_* variables or the config file, through a viper
+// instance made for this invocation. Precedence: flag > env > file > default.
+func (f *Factory) loadConfig(cmd *cobra.Command) error {
+	path, explicit, err := f.configPath()
+	if err != nil {
+		return UsageError(err)
+	}
+	v := viper.New()
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(envKeyReplacer)
+	v.AutomaticEnv()
+
+	lines := map[string]int{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			if explicit && errors.Is(err, fs.ErrNotExist) {
+				return UsageErrorf("config file %s does not exist", path)
+			}
+			return UsageErrorf("config file %s: %v", path, err)
+		}
+		lines, err = checkConfigKeys(data, newKeyTree(cmd.Root()))
+		if err != nil {
+			return UsageErrorf("config file %s: %v", path, err)
+		}
+		v.SetConfigType("yaml")
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return UsageErrorf("config file %s: %v", path, oneLineErr(err))
+		}
+		f.ConfigUsed = path
+	}
+
+	var fillErr error
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fillErr != nil || fl.Changed || notConfigurable[fl.Name] {
+			return
+		}
+		key := ConfigKey(cmd, fl)
+		if !v.IsSet(key) {
+			return
+		}
+		value := configValueString(v.Get(key))
+		if err := cmd.Flags().Set(fl.Name, value); err != nil {
+			source := fmt.Sprintf("config file %s", path)
+			if l, ok := lines[key]; ok {
+				source += fmt.Sprintf(" line %d", l)
+			}
+			if env := EnvName(key); os.Getenv(env) != "" {
+				source = "environment " + env
+			}
+			fillErr = UsageErrorf("%s: %s: invalid value %q: %v", source, key, value, err)
+		}
+	})
+	if fillErr != nil {
+		return fillErr
+	}
+	if f.ConfigUsed != "" {
+		f.Verbosef("config file: %s", f.ConfigUsed)
+	} else {
+		f.Verbosef("config file: none")
+	}
+	return nil
+}
+
+// ConfigKeys lists every configuration key of the command tree under
+// root, dotted (e.g. "format", "rules.spin").
+func ConfigKeys(root *cobra.Command) []string { return newKeyTree(root).known("") }
+
+// CheckConfig checks YAML configuration text against the command tree
+// under root and returns the line of every key in it.
+func CheckConfig(root *cobra.Command, data []byte) (map[string]int, error) {
+	return checkConfigKeys(data, newKeyTree(root))
+}
+
+// configValueString turns a decoded YAML value into flag text.
+func configValueString(val any) string {
+	if list, ok := val.([]any); ok {
+		parts := make([]string, len(list))
+		for i, it := range list {
+			parts[i] = fmt.Sprint(it)
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(val)
+}
+
+// keyTree is the set of configuration keys: the root's flags, and a
+// section per command with that command's own flags.
+type keyTree struct {
+	leaves   map[string]bool
+	sections map[string]*keyTree
+}
+
+func newKeyTree(cmd *cobra.Command) *keyTree {
+	t := &keyTree{leaves: map[string]bool{}, sections: map[string]*keyTree{}}
+	add := func(fl *pflag.Flag) {
+		if !notConfigurable[fl.Name] {
+			t.leaves[fl.Name] = true
+		}
+	}
+	if cmd.HasParent() {
+		cmd.LocalNonPersistentFlags().VisitAll(add)
+		cmd.PersistentFlags().VisitAll(add)
+	} else {
+		cmd.PersistentFlags().VisitAll(add)
+	}
+	for _, sub := range cmd.Commands() {
+		if sub.Name() == "help" {
+			continue
+		}
+		t.sections[sub.Name()] = newKeyTree(sub)
+	}
+	return t
+}
+
+// known lists every key, dotted, for error messages.
+func (t *keyTree) known(prefix string) []string {
+	var out []string
+	for k := range t.leaves {
+		out = append(out, prefix+k)
+	}
+	for name, sec := range t.sections {
+		out = append(out, sec.known(prefix+name+".")...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkConfigKeys parses data as YAML and rejects any key that is not a
+// known flag, naming its line. It returns the line of every key it saw.
+func checkConfigKeys(data []byte, tree *keyTree) (map[string]int, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, errors.New(oneLineErr(err))
+	}
+	lines := map[string]int{}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return lines, nil // an empty file sets nothing
+	}
+	top := doc.Content[0]
+	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
+		return lines, nil
+	}
+	if top.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: the file must be a mapping of keys to values", top.Line)
+	}
+	return lines, walkKeys(top, "", tree, tree, lines)
+}
+
+func walkKeys(m *yaml.Node, prefix string, t, root *keyTree, lines map[string]int) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, val := m.Content[i], m.Content[i+1]
+		key := k.Value
+		full := prefix + key
+		lines[full] = k.Line
+		switch {
+		case t.leaves[key]:
+			if val.Kind != yaml.ScalarNode && val.Kind != yaml.SequenceNode {
+				return fmt.Errorf("line %d: %s must be a single value", k.Line, full)
+			}
+		case t.sections[key] != nil:
+			if val.Kind == yaml.ScalarNode && val.Tag == "!!null" {
+				continue
+			}
+			if val.Kind != yaml.MappingNode {
+				return fmt.Errorf("line %d: %s must be a section of keys (one of %s)", k.Line, full, strings.Join(t.sections[key].known(full+"."), ", "))
+			}
+			if err := walkKeys(val, full+".", t.sections[key], root, lines); err != nil {
+				return err
+			}
+		default:
+			known := root.known("")
+			hint := ""
+			if i := slices.IndexFunc(known, func(s string) bool { return strings.HasSuffix(s, "."+key) || s == key }); i >= 0 {
+				hint = fmt.Sprintf(" (did you mean %s?)", known[i])
+			}
+			return fmt.Errorf("line %d: unknown key %q%s; known keys: %s", k.Line, full, hint, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// oneLineErr keeps error text on one line (YAML errors can span several).
+func oneLineErr(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

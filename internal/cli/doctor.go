@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"miotool/internal/hip"
+	"miotool/internal/report"
+)
+
+// DoctorInput is what Diagnose looks at.
+type DoctorInput struct {
+	Backend     string // --backend as resolved
+	Ordinal     int
+	Dialect     hip.Dialect // the simulator's rule table
+	Open        OpenFunc
+	Backends    func() []hip.Backend
+	Env         RuntimeEnv
+	ConfigUsed  string // "" when no config file was read
+	CommandLine string
+	Build       BuildInfo
+	Now         func() time.Time
+}
+
+// Diagnose reports which backend is chosen and why, every backend and
+// library tried with every path, the device, the runtime variables and the
+// configuration. Its verdict is PASS whenever the report could be made:
+// an unavailable backend is a finding here, not a failure.
+func Diagnose(in DoctorInput) *report.Result {
+	start := in.Now()
+	r := report.New("doctor", in.CommandLine, start)
+
+	opts := hip.OpenOptions{Ordinal: in.Ordinal, Dialect: in.Dialect}
+	dev, sel, openErr := in.Open(in.Backend, opts)
+	if dev != nil {
+		defer dev.Close()
+	}
+	r.Backend, r.BackendReason = sel.Chosen, sel.Reason
+
+	choice := r.AddTable("Backend selection", "item", "value")
+	choice.AddRow("requested", in.Backend)
+	if openErr == nil {
+		choice.AddRow("chosen", sel.Chosen)
+		choice.AddRow("why", sel.Reason)
+	} else {
+		choice.AddRow("chosen", "none")
+		choice.AddRow("why", openErr.Error())
+	}
+
+	tried := r.AddTable("Backends", "backend", "kind", "result", "detail")
+	libs := r.AddTable("Libraries", "backend", "library", "path", "result", "version")
+	attempted := map[string]bool{}
+	for _, a := range sel.Attempts {
+		attempted[a.Backend] = true
+		if a.Err == nil {
+			tried.AddRow(a.Backend, kindOf(in.Backends, a.Backend), "chosen", sel.Reason)
+			if dev != nil {
+				addLibraries(libs, a.Backend, dev.Libraries())
+			}
+			continue
+		}
+		tried.AddRow(a.Backend, kindOf(in.Backends, a.Backend), "unavailable", a.Err.Error())
+		addUnavailable(libs, a.Backend, a.Err)
+	}
+	// Backends the selection did not need are opened once here, so the
+	// report says what each would have done.
+	for _, b := range in.Backends() {
+		if attempted[b.Name] {
+			continue
+		}
+		d, err := b.Open(opts)
+		if err != nil {
+			tried.AddRow(b.Name, kind(b), "unavailable", err.Error())
+			addUnavailable(libs, b.Name, err)
+			continue
+		}
+		tried.AddRow(b.Name, kind(b), "available", "not used: "+notUsedReason(in.Backend, sel))
+		addLibraries(libs, b.Name, d.Libraries())
+		if err := d.Close(); err != nil {
+			r.Note("closing backend %s: %v", b.Name, err)
+		}
+	}
+	if len(libs.Rows) == 0 {
+		libs.AddRow("-", "-", "-", "no shared libraries loaded or tried", "-")
+	}
+
+	device := r.AddTable("Device", "property", "value")
+	if dev != nil {
+		p := dev.Props()
+		r.Device = DeviceOf(p)
+		device.AddRow("name", p.Name)
+		device.AddRow("ordinal", strconv.Itoa(p.Ordinal))
+		device.AddRow("arch", p.Arch)
+		device.AddRow("compute units", strconv.Itoa(p.ComputeUnits))
+		device.AddRow("warp size", strconv.Itoa(p.WarpSize))
+		device.AddRow("clock", fmt.Sprintf("%d MHz", p.ClockKHz/1000))
+		device.AddRow("memory", memoryText(p.TotalMemory))
+		device.AddRow("runtime version", p.RuntimeVersion)
+		device.AddRow("driver version", p.DriverVersion)
+		device.AddRow("dialect", string(dev.Dialect()))
+	} else {
+		device.AddRow("device", "none opened")
+	}
+
+	vars := r.AddTable("Runtime variables", "variable", "value", "source", "note")
+	for _, s := range in.Env.Settings {
+		source := string(s.Source)
+		if s.Raw != "" && s.Source == FromDefault {
+			source = fmt.Sprintf("default (env %q ignored)", s.Raw)
+		}
+		vars.AddRow(s.Name, s.Value, source, s.Note)
+	}
+
+	conf := r.AddTable("Configuration", "item", "value")
+	if in.ConfigUsed != "" {
+		conf.AddRow("config file", in.ConfigUsed)
+	} else {
+		conf.AddRow("config file", "none")
+	}
+	conf.AddRow("miotool", fmt.Sprintf("%s (commit %s)", in.Build.Version, in.Build.Commit))
+	conf.AddRow("go", in.Build.GoVersion+" "+in.Build.Platform)
+
+	summary := fmt.Sprintf("backend %s on %s", sel.Chosen, r.Device.Short())
+	if openErr != nil {
+		summary = "no backend opened: " + openErr.Error()
+	}
+	r.Finish(report.Pass, summary, in.Now())
+	return r
+}
+
+func notUsedReason(requested string, sel hip.Selection) string {
+	if requested != "" && requested != BackendAuto {
+		return "--backend " + requested + " was requested"
+	}
+	return "auto chose " + sel.Chosen
+}
+
+func kind(b hip.Backend) string {
+	if b.GPU {
+		return "GPU"
+	}
+	return "simulator"
+}
+
+func kindOf(list func() []hip.Backend, name string) string {
+	bs := list()
+	if i := slices.IndexFunc(bs, func(b hip.Backend) bool { return b.Name == name }); i >= 0 {
+		return kind(bs[i])
+	}
+	return "-"
+}
+
+func addUnavailable(t *report.Table, backend string, err error) {
+	var u *hip.UnavailableError
+	if errors.As(err, &u) {
+		addLibraries(t, backend, u.Libraries)
+	}
+}
+
+func addLibraries(t *report.Table, backend string, libs []hip.Library) {
+	for _, lib := range libs {
+		if len(lib.Tried) == 0 && lib.Loaded != "" {
+			t.AddRow(backend, lib.Name, lib.Loaded, "loaded", lib.Version)
+			continue
+		}
+		for _, a := range lib.Tried {
+			result, version := "loaded", lib.Version
+			if a.Err != "" {
+				result, version = a.Err, ""
+			}
+			t.AddRow(backend, lib.Name, a.Path, result, version)
+		}
+	}
+}
+
+func memoryText(b uint64) string {
+	const gib = 1 << 30
+	if b == 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/gib)
+}

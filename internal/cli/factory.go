@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"miotool/internal/hip"
+	"miotool/internal/report"
+)
+
+// Backend names accepted by --backend.
+const (
+	BackendAuto = "auto"
+	BackendSim  = "sim"
+	BackendCUDA = "cuda"
+	BackendHIP  = "hip"
+)
+
+// GlobalOptions are the root command's flags, after configuration.
+type GlobalOptions struct {
+	Backend    string // auto, sim, cuda or hip
+	Device     int    // device ordinal
+	Format     report.Format
+	ConfigFile string // --config as given; Factory.ConfigUsed is the file read
+	Verbose    bool
+	NoProgress bool
+}
+
+// Factory carries what commands need from the outside world. Everything
+// that touches the process (streams, environment, directories, clock,
+// devices) is a field, so tests can replace it.
+type Factory struct {
+	IOStreams *IOStreams
+	Build     BuildInfo
+	// Global is filled by the root command's flags and the configuration
+	// before any command runs.
+	Global GlobalOptions
+	// Context is cancelled on interrupt.
+	Context context.Context
+	// Args are the command-line arguments (without the program name).
+	Args []string
+	// ConfigUsed is the configuration file that was read; "" for none.
+	ConfigUsed string
+
+	// OpenDevice selects and opens a backend (hip.Select).
+	OpenDevice func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)
+	// Backends lists the linked-in backends (hip.Backends).
+	Backends func() []hip.Backend
+	// LookupEnv reads the runtime variables (GPU_MAX_HW_QUEUES, MIOPEN_*)
+	// and MIOTOOL_CONFIG. MIOTOOL_* flag values are read by viper from the
+	// process environment.
+	LookupEnv     func(string) (string, bool)
+	Getwd         func() (string, error)
+	UserConfigDir func() (string, error)
+	Now           func() time.Time
+}
+
+// NewFactory returns a Factory wired to the real process.
+func NewFactory(ios *IOStreams, build BuildInfo) *Factory {
+	return &Factory{
+		IOStreams:     ios,
+		Build:         build,
+		Context:       context.Background(),
+		OpenDevice:    hip.Select,
+		Backends:      hip.Backends,
+		LookupEnv:     os.LookupEnv,
+		Getwd:         os.Getwd,
+		UserConfigDir: os.UserConfigDir,
+		Now:           time.Now,
+	}
+}
+
+// CommandLine is the command as typed, for results: "miotool rules --dialect cuda".
+func (f *Factory) CommandLine() string {
+	parts := []string{"miotool"}
+	for _, a := range f.Args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// RuntimeEnv resolves the runtime variables through the factory.
+func (f *Factory) RuntimeEnv() RuntimeEnv {
+	return ReadRuntimeEnv(f.LookupEnv, f.UserConfigDir)
+}
+
+// Verbosef prints a line to stderr when --verbose is on.
+func (f *Factory) Verbosef(format string, args ...any) {
+	if f.Global.Verbose {
+		fmt.Fprintf(f.IOStreams.ErrOut, "miotool: "+format+"\n", args...)
+	}
+}
+
+// Progress returns a reporter that rewrites one status line on stderr, or
+// a no-op when stderr is not a terminal or --no-progress is set. Call the
+// returned done func to clear the line.
+func (f *Factory) Progress(label string) (update func(done, total int), done func()) {
+	if f.Global.NoProgress || !f.IOStreams.IsStderrTTY() {
+		return func(int, int) {}, func() {}
+	}
+	w := f.IOStreams.ErrOut
+	shown := false
+	update = func(n, total int) {
+		shown = true
+		fmt.Fprintf(w, "\r%s %d/%d", label, n, total)
+	}
+	done = func() {
+		if shown {
+			fmt.Fprint(w, "\r\x1b[K")
+		}
+	}
+	return update, done
+}
+
+// shellQuote quotes an argument when a shell would split or expand it.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WriteResult renders r in format to the factory's stdout and turns its
+// verdict into the command's exit: nil for PASS, otherwise an *ExitError
+// with the verdict's code. For SKIP and ERROR the summary also goes to
+// stderr, so it is not lost when stdout is a file.
+func WriteResult(ios *IOStreams, format report.Format, r *report.Result) error {
+	if err := report.Render(ios.Out, format, r, report.Options{TTY: ios.IsStdoutTTY(), Color: ios.ColorEnabled()}); err != nil {
+		return &ExitError{Code: ExitToolFailure, Err: fmt.Errorf("writing the result: %w", err)}
+	}
+	code := r.Verdict.ExitCode()
+	if code == ExitOK {
+		return nil
+	}
+	ee := &ExitError{Code: code, Err: fmt.Errorf("%s: %s: %s", r.Check, r.Verdict, r.Summary), Silent: true}
+	if r.Verdict == report.Skip || r.Verdict == report.Error {
+		ee.Silent = false
+	}
+	return ee
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs the command line args with the root command that newRoot
+// builds, prints any error, and returns the exit code. The binary's main is
+// os.Exit(cli.Main(...)).
+func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (code int) {
+	ctx, stop := signal.NotifyContext(f.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f.Context = ctx
+	f.Args = args
+
+	// A panic is a bug in miotool, not bad input: report it as a tool
+	// failure with the stack, which a bug report needs.
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(f.IOStreams.ErrOut, "miotool: internal error: %v\n%s", p, debug.Stack())
+			code = ExitToolFailure
+		}
+	}()
+
+	root := newRoot(f)
+	prepareRoot(root)
+	root.SetArgs(args)
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	return printError(f, cmd, err)
+}
+
+// prepareRoot gives the help command an example like every other command.
+func prepareRoot(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" && c.Example == "" {
+			c.Example = "  miotool help rules"
+		}
+	}
+}
+
+var unknownCommand = regexp.MustCompile(`^unknown command "([^"]*)" for "([^"]*)"`)
+
+// printError writes err as one line (plus a hint for usage errors) and
+// returns its exit code. Errors without an exit code come from cobra's own
+// parsing (unknown command, wrong arguments), so they are usage errors.
+func printError(f *Factory, cmd *cobra.Command, err error) int {
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		ee = &ExitError{Code: ExitUsage, Err: err}
+	}
+	if ee.Silent {
+		return ee.Code
+	}
+	msg := oneLineErr(ee)
+	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
+		if s := cmd.SuggestionsFor(m[1]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "miotool: %s\n", strings.TrimPrefix(msg, "miotool: "))
+	if ee.Code == ExitUsage {
+		hint := ee.Hint
+		if hint == "" {
+			hint = UsageHint(cmd)
+		}
+		fmt.Fprintln(f.IOStreams.ErrOut, hint)
+	}
+	return ee.Code
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/report"
+)
+
+// NewRootCmd builds the root command with the global flags and the
+// configuration step; cmd/miotool adds the subcommands.
+func NewRootCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "miotool <command> [flags]",
+		Short: "Reproduce, check and report GPU library failures around find, stream capture, graph replay and threads",
+		Long: `miotool reproduces, checks and reports the failures that live between a GPU
+deep-learning library's find step, stream capture into graphs, graph replay and
+concurrent use from many threads. It runs on an NVIDIA GPU (CUDA driver API), an
+AMD GPU (HIP) or, where no GPU runtime loads, on a simulated device.
+
+Exit status: 0 every check passed; 1 a check failed; 2 usage or configuration
+error; 3 the tool itself failed; 4 skipped (the requested device or library is
+not there).
+
+Flags may also come from MIOTOOL_* environment variables (MIOTOOL_FORMAT=json,
+MIOTOOL_RULES_DIALECT=hip) or from a YAML config file (--config, else
+./miotool.yaml, else <user config dir>/miotool/miotool.yaml), in that order of
+precedence after the command line.`,
+		Example: `  # Which backend and device would run, and why
+  miotool doctor
+
+  # Measure the stream-capture rules and compare them with the H200 reference
+  miotool rules --expect configs/rules/h200-cuda.yaml
+
+  # A PR testing table
+  miotool rules --format markdown`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Name() == "help" {
+				return nil // help must work even with a broken config file
+			}
+			if err := f.loadConfig(cmd); err != nil {
+				return err
+			}
+			if f.Global.Device < 0 {
+				return UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device)
+			}
+			return nil
+		},
+	}
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	// Main adds suggestions to the one-line error itself.
+	cmd.DisableSuggestions = true
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: err, Hint: UsageHint(c)}
+	})
+
+	fl := cmd.PersistentFlags()
+	fl.SortFlags = false
+	fl.Var(NewEnumValue(&f.Global.Backend, BackendAuto, BackendAuto, BackendSim, BackendCUDA, BackendHIP), "backend",
+		"runtime to use: auto (the first GPU runtime that loads, else the simulator), sim, cuda or hip")
+	fl.IntVar(&f.Global.Device, "device", 0, "device ordinal")
+	fl.Var(NewEnumValue(&f.Global.Format, report.Text, report.Formats...), "format", "output format: text, markdown or json")
+	fl.StringVar(&f.Global.ConfigFile, "config", "", "config file (default ./miotool.yaml, else <user config dir>/miotool/miotool.yaml)")
+	fl.BoolVarP(&f.Global.Verbose, "verbose", "v", false, "print what the tool decides (config file, backend) on stderr")
+	fl.BoolVar(&f.Global.NoProgress, "no-progress", false, "do not show progress on stderr")
+	return cmd
+}
+
+// UsageHint is the line printed under a usage error.
+func UsageHint(cmd *cobra.Command) string {
+	return fmt.Sprintf("Run '%s --help' for usage.", cmd.CommandPath())
+}

@@ -1,0 +1,255 @@
+// Package report is the result model every miotool check returns, and its
+// renderers: text tables for terminals and logs, Markdown for pull-request
+// testing sections, and JSON for machines.
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SchemaVersion names the JSON layout of a Result. It changes only when a
+// field is renamed or removed; new fields may appear without a change.
+const SchemaVersion = "miotool/result/v1"
+
+// Verdict is the outcome of a check.
+type Verdict string
+
+// The verdicts, each with its exit code (see ExitCode).
+const (
+	Pass  Verdict = "PASS"  // every check passed
+	Fail  Verdict = "FAIL"  // a check failed: the bug reproduced or an expectation was not met
+	Skip  Verdict = "SKIP"  // the requested device or library is not there
+	Error Verdict = "ERROR" // the tool itself failed
+)
+
+// Exit codes shared by every command.
+const (
+	ExitPass    = 0
+	ExitFail    = 1
+	ExitUsage   = 2
+	ExitError   = 3
+	ExitSkipped = 4
+)
+
+// ExitCode maps a verdict to the process exit code: PASS 0, FAIL 1, ERROR 3,
+// SKIP 4. An unknown verdict counts as a tool failure.
+func (v Verdict) ExitCode() int {
+	switch v {
+	case Pass:
+		return ExitPass
+	case Fail:
+		return ExitFail
+	case Skip:
+		return ExitSkipped
+	}
+	return ExitError
+}
+
+// Status is the word a PR testing checklist uses for the verdict.
+func (v Verdict) Status() string {
+	switch v {
+	case Pass:
+		return "Passed"
+	case Fail:
+		return "Failed"
+	case Skip:
+		return "Skipped"
+	}
+	return "Error"
+}
+
+// ParseVerdict accepts the four verdict words in any case.
+func ParseVerdict(s string) (Verdict, error) {
+	switch v := Verdict(strings.ToUpper(strings.TrimSpace(s))); v {
+	case Pass, Fail, Skip, Error:
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown verdict %q (want PASS, FAIL, SKIP or ERROR)", s)
+}
+
+// Worst returns the verdict that decides a run made of several checks:
+// ERROR over FAIL over SKIP over PASS.
+func Worst(vs ...Verdict) Verdict {
+	rank := map[Verdict]int{Pass: 0, Skip: 1, Fail: 2, Error: 3}
+	worst := Pass
+	for _, v := range vs {
+		r, ok := rank[v]
+		if !ok {
+			r = rank[Error]
+			v = Error
+		}
+		if r > rank[worst] {
+			worst = v
+		}
+	}
+	return worst
+}
+
+// Device names the device a check ran on.
+type Device struct {
+	Name        string // marketing name, e.g. "NVIDIA H200"
+	Arch        string // e.g. "sm_90", "gfx942", "sim"
+	Description string // the backend's one-line description (hip.Props.String)
+}
+
+// Short is the form a PR checklist uses, e.g. "NVIDIA H200 (sm_90)".
+func (d Device) Short() string {
+	switch {
+	case d.Name == "":
+		return "none"
+	case d.Arch == "":
+		return d.Name
+	}
+	return d.Name + " (" + d.Arch + ")"
+}
+
+// Row is one table row. Flag, when set, marks the row (for example
+// "differs from expected: 900 / 901") and is shown in an extra column.
+type Row struct {
+	Cells []string
+	Flag  string
+}
+
+// Table is a titled table.
+type Table struct {
+	Title   string
+	Columns []string
+	Rows    []Row
+	// FlagColumn titles the extra column that shows row flags; it is shown
+	// only when some row is flagged. Empty means "flag".
+	FlagColumn string
+}
+
+// AddRow appends an unflagged row.
+func (t *Table) AddRow(cells ...string) { t.Rows = append(t.Rows, Row{Cells: cells}) }
+
+// AddFlaggedRow appends a row with a flag; an empty flag leaves it unflagged.
+func (t *Table) AddFlaggedRow(flag string, cells ...string) {
+	t.Rows = append(t.Rows, Row{Cells: cells, Flag: flag})
+}
+
+// Flagged counts the flagged rows.
+func (t *Table) Flagged() int {
+	n := 0
+	for _, r := range t.Rows {
+		if r.Flag != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *Table) flagTitle() string {
+	if t.FlagColumn != "" {
+		return t.FlagColumn
+	}
+	return "flag"
+}
+
+// grid returns the header and the rows as plain strings, padded to the
+// column count and with the flag column appended when any row is flagged.
+func (t *Table) grid() ([]string, [][]string) {
+	width := len(t.Columns)
+	for _, r := range t.Rows {
+		width = max(width, len(r.Cells))
+	}
+	flagged := t.Flagged() > 0
+	header := make([]string, width, width+1)
+	copy(header, t.Columns)
+	if flagged {
+		header = append(header, t.flagTitle())
+	}
+	rows := make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		row := make([]string, width, width+1)
+		copy(row, r.Cells)
+		if flagged {
+			row = append(row, r.Flag)
+		}
+		rows[i] = row
+	}
+	return header, rows
+}
+
+// Counter is a named count, such as "cells" or "differences".
+type Counter struct {
+	Name  string
+	Value int64
+}
+
+// Result is what every check returns.
+type Result struct {
+	Schema  string
+	Check   string // e.g. "rules", "capture/global"
+	Command string // the command line used, e.g. "miotool rules --dialect cuda"
+
+	Backend       string // "sim", "cuda", "hip"; empty when none opened
+	BackendReason string // how the backend was chosen
+	Device        Device
+
+	Verdict Verdict
+	// Summary is one line that explains the verdict.
+	Summary  string
+	Started  time.Time
+	Duration time.Duration
+
+	Tables   []*Table
+	Notes    []string
+	Counters []Counter
+}
+
+// New starts a result for check, run by command, at start. The verdict
+// starts as PASS.
+func New(check, command string, start time.Time) *Result {
+	return &Result{Schema: SchemaVersion, Check: check, Command: command, Verdict: Pass, Started: start}
+}
+
+// AddTable appends a table and returns it for filling.
+func (r *Result) AddTable(title string, columns ...string) *Table {
+	t := &Table{Title: title, Columns: columns}
+	r.Tables = append(r.Tables, t)
+	return t
+}
+
+// Note appends a note.
+func (r *Result) Note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// Count sets a counter, adding it if it is new; the order of first use is kept.
+func (r *Result) Count(name string, value int64) {
+	for i := range r.Counters {
+		if r.Counters[i].Name == name {
+			r.Counters[i].Value = value
+			return
+		}
+	}
+	r.Counters = append(r.Counters, Counter{Name: name, Value: value})
+}
+
+// Counter returns a counter's value and whether it exists.
+func (r *Result) Counter(name string) (int64, bool) {
+	for _, c := range r.Counters {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
+}
+
+// Finish sets the verdict, its one-line summary and the duration measured
+// up to end.
+func (r *Result) Finish(v Verdict, summary string, end time.Time) {
+	r.Verdict, r.Summary = v, summary
+	if !r.Started.IsZero() {
+		r.Duration = end.Sub(r.Started)
+	}
+}
+
+// ChecklistRow is the PR "Testing Checklist" row for the result:
+// Test | Command | Devices | Status.
+func (r *Result) ChecklistRow() []string {
+	return []string{r.Check, r.Command, r.Device.Short(), r.Verdict.Status()}
+}
