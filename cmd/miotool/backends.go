@@ -4,6 +4,7 @@ package main
 // --backend auto tries the GPU ones first (hip, then cuda), then the
 // simulator.
 import (
+	_ "miotool/internal/hip/amd"
 	_ "miotool/internal/hip/cuda"
 	_ "miotool/internal/hip/sim"
 )
