@@ -29,6 +29,9 @@ func newRootCmd(f *cli.Factory) *cobra.Command {
 		NewCmdVersion(f, nil),
 		NewCmdDoctor(f, nil),
 		NewCmdRules(f, nil),
+		NewCmdFind(f, nil),
+		NewCmdCapture(f, nil),
+		NewCmdReplay(f, nil),
 	)
 	return root
 }

@@ -46,7 +46,8 @@ func (h *harness) run(args ...string) int { return cli.Main(h.f, args, newRootCm
 func (h *harness) runWith(runF func(*RulesOptions) error, args ...string) int {
 	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
 		root := cli.NewRootCmd(f)
-		root.AddCommand(NewCmdVersion(f, nil), NewCmdDoctor(f, nil), NewCmdRules(f, runF))
+		root.AddCommand(NewCmdVersion(f, nil), NewCmdDoctor(f, nil), NewCmdRules(f, runF),
+			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil))
 		return root
 	})
 }

@@ -44,8 +44,11 @@ func EnvName(key string) string {
 // ConfigKey is the configuration key of a flag of cmd: the flag name for
 // the root's persistent flags, "<command path>.<flag>" for a command's own,
 // e.g. "rules.dialect".
+//
+// A command's own flag named like a root flag (find's --verbose, which
+// gives -v up to MIOpenDriver's stride) is the root's key.
 func ConfigKey(cmd *cobra.Command, flag *pflag.Flag) string {
-	if cmd.Root().PersistentFlags().Lookup(flag.Name) == flag {
+	if cmd.Root().PersistentFlags().Lookup(flag.Name) != nil {
 		return flag.Name
 	}
 	return commandKey(cmd) + "." + flag.Name
@@ -184,9 +187,13 @@ type keyTree struct {
 func newKeyTree(cmd *cobra.Command) *keyTree {
 	t := &keyTree{leaves: map[string]bool{}, sections: map[string]*keyTree{}}
 	add := func(fl *pflag.Flag) {
-		if !notConfigurable[fl.Name] {
-			t.leaves[fl.Name] = true
+		if notConfigurable[fl.Name] {
+			return
 		}
+		if cmd.HasParent() && cmd.Root().PersistentFlags().Lookup(fl.Name) != nil {
+			return // an alias of a root flag: the root's key
+		}
+		t.leaves[fl.Name] = true
 	}
 	if cmd.HasParent() {
 		cmd.LocalNonPersistentFlags().VisitAll(add)

@@ -150,7 +150,7 @@ func Select(name string, opts OpenOptions) (Device, Selection, error) {
 	var why []string
 	for _, a := range sel.Attempts {
 		if a.Err != nil {
-			why = append(why, a.Err.Error())
+			why = append(why, shortReason(a.Err))
 		}
 	}
 	sel.Chosen = sim.Name
@@ -160,6 +160,20 @@ func Select(name string, opts OpenOptions) (Device, Selection, error) {
 		sel.Reason = "auto: no GPU runtime loaded (" + strings.Join(why, "; ") + "); using the simulated device"
 	}
 	return d, sel, nil
+}
+
+// shortReason is an open error without the list of every path tried
+// (doctor prints those).
+func shortReason(err error) string {
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		r := ue.Reason
+		if i := strings.Index(r, " (tried"); i > 0 {
+			r = r[:i]
+		}
+		return ue.Backend + ": " + r
+	}
+	return err.Error()
 }
 
 func backendNames() []string {

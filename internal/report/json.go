@@ -19,6 +19,7 @@ type jsonResult struct {
 	Device        jsonDevice       `json:"device"`
 	Verdict       Verdict          `json:"verdict"`
 	ExitCode      int              `json:"exit_code"`
+	Status        string           `json:"status,omitempty"`
 	Summary       string           `json:"summary"`
 	Started       *time.Time       `json:"started,omitempty"`
 	DurationMS    float64          `json:"duration_ms"`
@@ -57,6 +58,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Device:        jsonDevice(r.Device),
 		Verdict:       r.Verdict,
 		ExitCode:      r.Verdict.ExitCode(),
+		Status:        r.Status,
 		Summary:       r.Summary,
 		DurationMS:    float64(r.Duration.Microseconds()) / 1000,
 		Tables:        make([]jsonTable, len(r.Tables)),
@@ -104,6 +106,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		BackendReason: j.BackendReason,
 		Device:        Device(j.Device),
 		Verdict:       j.Verdict,
+		Status:        j.Status,
 		Summary:       j.Summary,
 		Duration:      time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Notes:         j.Notes,

@@ -190,6 +190,10 @@ type Result struct {
 	Device        Device
 
 	Verdict Verdict
+	// Status, when set, is the checklist's status text in place of the
+	// verdict's word, e.g. "Fails with --reclaim=lazy, passes with
+	// --reclaim=worker" for a run that compares policies.
+	Status string
 	// Summary is one line that explains the verdict.
 	Summary  string
 	Started  time.Time
@@ -251,5 +255,9 @@ func (r *Result) Finish(v Verdict, summary string, end time.Time) {
 // ChecklistRow is the PR "Testing Checklist" row for the result:
 // Test | Command | Devices | Status.
 func (r *Result) ChecklistRow() []string {
-	return []string{r.Check, r.Command, r.Device.Short(), r.Verdict.Status()}
+	status := r.Verdict.Status()
+	if r.Status != "" {
+		status = r.Status
+	}
+	return []string{r.Check, r.Command, r.Device.Short(), status}
 }

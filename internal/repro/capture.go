@@ -222,7 +222,6 @@ func runCaptureCase(ctx context.Context, dev hip.Device, opts CaptureOptions, p 
 	default:
 		c.Measured = Fail
 	}
-	c.Counters = fh.Tracker().Counters()
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {
@@ -235,6 +234,7 @@ func runCaptureCase(ctx context.Context, dev hip.Device, opts CaptureOptions, p 
 	keep(fh.Close())
 	keep(fts.Free())
 	keep(cts.Free())
+	c.Counters = fh.Tracker().Counters()
 	c.Elapsed = time.Since(start)
 	return c, first
 }

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"miotool/configs"
+	"miotool/internal/cli"
+	"miotool/internal/hip"
+	"miotool/internal/repro"
+	"miotool/internal/streams"
+)
+
+// CaptureOptions are the inputs of `miotool capture`.
+type CaptureOptions struct {
+	cli.Scenario
+	Problem  cli.ProblemFlags
+	Modes    []string
+	Reclaims []string
+	Variants []string
+	Samples  int
+	Seed     uint64
+
+	modes    []hip.CaptureMode
+	policies []streams.Policy
+	variants []repro.Variant
+}
+
+// NewCmdCapture builds `miotool capture`; runF, when set, replaces the run function.
+func NewCmdCapture(f *cli.Factory, runF func(*CaptureOptions) error) *cobra.Command {
+	opts := &CaptureOptions{Scenario: cli.NewScenario(f)}
+	cmd := &cobra.Command{
+		Use:   "capture",
+		Short: "Capture a convolution into a graph after find abandoned a naive evaluation (MIOpen #12121)",
+		Long: `capture reproduces ROCm/rocm-libraries#12121 and checks its fix. A find on an
+empty find-db lets the naive solver's evaluation time out; its stream is
+abandoned with the kernel still running. Then a convolution is captured
+through the library handle's launch path on a capturable non-blocking stream
+in the given mode, the capture is ended, the graph instantiated and launched,
+and its output checked against the CPU reference.
+
+--reclaim picks how abandoned streams are reclaimed: lazy (every launch polls
+them with a stream query: the pre-fix behaviour, refused during a capture, which
+invalidates it), guarded (the launch-path sweep skips while capturing and runs
+in relaxed mode) or worker (a host callback and a worker thread, nothing on
+the launch path: the merged fix). --variant other-thread captures on one thread
+while another thread launches through the handle whose find abandoned the
+stream, which global mode still exposes.
+
+With several modes, policies or variants, the table shows the expected outcome
+(from the runtime's capture rules) beside each measured one and flags any
+disagreement; the check passes when every case behaves as expected. A single
+case passes when end-capture succeeds and the graph's output is right, and
+fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
+		Example: `  # The whole matrix: lazy fails under global capture, worker passes everywhere
+  miotool capture --mode=all --reclaim=all
+
+  # The pre-fix library in the reporter's configuration: fails with 901
+  miotool capture --mode=global --reclaim=lazy
+
+  # The merged fix, as a row for a PR's testing checklist
+  miotool capture --mode=global --reclaim=worker --format markdown
+
+  # Another thread launches while this one captures
+  miotool capture --mode=all --reclaim=all --variant=other-thread`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
+			}
+			if err := opts.parseMatrix(); err != nil {
+				return err
+			}
+			// A matrix run covers both variants unless told otherwise.
+			if !cmd.Flags().Changed("variant") && len(opts.modes)*len(opts.policies) > 1 {
+				opts.variants = repro.Variants
+			}
+			if opts.Samples < 1 {
+				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return cli.ToolError(runCapture(opts))
+		},
+	}
+	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
+	fl := cmd.Flags()
+	fl.StringSliceVar(&opts.Modes, "mode", []string{"global"}, "capture mode: global, thread-local, relaxed, or all")
+	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: lazy, guarded, worker, or all")
+	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: same-thread, other-thread, or all (all by default when several modes or policies are given)")
+	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
+	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
+	opts.AddDialectFlag(cmd)
+	return cmd
+}
+
+func (o *CaptureOptions) parseMatrix() error {
+	var err error
+	if o.modes, err = parseList(o.Modes, "--mode", hip.CaptureModes, hip.ParseCaptureMode); err != nil {
+		return err
+	}
+	if o.policies, err = parseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy); err != nil {
+		return err
+	}
+	o.variants, err = parseList(o.Variants, "--variant", repro.Variants, repro.ParseVariant)
+	return err
+}
+
+// parseList reads a flag's values, where "all" means every value.
+func parseList[T comparable](vals []string, flag string, all []T, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	seen := map[T]bool{}
+	for _, v := range vals {
+		if v == "all" {
+			return all, nil
+		}
+		x, err := parse(v)
+		if err != nil {
+			return nil, cli.UsageErrorf("%s: %v", flag, err)
+		}
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return nil, cli.UsageErrorf("%s: give at least one value", flag)
+	}
+	return out, nil
+}
+
+// scenarioProblems resolves the find problem and the captured one.
+func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (repro.CaptureOptions, string, error) {
+	fp, name, err := pf.Resolve(backend)
+	if err != nil {
+		return repro.CaptureOptions{}, "", err
+	}
+	cp, err := configs.Problem("", "capture-small")
+	if err != nil {
+		return repro.CaptureOptions{}, "", err
+	}
+	label := fp.String()
+	if name != "" {
+		label = name + " (" + label + ")"
+	}
+	return repro.CaptureOptions{
+		FindProblem:     fp,
+		CaptureProblem:  cp.Problem,
+		NaiveTimeoutPct: s.Env.NaiveTimeoutPercent,
+		MaxDraining:     streams.MaxDrainingFor(s.Env.HWQueues),
+		Log:             s.Verbosef,
+	}, label, nil
+}
+
+func runCapture(opts *CaptureOptions) error {
+	start := opts.Now()
+	dev, r := opts.Open("capture", start)
+	if dev == nil {
+		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	}
+	defer dev.Close()
+	co, label, err := scenarioProblems(&opts.Scenario, &opts.Problem, dev.Props().Backend)
+	if err != nil {
+		return err
+	}
+	co.Modes, co.Policies, co.Variants, co.Samples, co.Seed = opts.modes, opts.policies, opts.variants, opts.Samples, opts.Seed
+	if co.NaiveTimeoutPct == 0 {
+		r.Note("MIOPEN_NAIVE_TIMEOUT=0: the time bound is off, nothing is abandoned, so no case can show the bug")
+	}
+	r.Note("find problem %s; captured problem %s", label, co.CaptureProblem)
+	total := len(co.Modes) * len(co.Policies) * len(co.Variants)
+	update, done := opts.Progress("capture: case")
+	n := 0
+	co.Log = func(format string, args ...any) {
+		if len(format) > 5 && format[:5] == "case " {
+			n++
+			update(n, total)
+		}
+		opts.Verbosef(format, args...)
+	}
+	cases, err := repro.RunCapture(opts.Context, dev, co)
+	done()
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	repro.FillCapture(r, cases, dev.Dialect(), opts.Now())
+	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+}

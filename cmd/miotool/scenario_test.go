@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// These run the scenario commands end to end on the simulator.
+
+func TestScenarioCommandsExitCodes(t *testing.T) {
+	small := []string{"--backend", "sim", "--problem", "naive-timeout-sim", "--samples", "1", "--no-progress"}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		out  string // in stdout
+		err  string // in stderr
+	}{
+		{"capture lazy global fails with 901", append([]string{"capture", "--mode=global", "--reclaim=lazy"}, small...), nil, 1, "STREAM_CAPTURE_INVALIDATED (901)", ""},
+		{"capture worker passes", append([]string{"capture", "--mode=global", "--reclaim=worker"}, small...), nil, 0, "PASS", ""},
+		{"capture hip dialect names", append([]string{"capture", "--mode=thread-local", "--reclaim=lazy", "--dialect", "hip"}, small...), nil, 1, "hipErrorStreamCaptureInvalidated (901)", ""},
+		{"find passes", append([]string{"find"}, small...), nil, 0, "timed out and abandoned", ""},
+		{"find with MIOpenDriver flags", []string{"find", "--backend", "sim", "-n", "1", "-c", "4", "-H", "9", "-W", "9", "-k", "4", "-y", "3", "-x", "3", "-u", "2", "-v", "2", "--samples", "1"}, nil, 0, "4-9-9-3x3-4-4-4-1-0x0-2x2-1x1-0-NCHW-FP32-F", ""},
+		{"invalid problem names the field", []string{"find", "--backend", "sim", "-u", "0"}, nil, 2, "", "stride_h"},
+		{"unknown problem", []string{"find", "--backend", "sim", "--problem", "nope"}, nil, 2, "", "no problem named"},
+		{"unknown mode", []string{"capture", "--backend", "sim", "--mode", "sideways"}, nil, 2, "", "--mode"},
+		{"unparseable naive timeout", []string{"find", "--backend", "sim"}, map[string]string{"MIOPEN_NAIVE_TIMEOUT": "abc"}, 2, "", "MIOPEN_NAIVE_TIMEOUT"},
+		{"negative naive timeout", []string{"capture", "--backend", "sim"}, map[string]string{"MIOPEN_NAIVE_TIMEOUT": "-5"}, 2, "", "negative"},
+		{"bad replay deadline", []string{"replay", "--backend", "sim", "--deadline", "0s"}, nil, 2, "", "--deadline"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.f.LookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			code := h.run(tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, h.out, h.errOut)
+			}
+			if !strings.Contains(h.out.String(), tt.out) {
+				t.Errorf("stdout lacks %q:\n%s", tt.out, h.out)
+			}
+			if !strings.Contains(h.errOut.String(), tt.err) {
+				t.Errorf("stderr lacks %q:\n%s", tt.err, h.errOut)
+			}
+			if tt.code == 2 && strings.Count(strings.TrimSpace(h.errOut.String()), "\n") > 1 {
+				t.Errorf("a usage error is one line plus a hint:\n%s", h.errOut)
+			}
+		})
+	}
+}
+
+func TestCaptureMatrixJSON(t *testing.T) {
+	h := newHarness(t)
+	code := h.run("capture", "--backend", "sim", "--mode=global,thread-local", "--reclaim=lazy,worker", "--problem", "naive-timeout-sim", "--samples", "1", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, h.errOut)
+	}
+	var got struct {
+		Check   string `json:"check"`
+		Verdict string `json:"verdict"`
+		Status  string `json:"status"`
+		Tables  []struct {
+			Rows []struct {
+				Cells []string `json:"cells"`
+				Flag  string   `json:"flag"`
+			} `json:"rows"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(h.out.Bytes(), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, h.out)
+	}
+	if got.Verdict != "PASS" || !strings.HasPrefix(got.Status, "Fails with --reclaim=lazy") || !strings.Contains(got.Status, "passes with --reclaim=worker") {
+		t.Errorf("verdict %q status %q", got.Verdict, got.Status)
+	}
+	// 2 modes x 2 policies x both variants (a matrix run covers both).
+	if len(got.Tables) == 0 || len(got.Tables[0].Rows) != 8 {
+		t.Fatalf("want 8 rows: %+v", got.Tables)
+	}
+}
