@@ -48,6 +48,10 @@ type funcKey struct {
 
 // New makes a handle on dev.
 func New(dev hip.Device, opts Options) (*Handle, error) {
+	if opts.Allocator != nil && (opts.Allocator.Alloc == nil || opts.Allocator.Free == nil) {
+		return nil, fmt.Errorf("allocator needs both Alloc and Free (Alloc set: %t, Free set: %t)",
+			opts.Allocator.Alloc != nil, opts.Allocator.Free != nil)
+	}
 	tr, err := streams.New(dev, streams.Options{Policy: opts.Policy, MaxDraining: opts.MaxDraining})
 	if err != nil {
 		return nil, err
@@ -67,6 +71,7 @@ func New(dev hip.Device, opts Options) (*Handle, error) {
 	if h.stream == 0 {
 		s, err := dev.StreamCreate(hip.StreamNonBlocking)
 		if err != nil {
+			_ = tr.Close()
 			return nil, fmt.Errorf("create the handle's stream: %w", err)
 		}
 		h.stream, h.ownStream = s, s

@@ -79,14 +79,14 @@ type Counters struct {
 	Acquired            int64
 	Released            int64
 	Abandoned           int64
-	ReclaimedByCallback int64
-	ReclaimedByBackstop int64 // retired through the done event by Acquire or a launch-path sweep
+	ReclaimedByCallback int64 // retired by the worker on the slot's own callback
+	ReclaimedByBackstop int64 // retired without it: by Acquire, a launch-path sweep, or Close
 	ReclaimedByLaunch   int64 // of which by a launch-path sweep (lazy, guarded)
 	CallbackQueueFailed int64
 	LateCallbacks       int64 // callbacks whose ticket no longer matched (slot already retired or reused)
-	ScratchBytesPinned  int64 // bytes held by abandoned slots right now
-	ScratchFreed        int64
-	FreeErrors          int64
+	ScratchBytesPinned  int64 // bytes held by abandoned slots right now (a shared buffer counts per slot)
+	ScratchFreed        int64 // pins released without error (a shared buffer counts per slot)
+	FreeErrors          int64 // pin releases and done-event destroys that failed
 	WorkerWakeups       int64
 	Draining            int
 	Streams             int
@@ -149,20 +149,39 @@ type Tracker struct {
 	c counters
 	// firstRefusal is the first error a launch-path sweep met, kept so a
 	// report can name the call that broke a capture.
-	refusalMu   sync.Mutex
+	refusalMu    sync.Mutex
 	firstRefusal error
+
+	// abandons counts Abandon calls between marking a slot draining and
+	// queuing its callback; Close waits for them so that every callback that
+	// will ever be queued is behind the streams it synchronizes.
+	abandons sync.WaitGroup
 
 	// Worker state. The host callback only appends a ticket and pokes the
 	// worker; everything else happens on the worker's own thread.
-	workerOnce  sync.Once
-	cbMu        sync.Mutex
-	cbTickets   []uint64
-	toFree      []Pin
+	workerOnce sync.Once
+	cbMu       sync.Mutex
+	delivered  []delivery
+	toFree     []Pin
+	// workerAlive is true from the worker's start until it has taken the
+	// last of toFree; dispose hands pins over only while it holds.
+	workerAlive bool
 	wake        chan struct{}
 	stop        chan struct{}
 	workerDone  chan struct{}
 	workerErr   error
-	workerAlive bool
+
+	// afterDrain, set by tests before the first Abandon, is told after each
+	// batch the worker handled: whether each delivered ticket was late, and
+	// how many pins (done events included) it released.
+	afterDrain func(late []bool, pins int)
+}
+
+// delivery is one callback's news: the slot it was queued on and the ticket
+// of the abandonment it belongs to.
+type delivery struct {
+	slot   *Slot
+	ticket uint64
 }
 
 type counters struct {
@@ -172,6 +191,9 @@ type counters struct {
 
 // New makes a tracker for dev.
 func New(dev hip.Device, opts Options) (*Tracker, error) {
+	if dev == nil {
+		return nil, errors.New("stream tracker needs a device, got nil")
+	}
 	switch opts.Policy {
 	case Lazy, Guarded, Worker:
 	case "":
@@ -180,7 +202,7 @@ func New(dev hip.Device, opts Options) (*Tracker, error) {
 		return nil, fmt.Errorf("unknown reclaim policy %q", opts.Policy)
 	}
 	if opts.MaxDraining < 0 {
-		return nil, fmt.Errorf("backlog cap must be positive, got %d", opts.MaxDraining)
+		return nil, fmt.Errorf("backlog cap MaxDraining must be positive (or 0 for the %s default), got %d", hip.EnvHWQueues, opts.MaxDraining)
 	}
 	if opts.MaxDraining == 0 {
 		opts.MaxDraining = DefaultMaxDraining()
@@ -235,10 +257,13 @@ func (t *Tracker) Counters() Counters {
 func (t *Tracker) HasPinned() bool { return t.pinned.Load() > 0 }
 
 // Acquire lends a clean slot. It first retires finished abandoned slots by
-// their done events; at the backlog cap it waits for the worker's signal,
-// re-testing every RetestEvery for a callback that is late or lost. A done
-// event answering anything but success or not-ready is the device's sticky
-// error: Acquire returns it rather than wait on a backlog that cannot drain.
+// their done events (the backstop for a callback that is late or lost); at
+// the backlog cap it waits for the worker's signal, re-testing every
+// RetestEvery. A query answering anything but success or not-ready is the
+// device's sticky error: Acquire returns it rather than wait on a backlog
+// that cannot drain, and leaves the slot and its scratch where they are
+// (an error does not prove the kernel stopped). Acquire returns an error
+// wrapping ctx.Err() when ctx ends while it waits.
 func (t *Tracker) Acquire(ctx context.Context) (*Slot, error) {
 	t.mu.Lock()
 	for {
@@ -246,15 +271,16 @@ func (t *Tracker) Acquire(ctx context.Context) (*Slot, error) {
 			t.mu.Unlock()
 			return nil, ErrClosed
 		}
-		freed, err := t.sweepLocked()
+		freed, _, err := t.sweepLocked()
 		if err != nil {
 			t.mu.Unlock()
 			t.dispose(freed)
 			return nil, err
 		}
 		if len(freed) > 0 {
-			// Acquire never runs a deallocator: under the worker policy the
-			// worker frees; otherwise the caller does, outside the lock.
+			// Under the worker policy Acquire never runs a deallocator: the
+			// worker frees. The older policies have no worker, so the
+			// caller frees, outside the lock.
 			t.mu.Unlock()
 			t.dispose(freed)
 			t.mu.Lock()
@@ -300,26 +326,35 @@ func (t *Tracker) takeFreeLocked() (*Slot, error) {
 	return s, nil
 }
 
-// sweepLocked retires every draining slot whose done event has completed.
-// Only success retires; not-ready keeps waiting; anything else is returned.
-// The pins of retired slots are returned for disposal outside the lock.
-func (t *Tracker) sweepLocked() ([]Pin, error) {
+// sweepLocked retires every draining slot whose work has completed: by its
+// done event, or, for a slot abandoned without one, by a query of its
+// stream. Only success retires; not-ready keeps waiting; anything else is
+// the device's sticky error and is returned. The pins of retired slots come
+// back for disposal outside the lock, with the number of slots retired.
+func (t *Tracker) sweepLocked() ([]Pin, int, error) {
 	var freed []Pin
+	retired := 0
 	for _, s := range t.slots {
-		if s.state != slotDraining || s.done == 0 {
+		if s.state != slotDraining {
 			continue
 		}
-		err := t.dev.EventQuery(s.done)
+		var err error
+		if s.done != 0 {
+			err = t.dev.EventQuery(s.done)
+		} else {
+			err = t.dev.StreamQuery(s.stream)
+		}
 		switch {
 		case err == nil:
 			freed = append(freed, t.retireLocked(s)...)
+			retired++
 			t.c.byBackstop.Add(1)
 		case hip.IsNotReady(err):
 		default:
-			return freed, fmt.Errorf("abandoned stream's done event: %w", err)
+			return freed, retired, fmt.Errorf("abandoned stream's work: %w", err)
 		}
 	}
-	return freed, nil
+	return freed, retired, nil
 }
 
 // retireLocked returns a draining slot to the pool. Its pin and its done
@@ -350,17 +385,22 @@ type eventPin struct {
 func (e eventPin) Bytes() int     { return 0 }
 func (e eventPin) Release() error { return e.dev.EventDestroy(e.ev) }
 
-// dispose frees pins: on the worker under the worker policy, else here.
+// dispose frees pins: on the worker while it runs (the worker policy),
+// else here. The hand-over and the worker's exit share cbMu, so no pin is
+// left behind in a queue nobody drains.
 func (t *Tracker) dispose(ps []Pin) {
 	if len(ps) == 0 {
 		return
 	}
-	if t.policy == Worker && t.workerRunning() {
+	if t.policy == Worker {
 		t.cbMu.Lock()
-		t.toFree = append(t.toFree, ps...)
+		if t.workerAlive {
+			t.toFree = append(t.toFree, ps...)
+			t.cbMu.Unlock()
+			t.poke()
+			return
+		}
 		t.cbMu.Unlock()
-		t.poke()
-		return
 	}
 	for _, p := range ps {
 		t.release(p)
@@ -378,9 +418,17 @@ func (t *Tracker) release(p Pin) {
 }
 
 // Pin attaches a buffer the slot's work writes to; the slot keeps it alive
-// if abandoned. The tracker takes over the caller's reference.
+// if abandoned. The tracker takes over the caller's reference. A slot that
+// is not lent out (released, abandoned, or never acquired) takes no pin: p
+// is released at once rather than swapped under a kernel that may use the
+// old one.
 func (t *Tracker) Pin(s *Slot, p Pin) {
 	t.mu.Lock()
+	if s.state != slotInUse {
+		t.mu.Unlock()
+		t.release(p)
+		return
+	}
 	old := s.pin
 	s.pin = p
 	t.mu.Unlock()
@@ -411,10 +459,24 @@ func (t *Tracker) Release(s *Slot) {
 // Abandon gives up a slot whose work is still running. done, when non-zero,
 // is an event recorded after the work (the evaluation's stop event); it lets
 // Acquire reclaim the slot if the callback is late or lost, and the tracker
-// destroys it when the slot retires. Under the worker
+// destroys it when the slot retires. Without one, the backstop queries the
+// slot's stream instead, which a held callback keeps busy. Under the worker
 // policy a host callback carrying a ticket is queued behind the work.
+// After Close the tracker frees the pin and the done event at once.
 func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 	t.mu.Lock()
+	if t.closed {
+		p := s.pin
+		s.pin = nil
+		t.mu.Unlock()
+		if p != nil {
+			t.release(p)
+		}
+		if done != 0 {
+			t.release(eventPin{t.dev, done})
+		}
+		return
+	}
 	if s.state != slotInUse {
 		t.mu.Unlock()
 		return
@@ -428,24 +490,27 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 		t.pinnedBytes.Add(int64(s.pin.Bytes()))
 	}
 	stream := s.stream
+	t.abandons.Add(1)
 	t.mu.Unlock()
+	defer t.abandons.Done()
 	t.c.abandoned.Add(1)
 	if t.policy != Worker {
 		return
 	}
 	t.startWorker()
-	if err := t.dev.LaunchHostFunc(stream, func() { t.onCallback(ticket) }); err != nil {
+	if err := t.dev.LaunchHostFunc(stream, func() { t.onCallback(s, ticket) }); err != nil {
 		// The callback will never run; the ticket stays with the slot and
-		// the done event is its way home (Acquire's backstop, or Close).
+		// the done event (or a stream query) is its way home: Acquire's
+		// backstop, or Close.
 		t.c.queueFailed.Add(1)
 	}
 }
 
 // onCallback runs on the runtime's callback thread. It makes no runtime
-// call and never blocks: it records the ticket and pokes the worker.
-func (t *Tracker) onCallback(ticket uint64) {
+// call and never blocks: it records the delivery and pokes the worker.
+func (t *Tracker) onCallback(s *Slot, ticket uint64) {
 	t.cbMu.Lock()
-	t.cbTickets = append(t.cbTickets, ticket)
+	t.delivered = append(t.delivered, delivery{s, ticket})
 	t.cbMu.Unlock()
 	t.poke()
 }
@@ -455,12 +520,6 @@ func (t *Tracker) poke() {
 	case t.wake <- struct{}{}:
 	default:
 	}
-}
-
-func (t *Tracker) workerRunning() bool {
-	t.cbMu.Lock()
-	defer t.cbMu.Unlock()
-	return t.workerAlive
 }
 
 func (t *Tracker) startWorker() {
@@ -475,47 +534,64 @@ func (t *Tracker) startWorker() {
 }
 
 // work is the worker: its own OS thread, in relaxed capture mode, so its
-// event queries and frees cannot invalidate anyone's capture.
+// event destroys and frees cannot invalidate anyone's capture. The thread's
+// previous mode is restored before it goes back to the pool; if that fails
+// the thread stays locked and exits with the goroutine, so no other
+// goroutine inherits the relaxed mode.
 func (t *Tracker) work(ready chan<- struct{}) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer close(t.workerDone)
-	if _, err := t.dev.ThreadExchangeCaptureMode(hip.CaptureModeRelaxed); err != nil {
-		t.workerErr = err
+	runtime.LockOSThread()
+	prev, err := t.dev.ThreadExchangeCaptureMode(hip.CaptureModeRelaxed)
+	if err != nil {
+		t.workerErr = fmt.Errorf("stream tracker worker: set relaxed capture mode: %w", err)
 	}
 	close(ready)
-	for {
+	for running := true; running; {
 		select {
 		case <-t.wake:
+			t.c.wakeups.Add(1)
 		case <-t.stop:
-			t.drainQueues()
-			return
+			running = false
 		}
-		t.c.wakeups.Add(1)
 		t.drainQueues()
+	}
+	// Pins handed over after the last drain are freed here; later ones are
+	// freed by whoever disposes them.
+	t.cbMu.Lock()
+	t.workerAlive = false
+	t.cbMu.Unlock()
+	t.drainQueues()
+	if err == nil {
+		if _, rerr := t.dev.ThreadExchangeCaptureMode(prev); rerr == nil {
+			runtime.UnlockOSThread()
+		}
 	}
 }
 
 // drainQueues retires the slots named by delivered tickets and frees
-// pending pins, outside the tracker lock.
+// pending pins, outside the tracker lock. A ticket that no longer matches
+// its slot (retired by the backstop, perhaps reused since) is late and
+// retires nothing.
 func (t *Tracker) drainQueues() {
 	for {
 		t.cbMu.Lock()
-		tickets, pins := t.cbTickets, t.toFree
-		t.cbTickets, t.toFree = nil, nil
+		batch, pins := t.delivered, t.toFree
+		t.delivered, t.toFree = nil, nil
 		t.cbMu.Unlock()
-		if len(tickets) == 0 && len(pins) == 0 {
+		if len(batch) == 0 && len(pins) == 0 {
 			return
 		}
-		if len(tickets) > 0 {
+		var late []bool
+		if len(batch) > 0 {
+			late = make([]bool, len(batch))
 			t.mu.Lock()
-			for _, tk := range tickets {
-				s := t.slotByTicketLocked(tk)
-				if s == nil {
+			for i, d := range batch {
+				if d.slot.state != slotDraining || d.slot.ticket != d.ticket {
+					late[i] = true
 					t.c.late.Add(1)
 					continue
 				}
-				pins = append(pins, t.retireLocked(s)...)
+				pins = append(pins, t.retireLocked(d.slot)...)
 				t.c.byCallback.Add(1)
 			}
 			t.mu.Unlock()
@@ -523,16 +599,10 @@ func (t *Tracker) drainQueues() {
 		for _, p := range pins {
 			t.release(p)
 		}
-	}
-}
-
-func (t *Tracker) slotByTicketLocked(tk uint64) *Slot {
-	for _, s := range t.slots {
-		if s.state == slotDraining && s.ticket == tk {
-			return s
+		if t.afterDrain != nil {
+			t.afterDrain(late, len(pins))
 		}
 	}
-	return nil
 }
 
 // SweepFromLaunch is the lazy policy's launch-path reclaim: poll every
@@ -604,9 +674,9 @@ func (t *Tracker) SweepGuarded(handleStream hip.Stream) error {
 	}
 	return hip.WithCaptureMode(t.dev, hip.CaptureModeRelaxed, func() error {
 		t.mu.Lock()
-		freed, err := t.sweepLocked()
+		freed, retired, err := t.sweepLocked()
 		t.mu.Unlock()
-		t.c.byLaunch.Add(int64(len(freed)))
+		t.c.byLaunch.Add(int64(retired))
 		for _, p := range freed {
 			t.release(p)
 		}
@@ -617,7 +687,9 @@ func (t *Tracker) SweepGuarded(handleStream hip.Stream) error {
 
 // Close tears the tracker down: it synchronizes every owned stream, lets
 // every queued callback run, joins the worker, frees what is still pinned
-// and destroys the streams. It returns the first error met.
+// and destroys the streams. It returns the first error met. Acquire calls
+// waiting at the cap return ErrClosed; a later Abandon frees what it is
+// given.
 func (t *Tracker) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -636,10 +708,16 @@ func (t *Tracker) Close() error {
 			first = err
 		}
 	}
+	// An Abandon that got in before closed was set queues its callback
+	// before the streams are synchronized.
+	t.abandons.Wait()
 	for _, s := range slots {
 		keep(t.dev.StreamSynchronize(s.stream))
 	}
-	if t.workerRunning() {
+	t.cbMu.Lock()
+	started := t.workerAlive
+	t.cbMu.Unlock()
+	if started {
 		// A host function holds its stream until it returns, so with every
 		// stream drained each callback that will ever run has run; the
 		// worker handles what they delivered before it exits. A callback the

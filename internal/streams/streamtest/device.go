@@ -1,0 +1,331 @@
+package streamtest
+
+import (
+	"maps"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"miotool/internal/hip"
+)
+
+// Device wraps a device, counts every runtime call by its neutral name
+// (e.g. "EventQuery"), logs capture-mode exchanges by OS thread, and can
+// refuse to queue host functions. Safe for concurrent use.
+type Device struct {
+	hip.Device
+
+	mu            sync.Mutex
+	calls         map[string]int // calls begun
+	returns       map[string]int // calls returned
+	changed       chan struct{}
+	failHostFuncs int
+	modes         []ModeChange
+}
+
+// ModeChange is one ThreadExchangeCaptureMode call.
+type ModeChange struct {
+	TID        int
+	Mode, Prev hip.CaptureMode
+}
+
+var _ hip.Device = (*Device)(nil)
+
+// Wrap wraps d.
+func Wrap(d hip.Device) *Device {
+	return &Device{Device: d, calls: map[string]int{}, returns: map[string]int{}, changed: make(chan struct{})}
+}
+
+// track counts a call of op as it begins; the returned func counts its
+// return.
+func (d *Device) track(op string) func() {
+	d.bump(d.calls, op)
+	return func() { d.bump(d.returns, op) }
+}
+
+func (d *Device) bump(m map[string]int, op string) {
+	d.mu.Lock()
+	m[op]++
+	close(d.changed)
+	d.changed = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// Calls is the number of calls of op begun since the last Reset.
+func (d *Device) Calls(op string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls[op]
+}
+
+// Snapshot is every op's count since the last Reset.
+func (d *Device) Snapshot() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.calls)
+}
+
+// Reset zeroes the counts.
+func (d *Device) Reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.calls)
+	clear(d.returns)
+}
+
+// WaitCalls waits until at least n calls of op have begun since the last
+// Reset (a call that blocks counts), failing the test after Limit.
+func (d *Device) WaitCalls(t testing.TB, op string, n int) {
+	t.Helper()
+	d.wait(t, d.calls, "begun", op, n)
+}
+
+// WaitReturns waits until at least n calls of op have returned since the
+// last Reset, failing the test after Limit.
+func (d *Device) WaitReturns(t testing.TB, op string, n int) {
+	t.Helper()
+	d.wait(t, d.returns, "returned", op, n)
+}
+
+func (d *Device) wait(t testing.TB, m map[string]int, what, op string, n int) {
+	t.Helper()
+	timer := time.NewTimer(Limit)
+	defer timer.Stop()
+	for {
+		d.mu.Lock()
+		got, ch := m[op], d.changed
+		d.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			t.Fatalf("%d calls of %s %s within %v, want at least %d", got, op, what, Limit, n)
+		}
+	}
+}
+
+// FailHostFuncs makes the next n LaunchHostFunc calls fail with
+// ErrInvalidValue without queuing anything.
+func (d *Device) FailHostFuncs(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failHostFuncs = n
+}
+
+// ModeChanges lists the capture-mode exchanges made so far, in order.
+func (d *Device) ModeChanges() []ModeChange {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]ModeChange(nil), d.modes...)
+}
+
+func (d *Device) Props() hip.Props {
+	defer d.track("Props")()
+	return d.Device.Props()
+}
+func (d *Device) Dialect() hip.Dialect {
+	defer d.track("Dialect")()
+	return d.Device.Dialect()
+}
+
+func (d *Device) StreamCreate(f hip.StreamFlags) (hip.Stream, error) {
+	defer d.track("StreamCreate")()
+	return d.Device.StreamCreate(f)
+}
+
+func (d *Device) StreamDestroy(s hip.Stream) error {
+	defer d.track("StreamDestroy")()
+	return d.Device.StreamDestroy(s)
+}
+
+func (d *Device) StreamQuery(s hip.Stream) error {
+	defer d.track("StreamQuery")()
+	return d.Device.StreamQuery(s)
+}
+
+func (d *Device) StreamSynchronize(s hip.Stream) error {
+	defer d.track("StreamSynchronize")()
+	return d.Device.StreamSynchronize(s)
+}
+
+func (d *Device) StreamWaitEvent(s hip.Stream, e hip.Event) error {
+	defer d.track("StreamWaitEvent")()
+	return d.Device.StreamWaitEvent(s, e)
+}
+
+func (d *Device) StreamIsCapturing(s hip.Stream) (hip.CaptureStatus, error) {
+	defer d.track("StreamIsCapturing")()
+	return d.Device.StreamIsCapturing(s)
+}
+
+func (d *Device) EventCreate(f hip.EventFlags) (hip.Event, error) {
+	defer d.track("EventCreate")()
+	return d.Device.EventCreate(f)
+}
+
+func (d *Device) EventRecord(e hip.Event, s hip.Stream) error {
+	defer d.track("EventRecord")()
+	return d.Device.EventRecord(e, s)
+}
+
+func (d *Device) EventQuery(e hip.Event) error {
+	defer d.track("EventQuery")()
+	return d.Device.EventQuery(e)
+}
+
+func (d *Device) EventSynchronize(e hip.Event) error {
+	defer d.track("EventSynchronize")()
+	return d.Device.EventSynchronize(e)
+}
+
+func (d *Device) EventElapsedTime(a, b hip.Event) (float32, error) {
+	defer d.track("EventElapsedTime")()
+	return d.Device.EventElapsedTime(a, b)
+}
+
+func (d *Device) EventDestroy(e hip.Event) error {
+	defer d.track("EventDestroy")()
+	return d.Device.EventDestroy(e)
+}
+
+func (d *Device) Malloc(n int) (hip.DevPtr, error) {
+	defer d.track("Malloc")()
+	return d.Device.Malloc(n)
+}
+
+func (d *Device) Free(p hip.DevPtr) error {
+	defer d.track("Free")()
+	return d.Device.Free(p)
+}
+
+func (d *Device) Memset(p hip.DevPtr, v byte, n int) error {
+	defer d.track("Memset")()
+	return d.Device.Memset(p, v, n)
+}
+
+func (d *Device) MemsetAsync(p hip.DevPtr, v byte, n int, s hip.Stream) error {
+	defer d.track("MemsetAsync")()
+	return d.Device.MemsetAsync(p, v, n, s)
+}
+
+func (d *Device) MemcpyHtoD(dst hip.DevPtr, src []byte) error {
+	defer d.track("MemcpyHtoD")()
+	return d.Device.MemcpyHtoD(dst, src)
+}
+
+func (d *Device) MemcpyDtoH(dst []byte, src hip.DevPtr) error {
+	defer d.track("MemcpyDtoH")()
+	return d.Device.MemcpyDtoH(dst, src)
+}
+
+func (d *Device) MemcpyHtoDAsync(dst hip.DevPtr, src []byte, s hip.Stream) error {
+	defer d.track("MemcpyHtoDAsync")()
+	return d.Device.MemcpyHtoDAsync(dst, src, s)
+}
+
+func (d *Device) MemcpyDtoHAsync(dst []byte, src hip.DevPtr, s hip.Stream) error {
+	defer d.track("MemcpyDtoHAsync")()
+	return d.Device.MemcpyDtoHAsync(dst, src, s)
+}
+
+func (d *Device) MemcpyDtoDAsync(dst, src hip.DevPtr, n int, s hip.Stream) error {
+	defer d.track("MemcpyDtoDAsync")()
+	return d.Device.MemcpyDtoDAsync(dst, src, n, s)
+}
+
+func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
+	defer d.track("ModuleLoad")()
+	return d.Device.ModuleLoad(src)
+}
+
+func (d *Device) ModuleGetFunction(m hip.Module, name string) (hip.Function, error) {
+	defer d.track("ModuleGetFunction")()
+	return d.Device.ModuleGetFunction(m, name)
+}
+
+func (d *Device) ModuleUnload(m hip.Module) error {
+	defer d.track("ModuleUnload")()
+	return d.Device.ModuleUnload(m)
+}
+
+func (d *Device) LaunchKernel(f hip.Function, grid, block hip.Dim3, shared uint32, s hip.Stream, args ...hip.KernelArg) error {
+	defer d.track("LaunchKernel")()
+	return d.Device.LaunchKernel(f, grid, block, shared, s, args...)
+}
+
+// LaunchHostFunc fails without queuing while FailHostFuncs has calls left.
+func (d *Device) LaunchHostFunc(s hip.Stream, fn func()) error {
+	defer d.track("LaunchHostFunc")()
+	d.mu.Lock()
+	fail := d.failHostFuncs > 0
+	if fail {
+		d.failHostFuncs--
+	}
+	d.mu.Unlock()
+	if fail {
+		return &hip.Error{Op: "LaunchHostFunc", Code: hip.ErrInvalidValue, Dialect: d.Device.Dialect(), Detail: "refused by the test wrapper"}
+	}
+	return d.Device.LaunchHostFunc(s, fn)
+}
+
+func (d *Device) StreamBeginCapture(s hip.Stream, m hip.CaptureMode) error {
+	defer d.track("StreamBeginCapture")()
+	return d.Device.StreamBeginCapture(s, m)
+}
+
+func (d *Device) StreamEndCapture(s hip.Stream) (hip.Graph, error) {
+	defer d.track("StreamEndCapture")()
+	return d.Device.StreamEndCapture(s)
+}
+
+// ThreadExchangeCaptureMode also logs the exchange with the caller's OS
+// thread id. The caller is locked to its thread, so the id is the thread
+// whose mode changes.
+func (d *Device) ThreadExchangeCaptureMode(m hip.CaptureMode) (hip.CaptureMode, error) {
+	defer d.track("ThreadExchangeCaptureMode")()
+	prev, err := d.Device.ThreadExchangeCaptureMode(m)
+	if err == nil {
+		d.mu.Lock()
+		d.modes = append(d.modes, ModeChange{TID: syscall.Gettid(), Mode: m, Prev: prev})
+		d.mu.Unlock()
+	}
+	return prev, err
+}
+
+func (d *Device) GraphInstantiate(g hip.Graph) (hip.GraphExec, error) {
+	defer d.track("GraphInstantiate")()
+	return d.Device.GraphInstantiate(g)
+}
+
+func (d *Device) GraphLaunch(ge hip.GraphExec, s hip.Stream) error {
+	defer d.track("GraphLaunch")()
+	return d.Device.GraphLaunch(ge, s)
+}
+
+func (d *Device) GraphExecDestroy(ge hip.GraphExec) error {
+	defer d.track("GraphExecDestroy")()
+	return d.Device.GraphExecDestroy(ge)
+}
+
+func (d *Device) GraphDestroy(g hip.Graph) error {
+	defer d.track("GraphDestroy")()
+	return d.Device.GraphDestroy(g)
+}
+
+func (d *Device) DeviceSynchronize() error {
+	defer d.track("DeviceSynchronize")()
+	return d.Device.DeviceSynchronize()
+}
+
+func (d *Device) Libraries() []hip.Library {
+	defer d.track("Libraries")()
+	return d.Device.Libraries()
+}
+
+func (d *Device) Close() error {
+	defer d.track("Close")()
+	return d.Device.Close()
+}

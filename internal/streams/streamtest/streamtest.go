@@ -1,0 +1,340 @@
+// Package streamtest holds the fixtures the stream tracker's and the
+// handle's tests share: a simulated device opened with a fixed queue count,
+// gated kernels (Go twins that run until the test opens their gate), a
+// device wrapper that counts runtime calls and can refuse to queue host
+// functions, a reference-counted device buffer to pin, and a goroutine
+// locked to one OS thread for work that must happen "on another thread".
+//
+// Every wait is bounded by Limit, and every gate is opened when its test
+// ends, so a failed assertion fails rather than hangs.
+package streamtest
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"miotool/internal/hip"
+	"miotool/internal/hip/sim"
+)
+
+// Limit bounds every wait in the tests: wide enough for a loaded machine
+// under the race detector, short enough that a broken guard fails a test
+// instead of hanging the run.
+const Limit = 20 * time.Second
+
+// HWQueues is the simulated device's queue count in tests: many more than
+// any test's streams, so that no two streams share a queue and serialize,
+// whatever GPU_MAX_HW_QUEUES says.
+const HWQueues = 64
+
+// NewSim opens a simulated device in the given dialect and closes it when
+// the test ends.
+func NewSim(t testing.TB, dialect hip.Dialect) *sim.Device {
+	t.Helper()
+	d, err := sim.New(hip.OpenOptions{Dialect: dialect, HWQueues: HWQueues})
+	if err != nil {
+		t.Fatalf("open the simulated device: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// Must fails the test on a non-nil error.
+func Must(t testing.TB, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// Recv waits for ch to deliver or close, failing the test after Limit.
+func Recv[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(Limit)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: nothing within %v", what, Limit)
+	}
+	var zero T
+	return zero
+}
+
+// Closed reports whether ch is closed (or holds a value) right now.
+func Closed[T any](ch <-chan T) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Gate is a channel closed once, from whichever path gets there first.
+type Gate struct {
+	open    chan struct{}
+	started chan struct{}
+	once    sync.Once
+	start   sync.Once
+}
+
+// NewGate makes a closed gate that opens when the test ends, if not before.
+func NewGate(t testing.TB) *Gate {
+	g := &Gate{open: make(chan struct{}), started: make(chan struct{})}
+	t.Cleanup(g.Open)
+	return g
+}
+
+// Open opens the gate; it is idempotent.
+func (g *Gate) Open() { g.once.Do(func() { close(g.open) }) }
+
+// C is closed once the gate is open.
+func (g *Gate) C() <-chan struct{} { return g.open }
+
+// Started is closed once a kernel waiting at the gate has begun.
+func (g *Gate) Started() <-chan struct{} { return g.started }
+
+// Wait blocks until the gate opens, or Limit passes.
+func (g *Gate) Wait() error {
+	timer := time.NewTimer(Limit)
+	defer timer.Stop()
+	select {
+	case <-g.open:
+		return nil
+	case <-timer.C:
+		return errors.New("gate never opened")
+	}
+}
+
+// Kernels is a kernel source loaded into one device: "hold" (an int32 gate
+// index) runs until its gate opens; "tiny" does nothing.
+type Kernels struct {
+	dev        hip.Device
+	hold, tiny hip.Function
+
+	mu    sync.Mutex
+	gates []*Gate
+}
+
+// LoadKernels loads the gated kernels into dev.
+func LoadKernels(t testing.TB, dev hip.Device) *Kernels {
+	t.Helper()
+	k := &Kernels{dev: dev}
+	src := &hip.KernelSource{
+		Name:    "streamtest",
+		Text:    `extern "C" __global__ void hold(int gate) {} extern "C" __global__ void tiny() {}`,
+		Kernels: []string{"hold", "tiny"},
+		Twins: map[string]hip.GoKernel{
+			"hold": k.holdTwin,
+			"tiny": func(hip.Memory, hip.Dim3, hip.Dim3, []hip.KernelArg) error { return nil },
+		},
+	}
+	m, err := dev.ModuleLoad(src)
+	Must(t, "load the test kernels", err)
+	k.hold, err = dev.ModuleGetFunction(m, "hold")
+	Must(t, "get the hold kernel", err)
+	k.tiny, err = dev.ModuleGetFunction(m, "tiny")
+	Must(t, "get the tiny kernel", err)
+	return k
+}
+
+func (k *Kernels) holdTwin(_ hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) error {
+	i, ok := args[0].(int32)
+	k.mu.Lock()
+	if !ok || i < 0 || int(i) >= len(k.gates) {
+		k.mu.Unlock()
+		return fmt.Errorf("hold kernel: no gate %v", args[0])
+	}
+	g := k.gates[i]
+	k.mu.Unlock()
+	g.start.Do(func() { close(g.started) })
+	// A gate that never opens faults the device after Limit: loud, and
+	// bounded.
+	return g.Wait()
+}
+
+// NewHoldGate adds a gate for a hold kernel and returns its index.
+func (k *Kernels) NewHoldGate(t testing.TB) (int32, *Gate) {
+	g := NewGate(t)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.gates = append(k.gates, g)
+	return int32(len(k.gates) - 1), g
+}
+
+// Hold queues a kernel on s that runs until the returned gate opens.
+func (k *Kernels) Hold(t testing.TB, s hip.Stream) *Gate {
+	t.Helper()
+	i, g := k.NewHoldGate(t)
+	Must(t, "launch the hold kernel", k.dev.LaunchKernel(k.hold, hip.D1(1), hip.D1(1), 0, s, i))
+	return g
+}
+
+// Tiny queues a kernel that does nothing on s.
+func (k *Kernels) Tiny(t testing.TB, s hip.Stream) {
+	t.Helper()
+	Must(t, "launch the tiny kernel", k.dev.LaunchKernel(k.tiny, hip.D1(1), hip.D1(1), 0, s))
+}
+
+// HoldFunc is the hold kernel; its one argument is an index from NewHoldGate.
+func (k *Kernels) HoldFunc() hip.Function { return k.hold }
+
+// TinyFunc is the kernel that does nothing.
+func (k *Kernels) TinyFunc() hip.Function { return k.tiny }
+
+// Event creates an event, records it on s and destroys it when the test
+// ends (the error is ignored: a tracker may have destroyed it already).
+func Event(t testing.TB, dev hip.Device, s hip.Stream) hip.Event {
+	t.Helper()
+	e, err := dev.EventCreate(hip.EventDefault)
+	Must(t, "create an event", err)
+	t.Cleanup(func() { _ = dev.EventDestroy(e) })
+	Must(t, "record an event", dev.EventRecord(e, s))
+	return e
+}
+
+// DoneEvent creates and records an event whose ownership passes to the
+// tracker with Abandon; nothing destroys it at the end of the test.
+func DoneEvent(t testing.TB, dev hip.Device, s hip.Stream) hip.Event {
+	t.Helper()
+	e, err := dev.EventCreate(hip.EventDisableTiming)
+	Must(t, "create a done event", err)
+	Must(t, "record a done event", dev.EventRecord(e, s))
+	return e
+}
+
+// ThreadMode is the calling OS thread's capture interaction mode. It swaps
+// the mode out and back on a goroutine locked for the duration.
+func ThreadMode(dev hip.Device) (hip.CaptureMode, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	prev, err := dev.ThreadExchangeCaptureMode(hip.CaptureModeRelaxed)
+	if err != nil {
+		return 0, err
+	}
+	_, err = dev.ThreadExchangeCaptureMode(prev)
+	return prev, err
+}
+
+// Thread is a goroutine locked to one OS thread that runs what it is given.
+type Thread struct {
+	work   chan func()
+	exited chan struct{}
+}
+
+// StartThread starts a locked goroutine and stops it when the test ends.
+func StartThread(t testing.TB) *Thread {
+	th := &Thread{work: make(chan func()), exited: make(chan struct{})}
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(th.exited)
+		for f := range th.work {
+			f()
+		}
+	}()
+	t.Cleanup(func() {
+		close(th.work)
+		timer := time.NewTimer(Limit)
+		defer timer.Stop()
+		select {
+		case <-th.exited:
+		case <-timer.C:
+			t.Errorf("a test thread did not exit within %v", Limit)
+		}
+	})
+	return th
+}
+
+// Do runs fn on the thread and waits for it.
+func (th *Thread) Do(t testing.TB, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	timer := time.NewTimer(Limit)
+	defer timer.Stop()
+	select {
+	case th.work <- func() { defer close(done); fn() }:
+	case <-timer.C:
+		t.Fatalf("%s: the thread stayed busy for %v", what, Limit)
+	}
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("%s did not finish within %v", what, Limit)
+	}
+}
+
+// Buffer is a reference-counted device buffer, the tracker's Pin in tests:
+// the last Release calls free and closes Freed, whether free failed or not.
+type Buffer struct {
+	ptr   hip.DevPtr
+	bytes int
+	free  func(hip.DevPtr) error
+	refs  atomic.Int64
+	freed chan struct{}
+	err   atomic.Pointer[error]
+}
+
+// NewBuffer allocates bytes on dev; the last Release frees them with dev.Free.
+func NewBuffer(t testing.TB, dev hip.Device, bytes int) *Buffer {
+	t.Helper()
+	p, err := dev.Malloc(bytes)
+	Must(t, "allocate a test buffer", err)
+	return NewBufferFunc(p, bytes, dev.Free)
+}
+
+// NewBufferFunc wraps an address with a custom deallocator.
+func NewBufferFunc(p hip.DevPtr, bytes int, free func(hip.DevPtr) error) *Buffer {
+	b := &Buffer{ptr: p, bytes: bytes, free: free, freed: make(chan struct{})}
+	b.refs.Store(1)
+	return b
+}
+
+// Ptr is the buffer's device address.
+func (b *Buffer) Ptr() hip.DevPtr { return b.ptr }
+
+// Bytes is the buffer's size.
+func (b *Buffer) Bytes() int { return b.bytes }
+
+// Retain adds a reference.
+func (b *Buffer) Retain() *Buffer {
+	b.refs.Add(1)
+	return b
+}
+
+// Refs is the number of references left.
+func (b *Buffer) Refs() int64 { return b.refs.Load() }
+
+// Release drops a reference; the last one frees the buffer. Releasing more
+// often than retained is an error, not a second free.
+func (b *Buffer) Release() error {
+	n := b.refs.Add(-1)
+	switch {
+	case n > 0:
+		return nil
+	case n < 0:
+		return fmt.Errorf("test buffer %#x released %d more times than retained", uint64(b.ptr), -n)
+	}
+	err := b.free(b.ptr)
+	b.err.Store(&err)
+	close(b.freed)
+	return err
+}
+
+// Freed is closed once the deallocator has returned.
+func (b *Buffer) Freed() <-chan struct{} { return b.freed }
+
+// FreeErr is the deallocator's result once Freed is closed.
+func (b *Buffer) FreeErr() error {
+	if e := b.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
