@@ -20,6 +20,7 @@ type CaptureOptions struct {
 	Reclaims []string
 	Variants []string
 	Samples  int
+	Repeat   int
 	Seed     uint64
 
 	modes    []hip.CaptureMode
@@ -79,6 +80,9 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 			if opts.Samples < 1 {
 				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
 			}
+			if opts.Repeat < 1 {
+				return cli.UsageErrorf("--repeat %d: want 1 or more", opts.Repeat)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -91,6 +95,7 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: lazy, guarded, worker, or all")
 	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: same-thread, other-thread, or all (all by default when several modes or policies are given)")
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
+	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
 	opts.AddDialectFlag(cmd)
 	return cmd
@@ -165,12 +170,12 @@ func runCapture(opts *CaptureOptions) error {
 	if err != nil {
 		return err
 	}
-	co.Modes, co.Policies, co.Variants, co.Samples, co.Seed = opts.modes, opts.policies, opts.variants, opts.Samples, opts.Seed
+	co.Modes, co.Policies, co.Variants, co.Samples, co.Seed, co.Repeat = opts.modes, opts.policies, opts.variants, opts.Samples, opts.Seed, opts.Repeat
 	if co.NaiveTimeoutPct == 0 {
 		r.Note("MIOPEN_NAIVE_TIMEOUT=0: the time bound is off, nothing is abandoned, so no case can show the bug")
 	}
 	r.Note("find problem %s; captured problem %s", label, co.CaptureProblem)
-	total := len(co.Modes) * len(co.Policies) * len(co.Variants)
+	total := len(co.Modes) * len(co.Policies) * len(co.Variants) * co.Repeat
 	update, done := opts.Progress("capture: case")
 	n := 0
 	co.Log = func(format string, args ...any) {

@@ -21,6 +21,7 @@ type ReplayOptions struct {
 	Replays  int
 	Deadline time.Duration
 	Samples  int
+	Repeat   int
 	Seed     uint64
 
 	mode     hip.CaptureMode
@@ -68,6 +69,8 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 				return cli.UsageErrorf("--deadline %v: want a positive duration such as 5s", opts.Deadline)
 			case opts.Samples < 1:
 				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
+			case opts.Repeat < 1:
+				return cli.UsageErrorf("--repeat %d: want 1 or more", opts.Repeat)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -82,6 +85,7 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 	fl.IntVar(&opts.Replays, "replays", 20, "graph launches")
 	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, "how long after the last replay is queued the scratch must be freed")
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
+	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
 	opts.AddDialectFlag(cmd)
 	return cmd
@@ -98,14 +102,14 @@ func runReplay(opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	co.Policies, co.Samples, co.Seed = opts.policies, opts.Samples, opts.Seed
+	co.Policies, co.Samples, co.Seed, co.Repeat = opts.policies, opts.Samples, opts.Seed, opts.Repeat
 	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, opts.mode)
 	update, done := opts.Progress("replay: policy")
 	n := 0
 	co.Log = func(format string, args ...any) {
 		if len(format) > 7 && format[:7] == "replay " {
 			n++
-			update(n, len(co.Policies))
+			update(n, len(co.Policies)*co.Repeat)
 		}
 		opts.Verbosef(format, args...)
 	}

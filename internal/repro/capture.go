@@ -65,7 +65,9 @@ type CaptureOptions struct {
 	// MaxDraining is the tracker cap (0: from GPU_MAX_HW_QUEUES).
 	MaxDraining int
 	Seed        uint64
-	Log         func(format string, args ...any)
+	// Repeat runs every case this many times (1 when zero).
+	Repeat int
+	Log    func(format string, args ...any)
 }
 
 // Outcome is a case's result in one word.
@@ -125,14 +127,16 @@ func RunCapture(ctx context.Context, dev hip.Device, opts CaptureOptions) ([]Cap
 		opts.CaptureProblem = opts.FindProblem
 	}
 	var out []CaptureCase
-	for _, v := range opts.Variants {
-		for _, p := range opts.Policies {
-			for _, m := range opts.Modes {
-				c, err := runCaptureCase(ctx, dev, opts, p, m, v)
-				if err != nil {
-					return out, fmt.Errorf("%s / %s / %s: %w", p, m, v, err)
+	for range max(1, opts.Repeat) {
+		for _, v := range opts.Variants {
+			for _, p := range opts.Policies {
+				for _, m := range opts.Modes {
+					c, err := runCaptureCase(ctx, dev, opts, p, m, v)
+					if err != nil {
+						return out, fmt.Errorf("%s / %s / %s: %w", p, m, v, err)
+					}
+					out = append(out, c)
 				}
-				out = append(out, c)
 			}
 		}
 	}

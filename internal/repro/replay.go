@@ -61,12 +61,14 @@ func RunReplay(ctx context.Context, dev hip.Device, opts ReplayOptions) ([]Repla
 		opts.Replays = 20
 	}
 	var out []ReplayCase
-	for _, p := range opts.Policies {
-		c, err := runReplayCase(ctx, dev, opts, p)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", p, err)
+	for range max(1, opts.Repeat) {
+		for _, p := range opts.Policies {
+			c, err := runReplayCase(ctx, dev, opts, p)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", p, err)
+			}
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	return out, nil
 }
