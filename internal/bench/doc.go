@@ -1,0 +1,7 @@
+// Package bench holds the benchmarks that must run on a real device as well
+// as on the simulator: the cost of abandoning a stream, the time from a
+// stream reaching its host callback to the scratch being freed, and the
+// launch path's overhead under each reclaim policy. The device comes from
+// MIOTOOL_BENCH_BACKEND (sim when unset; cuda or hip on a GPU machine);
+// scripts/gpu-check.sh runs them on a GPU and keeps the medians.
+package bench
