@@ -177,7 +177,7 @@ func BenchmarkRun(b *testing.B) {
 				must(b, err)
 				h.Tracker().Pin(slot, scratch)
 				// Long enough to outlast the benchmark's launches.
-				k.spinOn(b, d, slot.Stream(), 3*time.Second)
+				k.spinOn(b, d, slot.Stream(), 300*time.Millisecond)
 				ev, err := d.EventCreate(hip.EventDisableTiming)
 				must(b, err)
 				must(b, d.EventRecord(ev, slot.Stream()))

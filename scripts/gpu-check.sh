@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# gpu-check.sh: build miotool and check it on a machine with a GPU.
+#
+#   scripts/gpu-check.sh build                 # needs Go: static binaries into bin/
+#   scripts/gpu-check.sh run OUTDIR [SECTION...]  # needs a GPU: runs the sections, appends to OUTDIR/sections-*.md
+#   scripts/gpu-check.sh assemble OUTDIR [FILE]  # joins OUTDIR/sections-*.md into docs/results/<device>.md
+#   scripts/gpu-check.sh all                   # build, run every section, assemble
+#
+# Sections: doctor rules find verify capture replay bench cudnn stress targets.
+# Every table in the results comes from miotool's own output (--format
+# markdown) or from scripts/benchmedians.py and scripts/cudnn-compare.py over
+# raw benchmark output; nothing is written by hand. The machine needs the
+# GPU driver (and, for cudnn and targets, PyTorch with cuDNN); Go only for
+# `build`. BACKEND (default cuda) picks the backend.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BACKEND=${BACKEND:-cuda}
+BIN=${BIN:-bin}
+ALL_SECTIONS="doctor rules find verify capture replay bench cudnn stress targets"
+
+build() {
+	set -e
+	mkdir -p "$BIN"
+	local commit
+	commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath \
+		-ldflags "-X main.commit=$commit" -o "$BIN/miotool" ./cmd/miotool
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/bench.test" ./internal/bench
+	set +e
+	echo "built $BIN/miotool and $BIN/bench.test ($commit)"
+}
+
+# section OUT TITLE COMMAND...: runs a miotool command, appends its markdown.
+section() {
+	local out=$1 title=$2
+	shift 2
+	local start=$SECONDS
+	{
+		echo
+		echo "### $title"
+		echo
+		echo '```'
+		echo "$ $*"
+		echo '```'
+		echo
+	} >>"$out"
+	"$@" >>"$out" 2>>"$LOG"
+	local rc=$?
+	echo >>"$out"
+	echo "_exit status $rc, $((SECONDS - start)) s_" >>"$out"
+	echo "[$title] exit $rc in $((SECONDS - start)) s" | tee -a "$LOG"
+}
+
+run() {
+	local dir=$1
+	shift
+	local sections=${*:-$ALL_SECTIONS}
+	mkdir -p "$dir"
+	LOG=$dir/gpu-check.log
+	local tag
+	tag=$(echo "$sections" | tr ' ' '-')
+	local out=$dir/sections-$(date -u +%H%M%S)-$tag.md
+	local M="$BIN/miotool --backend $BACKEND --no-progress"
+	local cores
+	cores=$(nproc)
+	echo "_Run at $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores CPU cores, sections: ${sections}; $("$BIN/miotool" version 2>/dev/null | tr '\n' ' ')_" >>"$out"
+	echo >>"$out"
+	for s in $sections; do
+		case $s in
+		doctor)
+			echo "## Device and driver" >>"$out"
+			section "$out" "doctor" $M doctor --format markdown
+			nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >>"$out" 2>>"$LOG"
+			;;
+		rules)
+			echo -e "\n## Capture rules: measured against the expectation (every cell)" >>"$out"
+			section "$out" "rules" $M rules --expect configs/rules/h200-cuda.yaml --format markdown
+			;;
+		find)
+			echo -e "\n## find: naive abandoned on a problem where it runs long" >>"$out"
+			section "$out" "find (naive-timeout-gpu)" $M find --format markdown
+			;;
+		verify)
+			echo -e "\n## Every kernel against the CPU reference (naive timed in full: MIOPEN_NAIVE_TIMEOUT=0)" >>"$out"
+			for p in capture-small dilated-strided resnext-grouped resnet50-stem pointwise-256-64 depthwise; do
+				section "$out" "find --problem $p" env MIOPEN_NAIVE_TIMEOUT=0 $M find --problem "$p" --samples 3 --format markdown
+			done
+			;;
+		capture)
+			echo -e "\n## capture: #12121 after an abandoned naive evaluation" >>"$out"
+			section "$out" "capture matrix x${CAPTURE_REPEAT:-20}" $M capture --mode=all --reclaim=all --repeat "${CAPTURE_REPEAT:-20}" --format markdown
+			;;
+		replay)
+			echo -e "\n## replay-only workload" >>"$out"
+			section "$out" "replay x${REPLAY_REPEAT:-5}" $M replay --reclaim=all --repeat "${REPLAY_REPEAT:-5}" --deadline 3s --format markdown
+			;;
+		bench)
+			echo -e "\n## Benchmarks (medians of 10 runs)" >>"$out"
+			local raw=$dir/bench-raw.txt
+			echo "[bench] running" | tee -a "$LOG"
+			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench 'Abandon|CallbackToScratchFreed|Run' \
+				-test.count 10 -test.benchtime 500x >"$raw" 2>>"$LOG"
+			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench 'Conv' \
+				-test.count 10 -test.benchtime 30x >>"$raw" 2>>"$LOG"
+			{
+				echo
+				echo '```'
+				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench 'Abandon|CallbackToScratchFreed|Run' -test.count 10 -test.benchtime 500x"
+				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench Conv -test.count 10 -test.benchtime 30x"
+				echo '```'
+				echo
+				grep -E '^(goos|goarch|cpu):' "$raw" | sed 's/^/    /'
+				echo
+				python3 scripts/benchmedians.py "$raw" \
+					--ratio=BenchmarkRun/worker-$cores:BenchmarkRun/raw-launch-$cores \
+					--ratio=BenchmarkRun/worker-$cores:BenchmarkRun/lazy-$cores \
+					--ratio=BenchmarkRun/worker-pinned-$cores:BenchmarkRun/raw-launch-$cores \
+					--ratio=BenchmarkRun/lazy-pinned-$cores:BenchmarkRun/raw-launch-$cores \
+					--ratio=BenchmarkRun/guarded-pinned-$cores:BenchmarkRun/raw-launch-$cores
+			} >>"$out" 2>>"$LOG"
+			;;
+		cudnn)
+			echo -e "\n## Fastest builtin solver against cuDNN (fp32)" >>"$out"
+			if [ -s "$dir/bench-raw.txt" ]; then
+				echo >>"$out"
+				python3 scripts/cudnn-compare.py "$dir/bench-raw.txt" configs/problems.yaml >>"$out" 2>>"$LOG"
+				echo "[cudnn] exit $?" | tee -a "$LOG"
+			else
+				echo "(no Conv benchmark output: run the bench section first)" >>"$out"
+			fi
+			;;
+		stress)
+			echo -e "\n## stress-threads (ROCM-27477), 2 cores (taskset -c 0,1)" >>"$out"
+			for c in unlocked locked lockfree; do
+				section "$out" "stress-threads --cache=$c" taskset -c 0,1 $M stress-threads --cache=$c \
+					--runs "${STRESS_RUNS:-50}" --jobs 2 --format markdown
+			done
+			;;
+		targets)
+			echo -e "\n## Real-library target: cuDNN" >>"$out"
+			section "$out" "capture --target=cudnn" $M capture --target=cudnn --mode=all --format markdown
+			section "$out" "stress-threads --target=cudnn" $M stress-threads --target=cudnn --runs "${TARGET_RUNS:-10}" --jobs 2 --format markdown
+			if [ -x scripts/pytorch-threads.py ]; then
+				echo -e "\n### The PyTorch test body, same number of fresh-process runs\n" >>"$out"
+				python3 scripts/pytorch-threads.py --runs "${TARGET_RUNS:-10}" >>"$out" 2>>"$LOG"
+			fi
+			;;
+		*)
+			echo "unknown section $s" >&2
+			return 2
+			;;
+		esac
+	done
+	echo "wrote $out"
+}
+
+assemble() {
+	local dir=$1 file=${2:-}
+	local name
+	name=$("$BIN/miotool" --backend "$BACKEND" doctor --format json 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["device"]["name"])' 2>/dev/null)
+	if [ -z "$file" ]; then
+		[ -n "$name" ] || name=$(ls "$dir"/sections-*.md | head -1 | xargs grep -m1 -oE 'NVIDIA [A-Z0-9]+' || echo device)
+		file=docs/results/$(echo "$name" | tr 'A-Z ' 'a-z-').md
+	fi
+	mkdir -p "$(dirname "$file")"
+	{
+		echo "# miotool on ${name:-the GPU}"
+		echo
+		echo "Written by \`scripts/gpu-check.sh\` from miotool's own output and benchmark output;"
+		echo "each section names the command that produced it and when it ran."
+		for f in "$dir"/sections-*.md; do
+			echo
+			echo "<!-- $(basename "$f") -->"
+			cat "$f"
+		done
+	} >"$file"
+	echo "wrote $file"
+}
+
+case ${1:-all} in
+build) build ;;
+run)
+	[ $# -ge 2 ] || { echo "usage: $0 run OUTDIR [SECTION...]" >&2; exit 2; }
+	dir=$2
+	shift 2
+	run "$dir" "$@"
+	;;
+assemble) assemble "$2" "${3:-}" ;;
+all)
+	build || exit 1
+	d=$(mktemp -d)
+	run "$d"
+	assemble "$d"
+	;;
+*)
+	echo "usage: $0 build | run OUTDIR [SECTION...] | assemble OUTDIR [FILE] | all" >&2
+	exit 2
+	;;
+esac
