@@ -19,7 +19,7 @@ func TestBuiltinProblemsAreValid(t *testing.T) {
 		}
 		seen[p.Name] = true
 	}
-	for _, want := range []string{"naive-timeout-sim", "naive-timeout-gpu", "capture-small"} {
+	for _, want := range []string{"naive-timeout-sim", "naive-timeout-gpu", "naive-long-sim", "naive-long-gpu", "capture-small"} {
 		if !seen[want] {
 			t.Errorf("missing %s", want)
 		}

@@ -78,7 +78,7 @@ run() {
 			;;
 		find)
 			echo -e "\n## find: naive abandoned on a problem where it runs long" >>"$out"
-			section "$out" "find (naive-timeout-gpu)" $M find --format markdown
+			section "$out" "find (naive-long-gpu)" $M find --format markdown
 			;;
 		verify)
 			echo -e "\n## Every kernel against the CPU reference (naive timed in full: MIOPEN_NAIVE_TIMEOUT=0)" >>"$out"

@@ -46,7 +46,7 @@ and skips benchmarking.
 The problem comes from MIOpenDriver's flags (-n -c -H -W -k -y -x -p -q -u -v
 -l -j -g, or their long names; -v is the stride here, as in MIOpenDriver, so
 verbose output is --verbose) or from --problem NAME. With neither, the problem
-is naive-timeout-sim on the simulator and naive-timeout-gpu on a GPU.
+is naive-long-sim on the simulator and naive-long-gpu on a GPU.
 
 PASS when find stayed within its bound and the chosen solver (and every other
 timed one) verified.`,
@@ -82,7 +82,7 @@ timed one) verified.`,
 			return cli.ToolError(runFind(opts))
 		},
 	}
-	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
+	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-long-%s")
 	fl := cmd.Flags()
 	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark) or fast (use a find-db record when there is one); default from MIOPEN_FIND_MODE")
 	fl.IntVar(&opts.Samples, "samples", 7, "timed runs per solver after the warm-up")

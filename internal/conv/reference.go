@@ -134,6 +134,27 @@ func Check(p Problem, got, want []float32) CheckResult {
 		res.Note = fmt.Sprintf("length mismatch: problem has %d output elements, got %d", n, len(want))
 		return res
 	}
+	return checkElements(p, res, got, want, func(i int) int { return i })
+}
+
+// CheckSampled is Check on a sample of the output: got and want hold the
+// elements at the flat output indices in flat (want from ReferenceAt), for
+// problems whose full CPU reference would take too long.
+func CheckSampled(p Problem, got, want []float32, flat []int) CheckResult {
+	terms := 1
+	if p.Groups > 0 {
+		terms = max(1, p.C/p.Groups*p.R*p.S)
+	}
+	res := CheckResult{RTol: RTol, ATol: ATolPerSqrtTerm * math.Sqrt(float64(terms)), WorstFlat: -1}
+	if len(got) != len(want) || len(got) != len(flat) {
+		res.Note = fmt.Sprintf("length mismatch: got %d, want %d, indices %d", len(got), len(want), len(flat))
+		return res
+	}
+	res.Note = fmt.Sprintf("sampled %d of %d output elements", len(flat), p.OutputElements())
+	return checkElements(p, res, got, want, func(i int) int { return flat[i] })
+}
+
+func checkElements(p Problem, res CheckResult, got, want []float32, flatOf func(int) int) CheckResult {
 	res.Elements = len(got)
 	var sumSq, mag float64
 	worstRatio := -1.0
@@ -155,7 +176,7 @@ func Check(p Problem, got, want []float32) CheckResult {
 		}
 		mag = max(mag, math.Abs(w))
 		if ratio > worstRatio {
-			worstRatio, res.WorstFlat, res.WorstGot, res.WorstWant = ratio, i, g, w
+			worstRatio, res.WorstFlat, res.WorstGot, res.WorstWant = ratio, flatOf(i), g, w
 		}
 	}
 	if res.NonFinite > 0 {
@@ -168,6 +189,42 @@ func Check(p Problem, got, want []float32) CheckResult {
 	}
 	res.OK = res.Bad == 0
 	return res
+}
+
+// ReferenceAt computes only the output elements at the given flat indices,
+// in float64 like Reference, spread over every core.
+func ReferenceAt(p Problem, x, w []float32, flat []int) []float32 {
+	if p.Validate() != nil || len(x) < p.InputElements() || len(w) < p.WeightElements() {
+		return nil
+	}
+	cg, kg := p.C/p.Groups, p.K/p.Groups
+	out := make([]float32, len(flat))
+	parallelRange(len(flat), 64, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ix := p.outputIndex(flat[i])
+			g := ix.K / kg
+			var acc float64
+			for c := 0; c < cg; c++ {
+				xc := x[(ix.N*p.C+g*cg+c)*p.H*p.W:][:p.H*p.W]
+				wc := w[(ix.K*cg+c)*p.R*p.S:][:p.R*p.S]
+				for r := 0; r < p.R; r++ {
+					ih := ix.H*p.StrideH - p.PadH + r*p.DilH
+					if ih < 0 || ih >= p.H {
+						continue
+					}
+					for s := 0; s < p.S; s++ {
+						iw := ix.W*p.StrideW - p.PadW + s*p.DilW
+						if iw < 0 || iw >= p.W {
+							continue
+						}
+						acc += float64(wc[r*p.S+s]) * float64(xc[ih*p.W+iw])
+					}
+				}
+			}
+			out[i] = float32(acc)
+		}
+	})
+	return out
 }
 
 // outputIndex turns a flat index of y into (n, k, h, w).

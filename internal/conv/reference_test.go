@@ -119,3 +119,26 @@ func TestCheck(t *testing.T) {
 		t.Errorf("short: %v", r)
 	}
 }
+
+func TestReferenceAtAndCheckSampled(t *testing.T) {
+	p := Problem{N: 2, C: 6, H: 11, W: 9, K: 4, R: 3, S: 2, PadH: 1, PadW: 2, StrideH: 2, StrideW: 1, DilH: 2, DilW: 1, Groups: 2}
+	x, w := RandomTensor(p.InputElements(), 5), RandomTensor(p.WeightElements(), 6)
+	full := Reference(p, x, w)
+	flat := []int{0, 3, 17, len(full) - 1, len(full) / 2}
+	at := ReferenceAt(p, x, w, flat)
+	got := make([]float32, len(flat))
+	for i, f := range flat {
+		got[i] = full[f]
+		if d := at[i] - full[f]; d > 1e-6 || d < -1e-6 {
+			t.Errorf("ReferenceAt[%d] = %v, Reference = %v", f, at[i], full[f])
+		}
+	}
+	if c := CheckSampled(p, got, at, flat); !c.OK || c.Elements != len(flat) {
+		t.Fatalf("sampled check of exact values: %+v", c)
+	}
+	got[2] += 1
+	c := CheckSampled(p, got, at, flat)
+	if c.OK || c.WorstFlat != 17 || c.Worst != p.outputIndex(17) {
+		t.Fatalf("a wrong element must fail and be named: %+v", c)
+	}
+}

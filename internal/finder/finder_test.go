@@ -214,3 +214,31 @@ func TestRobustMean(t *testing.T) {
 		t.Error("empty input must give NaN")
 	}
 }
+
+func TestLargeProblemsAreCheckedOnASample(t *testing.T) {
+	saved := sampledAbove
+	sampledAbove = 1e5
+	t.Cleanup(func() { sampledAbove = saved })
+	d := newSim(t)
+	h := newHandle(t, d, streams.Worker)
+	ts := newTensors(t, d, naiveTimesOut)
+	res, err := Find(context.Background(), h, ts, Options{NaiveTimeoutPct: 50, Samples: 1, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := res.ChosenEntry()
+	if !res.Verified || e.Check == nil || e.Check.Elements != sampleSize || !strings.Contains(e.Check.Note, "sampled") {
+		t.Fatalf("want a sampled check of %d elements: %+v", sampleSize, e.Check)
+	}
+	// A corrupted output fails the sampled check.
+	got, err := ts.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		got[i] += 1
+	}
+	if c := ts.Check(got); c.OK {
+		t.Fatal("a corrupted output passed the sampled check")
+	}
+}

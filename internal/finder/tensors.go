@@ -2,6 +2,7 @@ package finder
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"miotool/internal/conv"
@@ -23,7 +24,16 @@ type Tensors struct {
 
 	refOnce sync.Once
 	ref     []float32
+	sample  []int // flat output indices checked; nil: every element
 }
+
+// sampledAbove is the work (in flops) above which outputs are checked on a
+// random sample of elements instead of all: the CPU reference of a larger
+// problem would take longer than the scenario it checks.
+var sampledAbove = 2e10
+
+// sampleSize is how many output elements a sampled check compares.
+const sampleSize = 1 << 16
 
 // NewTensors allocates x, w, y and the largest workspace any solver needs,
 // and uploads seeded random x and w.
@@ -92,10 +102,40 @@ func (ts *Tensors) Read(p hip.DevPtr) ([]float32, error) {
 // ClearOutput zeroes y so a later check cannot pass on stale data.
 func (ts *Tensors) ClearOutput() error { return ts.dev.Memset(ts.Y, 0, ts.OutputBytes()) }
 
-// Reference is the CPU result, computed once.
-func (ts *Tensors) Reference() []float32 {
-	ts.refOnce.Do(func() { ts.ref = conv.Reference(ts.Problem, ts.hostX, ts.hostW) })
-	return ts.ref
+// reference computes the CPU result once: every element, or a seeded
+// random sample of them (plus the first and last) for large problems.
+func (ts *Tensors) reference() {
+	ts.refOnce.Do(func() {
+		p := ts.Problem
+		n := p.OutputElements()
+		if float64(p.Flops()) <= sampledAbove || n <= sampleSize {
+			ts.ref = conv.Reference(p, ts.hostX, ts.hostW)
+			return
+		}
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		ts.sample = make([]int, sampleSize)
+		ts.sample[0], ts.sample[1] = 0, n-1
+		for i := 2; i < sampleSize; i++ {
+			ts.sample[i] = rng.IntN(n)
+		}
+		ts.ref = conv.ReferenceAt(p, ts.hostX, ts.hostW, ts.sample)
+	})
+}
+
+// Check compares an output read back from the device with the CPU
+// reference (on a sample of elements for problems above sampledAbove flops).
+func (ts *Tensors) Check(got []float32) conv.CheckResult {
+	ts.reference()
+	if ts.sample == nil {
+		return conv.Check(ts.Problem, got, ts.ref)
+	}
+	picked := make([]float32, len(ts.sample))
+	for i, f := range ts.sample {
+		if f < len(got) {
+			picked[i] = got[f]
+		}
+	}
+	return conv.CheckSampled(ts.Problem, picked, ts.ref, ts.sample)
 }
 
 // Free releases the device buffers.

@@ -163,7 +163,7 @@ wait:
 	if err != nil {
 		return c, err
 	}
-	chk := conv.Check(cts.Problem, got, cts.Reference())
+	chk := cts.Check(got)
 	c.ReplaysOK = chk.OK
 	c.Counters = tr.Counters()
 	switch {
