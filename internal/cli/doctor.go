@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"miotool/internal/dnn/cudnn"
+	"miotool/internal/dnn/miopen"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 )
@@ -23,11 +25,37 @@ type DoctorInput struct {
 	CommandLine string
 	Build       BuildInfo
 	Now         func() time.Time
+	// TargetLibraries reports the libraries of the library targets
+	// (libMIOpen, libcudnn); nil searches for them (see
+	// DefaultTargetLibraries).
+	TargetLibraries func() []hip.Library
+}
+
+// DefaultTargetLibraries loads libMIOpen and libcudnn the way the library
+// targets do and returns where each was found, or every path tried. The
+// temporary user find-db folder loading MIOpen makes is removed again.
+func DefaultTargetLibraries() []hip.Library {
+	libs := []hip.Library{miopen.Locate(), cudnn.Locate()}
+	if l, err := miopen.Default(); err == nil {
+		_ = l.RemoveUserDB()
+	}
+	return libs
+}
+
+// libraryUses says what each library the summary lists is needed for, in
+// the summary's order.
+var libraryUses = []struct{ name, use string }{
+	{"libamdhip64", "--backend hip"},
+	{"libhiprtc", "--backend hip (building kernels)"},
+	{miopen.LibraryName, "--target miopen"},
+	{cudnn.LibraryName, "--target cudnn"},
 }
 
 // Diagnose reports which backend is chosen and why, every backend and
-// library tried with every path, the device, the runtime variables and the
-// configuration. Its verdict is PASS whenever the report could be made:
+// library tried with every path (the library targets' libMIOpen and
+// libcudnn too), a summary of which of libamdhip64, libhiprtc, libMIOpen
+// and libcudnn were found and where, the device, the runtime variables and
+// the configuration. Its verdict is PASS whenever the report could be made:
 // an unavailable backend is a finding here, not a failure.
 func Diagnose(in DoctorInput) *report.Result {
 	start := in.Now()
@@ -51,7 +79,7 @@ func Diagnose(in DoctorInput) *report.Result {
 	}
 
 	tried := r.AddTable("Backends", "backend", "kind", "result", "detail")
-	libs := r.AddTable("Libraries", "backend", "library", "path", "result", "version")
+	libs := &libraryTable{Table: r.AddTable("Libraries", "backend", "library", "path", "result", "version"), seen: map[string]hip.Library{}}
 	attempted := map[string]bool{}
 	for _, a := range sel.Attempts {
 		attempted[a.Backend] = true
@@ -83,8 +111,27 @@ func Diagnose(in DoctorInput) *report.Result {
 			r.Note("closing backend %s: %v", b.Name, err)
 		}
 	}
+	targetLibs := in.TargetLibraries
+	if targetLibs == nil {
+		targetLibs = DefaultTargetLibraries
+	}
+	for _, lib := range targetLibs() {
+		addLibraries(libs, "target", []hip.Library{lib})
+	}
 	if len(libs.Rows) == 0 {
 		libs.AddRow("-", "-", "-", "no shared libraries loaded or tried", "-")
+	}
+	found := r.AddTable("Libraries found", "library", "found", "path", "version", "needed for")
+	for _, u := range libraryUses {
+		lib, searched := libs.seen[u.name]
+		switch {
+		case !searched:
+			found.AddRow(u.name, "not searched", "-", "-", u.use)
+		case lib.Loaded != "":
+			found.AddRow(u.name, "yes", lib.Loaded, orDash(lib.Version), u.use)
+		default:
+			found.AddRow(u.name, "no", fmt.Sprintf("not found in %d places (see Libraries)", len(lib.Tried)), "-", u.use)
+		}
 	}
 
 	device := r.AddTable("Device", "property", "value")
@@ -153,15 +200,32 @@ func kindOf(list func() []hip.Backend, name string) string {
 	return "-"
 }
 
-func addUnavailable(t *report.Table, backend string, err error) {
+// libraryTable is the Libraries table and the record of every library
+// listed in it, by name, for the summary.
+type libraryTable struct {
+	*report.Table
+	seen map[string]hip.Library
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func addUnavailable(t *libraryTable, backend string, err error) {
 	var u *hip.UnavailableError
 	if errors.As(err, &u) {
 		addLibraries(t, backend, u.Libraries)
 	}
 }
 
-func addLibraries(t *report.Table, backend string, libs []hip.Library) {
+func addLibraries(t *libraryTable, backend string, libs []hip.Library) {
 	for _, lib := range libs {
+		if prev, ok := t.seen[lib.Name]; !ok || prev.Loaded == "" {
+			t.seen[lib.Name] = lib
+		}
 		if len(lib.Tried) == 0 && lib.Loaded != "" {
 			t.AddRow(backend, lib.Name, lib.Loaded, "loaded", lib.Version)
 			continue

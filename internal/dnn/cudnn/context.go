@@ -1,0 +1,92 @@
+package cudnn
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib"
+)
+
+// DriverSoname is the CUDA driver library Context binds when the device
+// does not name the one it loaded.
+const DriverSoname = "libcuda.so.1"
+
+// Context holds a retained reference to one device's primary context and
+// makes it current on OS threads. miotool's CUDA backend works in the same
+// primary context, so buffers and streams from a hip.Device of that backend
+// are valid in cuDNN calls made after MakeCurrent.
+type Context struct {
+	setCurrent, release uintptr
+	st                  gpulib.StatusMapper
+	dev                 int32
+	ctx                 uintptr
+	Ordinal             int
+}
+
+// DriverPath is the CUDA driver dev loaded (its "libcuda" library record),
+// or DriverSoname when it names none.
+func DriverPath(dev hip.Device) string {
+	for _, l := range dev.Libraries() {
+		if l.Name == "libcuda" && l.Loaded != "" {
+			return l.Loaded
+		}
+	}
+	return DriverSoname
+}
+
+// OpenContext opens the driver at path (opening a library already loaded
+// returns the same instance), initialises it and retains the primary
+// context of device ordinal. Errors are *hip.Error values in the CUDA
+// dialect, or the loader's message for a library that does not open.
+func OpenContext(path string, ordinal int) (*Context, error) {
+	if ordinal < 0 {
+		return nil, fmt.Errorf("device ordinal %d is negative", ordinal)
+	}
+	h, err := purego.Dlopen(path, gpulib.DlopenMode)
+	if err != nil {
+		return nil, fmt.Errorf("opening the CUDA driver %s: %w", path, err)
+	}
+	var initFn, deviceGet, retain uintptr
+	c := &Context{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectCUDA}}
+	if err := gpulib.Bind(gpulib.Lookup(h), path, []gpulib.Symbol{
+		{Name: "cuInit", Addr: &initFn},
+		{Name: "cuDeviceGet", Addr: &deviceGet},
+		{Name: "cuDevicePrimaryCtxRetain", Addr: &retain},
+		{Name: "cuDevicePrimaryCtxRelease_v2", Addr: &c.release},
+		{Name: "cuCtxSetCurrent", Addr: &c.setCurrent},
+	}); err != nil {
+		return nil, err
+	}
+	if st := gpulib.Call(initFn, 0); st != 0 {
+		return nil, c.st.Err("Init", st)
+	}
+	if st := gpulib.Call(deviceGet, uintptr(unsafe.Pointer(&c.dev)), uintptr(ordinal)); st != 0 {
+		return nil, c.st.Err("DeviceGet", st)
+	}
+	if st := gpulib.Call(retain, uintptr(unsafe.Pointer(&c.ctx)), uintptr(c.dev)); st != 0 {
+		return nil, c.st.Err("DevicePrimaryCtxRetain", st)
+	}
+	return c, nil
+}
+
+// MakeCurrent makes the primary context current on the calling OS thread;
+// the caller has locked its goroutine to the thread.
+func (c *Context) MakeCurrent() error {
+	if c.ctx == 0 {
+		return errors.New("the CUDA context was released")
+	}
+	return c.st.Err("CtxSetCurrent", gpulib.Call(c.setCurrent, c.ctx))
+}
+
+// Close releases the reference OpenContext retained.
+func (c *Context) Close() error {
+	if c == nil || c.ctx == 0 {
+		return nil
+	}
+	c.ctx = 0
+	return c.st.Err("DevicePrimaryCtxRelease", gpulib.Call(c.release, uintptr(c.dev)))
+}

@@ -1,0 +1,90 @@
+package miopen
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"miotool/internal/hip/gpulib"
+)
+
+// Status is a miopenStatus_t.
+type Status int32
+
+// Status codes (miopen.h).
+const (
+	StatusSuccess              Status = 0
+	StatusNotInitialized       Status = 1
+	StatusInvalidValue         Status = 2
+	StatusBadParm              Status = 3
+	StatusAllocFailed          Status = 4
+	StatusInternalError        Status = 5
+	StatusNotImplemented       Status = 6
+	StatusUnknownError         Status = 7
+	StatusUnsupportedOp        Status = 8
+	StatusGpuOperationsSkipped Status = 9
+	StatusVersionMismatch      Status = 10
+)
+
+var statusNames = []string{
+	"miopenStatusSuccess", "miopenStatusNotInitialized", "miopenStatusInvalidValue", "miopenStatusBadParm",
+	"miopenStatusAllocFailed", "miopenStatusInternalError", "miopenStatusNotImplemented", "miopenStatusUnknownError",
+	"miopenStatusUnsupportedOp", "miopenStatusGpuOperationsSkipped", "miopenStatusVersionMismatch",
+}
+
+// String is the code's name, e.g. miopenStatusUnknownError.
+func (s Status) String() string {
+	if s >= 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("miopenStatus(%d)", int32(s))
+}
+
+// Error is an MIOpen call that returned a status other than success.
+type Error struct {
+	Op      string // the C function, e.g. miopenConvolutionForward
+	Status  Status
+	Message string // miopenGetErrorString's text, or a check made before the call
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s: %s (%d)", e.Op, e.Status, int32(e.Status))
+	if m := strings.TrimSpace(e.Message); m != "" {
+		s += ": " + m
+	}
+	return s
+}
+
+// StatusOf is the status of the first *Error in err's chain: success for
+// nil, StatusUnknownError for an error that is not MIOpen's.
+func StatusOf(err error) Status {
+	if err == nil {
+		return StatusSuccess
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return StatusUnknownError
+}
+
+func (l *Library) check(op string, st int32) error {
+	if st == 0 {
+		return nil
+	}
+	return &Error{Op: op, Status: Status(st), Message: l.errorString(st)}
+}
+
+// errorString is the library's text for st, left out when it only repeats
+// the code's name.
+func (l *Library) errorString(st int32) string {
+	s := strings.TrimSpace(gpulib.GoString(gpulib.CallPtr(l.api.getErrorString, uintptr(st))))
+	if s == Status(st).String() {
+		return ""
+	}
+	return s
+}
+
+func badArg(op, format string, args ...any) error {
+	return &Error{Op: op, Status: StatusBadParm, Message: fmt.Sprintf(format, args...)}
+}

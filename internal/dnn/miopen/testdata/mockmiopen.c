@@ -1,0 +1,516 @@
+/*
+ * Stand-in for libMIOpen.so.1 (and hipSetDevice from libamdhip64), built
+ * by the tests with gcc. It exports the MIOpen symbols the Go binding uses
+ * with the C signatures of miopen.h, logs every call with its arguments,
+ * computes convolutions and scaling on host memory, and writes its perf
+ * and solution structs with the layout the C compiler gives them, so that
+ * the Go side's argument order and struct decoding are checked.
+ *
+ * At load it records the MIOpen variables of the environment, so a test
+ * can tell whether the binding set them before the library initialised.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int miopenStatus_t;
+
+typedef struct {
+    union {
+        int fwd_algo;
+        int bwd_weights_algo;
+        int bwd_data_algo;
+    };
+    float time;
+    size_t memory;
+} miopenConvAlgoPerf_t;
+
+typedef struct {
+    float time;
+    size_t workspace_size;
+    uint64_t solution_id;
+    int algorithm;
+} miopenConvSolution_t;
+
+enum { TENSOR = 1, CONV = 3, HANDLE = 4 };
+
+typedef struct {
+    int kind;
+    int alive;
+    void *stream;
+    int device;
+} handle_t;
+
+typedef struct {
+    int kind;
+    int alive;
+    int dtype, n, c, h, w;
+} tensor_t;
+
+typedef struct {
+    int kind;
+    int alive;
+    int mode, pad_h, pad_w, u, v, dil_h, dil_w;
+} conv_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char logbuf[1 << 18];
+static size_t loglen;
+static char fail_name[128];
+static int fail_status;
+static int compute = 1;
+static __thread int thread_device;
+static char env_at_load[1024];
+
+__attribute__((constructor)) static void record_env(void) {
+    const char *db = getenv("MIOPEN_USER_DB_PATH");
+    const char *off = getenv("MIOPEN_DEBUG_DISABLE_FIND_DB");
+    snprintf(env_at_load, sizeof env_at_load, "MIOPEN_USER_DB_PATH=%s MIOPEN_DEBUG_DISABLE_FIND_DB=%s",
+             db ? db : "(unset)", off ? off : "(unset)");
+}
+
+static void logf_(const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = sizeof line - 1;
+    pthread_mutex_lock(&mu);
+    if (loglen + (size_t)n + 2 < sizeof logbuf) {
+        memcpy(logbuf + loglen, line, (size_t)n);
+        loglen += (size_t)n;
+        logbuf[loglen++] = '\n';
+        logbuf[loglen] = 0;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+static int take_fail(const char *name) {
+    int st = 0;
+    pthread_mutex_lock(&mu);
+    if (fail_name[0] && strcmp(fail_name, name) == 0) {
+        st = fail_status;
+        fail_name[0] = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
+#define FAIL_POINT(name)                      \
+    do {                                      \
+        int st_ = take_fail(name);            \
+        if (st_) {                            \
+            logf_("%s failed=%d", name, st_); \
+            return st_;                       \
+        }                                     \
+    } while (0)
+
+/* ---- controls ---- */
+
+int mock_log(char *dst, int cap) {
+    pthread_mutex_lock(&mu);
+    int n = (int)loglen;
+    if (n > cap - 1)
+        n = cap - 1;
+    memcpy(dst, logbuf, (size_t)n);
+    dst[n] = 0;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+void mock_log_reset(void) {
+    pthread_mutex_lock(&mu);
+    loglen = 0;
+    logbuf[0] = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+void mock_fail_next(const char *name, int status) {
+    pthread_mutex_lock(&mu);
+    snprintf(fail_name, sizeof fail_name, "%s", name);
+    fail_status = status;
+    pthread_mutex_unlock(&mu);
+}
+
+void mock_set_compute(int on) { compute = on; }
+const char *mock_env_at_load(void) { return env_at_load; }
+int mock_thread_device(void) { return thread_device; }
+
+void mock_layout(int *out) {
+    out[0] = (int)sizeof(miopenConvAlgoPerf_t);
+    out[1] = (int)offsetof(miopenConvAlgoPerf_t, time);
+    out[2] = (int)offsetof(miopenConvAlgoPerf_t, memory);
+    out[3] = (int)sizeof(miopenConvSolution_t);
+    out[4] = (int)offsetof(miopenConvSolution_t, workspace_size);
+    out[5] = (int)offsetof(miopenConvSolution_t, solution_id);
+    out[6] = (int)offsetof(miopenConvSolution_t, algorithm);
+}
+
+/* ---- the HIP call DeviceSelector makes ---- */
+
+int hipSetDevice(int ordinal) {
+    if (ordinal < 0 || ordinal >= 2)
+        return 101; /* hipErrorInvalidDevice */
+    thread_device = ordinal;
+    return 0;
+}
+
+/* ---- miopen.h ---- */
+
+miopenStatus_t miopenGetVersion(size_t *major, size_t *minor, size_t *patch) {
+    *major = 3, *minor = 5, *patch = 1;
+    return 0;
+}
+
+const char *miopenGetErrorString(miopenStatus_t st) {
+    switch (st) {
+    case 0: return "miopenStatusSuccess";
+    case 3: return "miopenStatusBadParm";
+    case 5: return "stand-in: the kernel failed to launch";
+    case 7: return "miopenStatusUnknownError";
+    }
+    return "miopenStatusUnknown";
+}
+
+static int live(const void *p, int kind) {
+    return p != NULL && ((const tensor_t *)p)->kind == kind && ((const tensor_t *)p)->alive;
+}
+
+miopenStatus_t miopenCreateWithStream(handle_t **out, void *stream) {
+    FAIL_POINT("miopenCreateWithStream");
+    handle_t *h = calloc(1, sizeof *h);
+    h->kind = HANDLE;
+    h->alive = 1;
+    h->stream = stream;
+    h->device = thread_device;
+    *out = h;
+    logf_("miopenCreateWithStream handle=%p stream=%p device=%d", (void *)h, stream, h->device);
+    return 0;
+}
+
+miopenStatus_t miopenSetStream(handle_t *h, void *stream) {
+    if (!live(h, HANDLE))
+        return 3;
+    h->stream = stream;
+    logf_("miopenSetStream handle=%p stream=%p", (void *)h, stream);
+    return 0;
+}
+
+miopenStatus_t miopenGetStream(handle_t *h, void **stream) {
+    if (!live(h, HANDLE))
+        return 3;
+    *stream = h->stream;
+    return 0;
+}
+
+miopenStatus_t miopenDestroy(handle_t *h) {
+    if (!live(h, HANDLE))
+        return 3;
+    h->alive = 0;
+    logf_("miopenDestroy handle=%p", (void *)h);
+    return 0;
+}
+
+static int create_desc(void **out, int kind, size_t size, const char *name) {
+    FAIL_POINT(name);
+    tensor_t *t = calloc(1, size);
+    t->kind = kind;
+    t->alive = 1;
+    *out = t;
+    logf_("%s desc=%p", name, (void *)t);
+    return 0;
+}
+
+static int destroy_desc(void *p, int kind, const char *name) {
+    if (!live(p, kind))
+        return 3;
+    ((tensor_t *)p)->alive = 0;
+    logf_("%s desc=%p", name, p);
+    return 0;
+}
+
+miopenStatus_t miopenCreateTensorDescriptor(tensor_t **d) {
+    return create_desc((void **)d, TENSOR, sizeof(tensor_t), "miopenCreateTensorDescriptor");
+}
+
+miopenStatus_t miopenDestroyTensorDescriptor(tensor_t *d) {
+    return destroy_desc(d, TENSOR, "miopenDestroyTensorDescriptor");
+}
+
+miopenStatus_t miopenSet4dTensorDescriptor(tensor_t *d, int dtype, int n, int c, int h, int w) {
+    FAIL_POINT("miopenSet4dTensorDescriptor");
+    logf_("miopenSet4dTensorDescriptor desc=%p dtype=%d n=%d c=%d h=%d w=%d", (void *)d, dtype, n, c, h, w);
+    if (!live(d, TENSOR) || n < 1 || c < 1 || h < 1 || w < 1)
+        return 3;
+    d->dtype = dtype, d->n = n, d->c = c, d->h = h, d->w = w;
+    return 0;
+}
+
+miopenStatus_t miopenCreateConvolutionDescriptor(conv_t **d) {
+    return create_desc((void **)d, CONV, sizeof(conv_t), "miopenCreateConvolutionDescriptor");
+}
+
+miopenStatus_t miopenDestroyConvolutionDescriptor(conv_t *d) {
+    return destroy_desc(d, CONV, "miopenDestroyConvolutionDescriptor");
+}
+
+miopenStatus_t miopenInitConvolutionDescriptor(conv_t *d, int mode, int pad_h, int pad_w, int u, int v, int dil_h, int dil_w) {
+    FAIL_POINT("miopenInitConvolutionDescriptor");
+    logf_("miopenInitConvolutionDescriptor desc=%p mode=%d pad=%dx%d stride=%dx%d dilation=%dx%d", (void *)d, mode, pad_h,
+          pad_w, u, v, dil_h, dil_w);
+    if (!live(d, CONV) || pad_h < 0 || pad_w < 0 || u < 1 || v < 1 || dil_h < 1 || dil_w < 1)
+        return 3;
+    d->mode = mode, d->pad_h = pad_h, d->pad_w = pad_w, d->u = u, d->v = v, d->dil_h = dil_h, d->dil_w = dil_w;
+    return 0;
+}
+
+static int out_size(int in, int pad, int fil, int stride, int dil) {
+    int span = dil * (fil - 1) + 1;
+    int num = in + 2 * pad - span;
+    return num < 0 ? 0 : num / stride + 1;
+}
+
+static void out_dims(const conv_t *cv, const tensor_t *x, const tensor_t *w, int *d) {
+    d[0] = x->n;
+    d[1] = w->n;
+    d[2] = out_size(x->h, cv->pad_h, w->h, cv->u, cv->dil_h);
+    d[3] = out_size(x->w, cv->pad_w, w->w, cv->v, cv->dil_w);
+}
+
+miopenStatus_t miopenGetConvolutionForwardOutputDim(conv_t *cv, const tensor_t *x, const tensor_t *w, int *n, int *c, int *h,
+                                                     int *wd) {
+    if (!live(cv, CONV) || !live(x, TENSOR) || !live(w, TENSOR))
+        return 3;
+    int d[4];
+    out_dims(cv, x, w, d);
+    *n = d[0], *c = d[1], *h = d[2], *wd = d[3];
+    return 0;
+}
+
+/* check_problem validates a forward problem; it returns 3 (BadParm) or 7
+ * (UnknownError: called from a thread with another device selected). */
+static int check_problem(const handle_t *h, const tensor_t *x, const tensor_t *w, const conv_t *cv, const tensor_t *y) {
+    if (!live(h, HANDLE) || !live(x, TENSOR) || !live(w, TENSOR) || !live(cv, CONV) || !live(y, TENSOR))
+        return 3;
+    if (x->c != w->c)
+        return 3;
+    int d[4];
+    out_dims(cv, x, w, d);
+    if (y->n != d[0] || y->c != d[1] || y->h != d[2] || y->w != d[3]) {
+        logf_("stand-in: y is %dx%dx%dx%d, want %dx%dx%dx%d", y->n, y->c, y->h, y->w, d[0], d[1], d[2], d[3]);
+        return 3;
+    }
+    if (h->device != thread_device) {
+        logf_("stand-in: handle on device %d used from a thread on device %d", h->device, thread_device);
+        return 7;
+    }
+    return 0;
+}
+
+/* The stand-in's algorithms: Direct needs no workspace, GEMM 2048 bytes. */
+static size_t workspace_for(int algo) { return algo == 0 ? 2048 : 0; }
+
+miopenStatus_t miopenConvolutionForwardGetWorkSpaceSize(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
+                                                         const tensor_t *y, size_t *size) {
+    logf_("miopenConvolutionForwardGetWorkSpaceSize w=%p x=%p conv=%p y=%p", (void *)w, (void *)x, (void *)cv, (void *)y);
+    int st = check_problem(h, x, w, cv, y);
+    if (st)
+        return st;
+    *size = 2048;
+    return 0;
+}
+
+static void conv_host(const conv_t *cv, const tensor_t *xd, const float *x, const tensor_t *wd, const float *w,
+                      const tensor_t *yd, float *y, float alpha, float beta) {
+    for (int n = 0; n < yd->n; n++)
+        for (int k = 0; k < yd->c; k++)
+            for (int oh = 0; oh < yd->h; oh++)
+                for (int ow = 0; ow < yd->w; ow++) {
+                    double acc = 0;
+                    for (int c = 0; c < xd->c; c++)
+                        for (int r = 0; r < wd->h; r++)
+                            for (int s = 0; s < wd->w; s++) {
+                                int ih = oh * cv->u - cv->pad_h + r * cv->dil_h;
+                                int iw = ow * cv->v - cv->pad_w + s * cv->dil_w;
+                                if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w)
+                                    continue;
+                                acc += (double)x[((n * xd->c + c) * xd->h + ih) * xd->w + iw] *
+                                       (double)w[((k * wd->c + c) * wd->h + r) * wd->w + s];
+                            }
+                    float *out = &y[((n * yd->c + k) * yd->h + oh) * yd->w + ow];
+                    *out = (float)(alpha * acc + (beta == 0 ? 0 : beta * *out));
+                }
+}
+
+static int compute_ok(const conv_t *cv, const tensor_t *x) { return cv->mode == 0 && x->dtype == 1; }
+
+miopenStatus_t miopenFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t *xd, const void *x, const tensor_t *wd,
+                                                      const void *w, conv_t *cv, const tensor_t *yd, void *y,
+                                                      const int requested, int *returned, miopenConvAlgoPerf_t *perf,
+                                                      void *ws, size_t ws_size, bool exhaustive) {
+    FAIL_POINT("miopenFindConvolutionForwardAlgorithm");
+    logf_("miopenFindConvolutionForwardAlgorithm handle=%p x=%p xdata=%p w=%p wdata=%p conv=%p y=%p ydata=%p "
+          "requested=%d ws=%p ws_size=%zu exhaustive=%d stream=%p",
+          (void *)h, (void *)xd, x, (void *)wd, w, (void *)cv, (void *)yd, y, requested, ws, ws_size, (int)exhaustive,
+          h ? h->stream : NULL);
+    int st = check_problem(h, xd, wd, cv, yd);
+    if (st)
+        return st;
+    if (!x || !w || !y || requested < 1 || !compute_ok(cv, xd))
+        return 3;
+    miopenConvAlgoPerf_t all[2];
+    memset(all, 0x5a, sizeof all); /* padding bytes the Go side must not read as data */
+    all[0].fwd_algo = 1, all[0].time = 0.125f, all[0].memory = 0;
+    all[1].fwd_algo = 0, all[1].time = 0.5f, all[1].memory = workspace_for(0);
+    int n = ws_size >= workspace_for(0) ? 2 : 1;
+    if (n > requested)
+        n = requested;
+    memcpy(perf, all, (size_t)n * sizeof *perf);
+    *returned = n;
+    if (compute)
+        conv_host(cv, xd, x, wd, w, yd, y, 1, 0);
+    const char *dir = getenv("MIOPEN_USER_DB_PATH");
+    const char *off = getenv("MIOPEN_DEBUG_DISABLE_FIND_DB");
+    if (dir && !(off && strcmp(off, "1") == 0)) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/stand-in.ufdb.txt", dir);
+        FILE *f = fopen(path, "a");
+        if (f) {
+            fprintf(f, "%d-%d-%d-%dx%d=miopenConvolutionFwdAlgoDirect:StandIn,0.125,0\n", xd->c, xd->h, xd->w, wd->h, wd->w);
+            fclose(f);
+        }
+    }
+    return 0;
+}
+
+miopenStatus_t miopenConvolutionForward(handle_t *h, const void *alpha, const tensor_t *xd, const void *x,
+                                         const tensor_t *wd, const void *w, conv_t *cv, int algo, const void *beta,
+                                         const tensor_t *yd, void *y, void *ws, size_t ws_size) {
+    FAIL_POINT("miopenConvolutionForward");
+    float a = alpha ? *(const float *)alpha : -99, b = beta ? *(const float *)beta : -99;
+    logf_("miopenConvolutionForward handle=%p alpha=%g x=%p xdata=%p w=%p wdata=%p conv=%p algo=%d beta=%g y=%p ydata=%p "
+          "ws=%p ws_size=%zu stream=%p",
+          (void *)h, a, (void *)xd, x, (void *)wd, w, (void *)cv, algo, b, (void *)yd, y, ws, ws_size,
+          h ? h->stream : NULL);
+    int st = check_problem(h, xd, wd, cv, yd);
+    if (st)
+        return st;
+    if (!alpha || !beta || !x || !w || !y || (algo != 0 && algo != 1) || !compute_ok(cv, xd))
+        return 3;
+    if (ws_size < workspace_for(algo) || (workspace_for(algo) && !ws))
+        return 3;
+    if (compute)
+        conv_host(cv, xd, x, wd, w, yd, y, a, b);
+    return 0;
+}
+
+static const miopenConvSolution_t solutions[2] = {
+    {10.0f, 0, 85, 1},    /* synthetic TunaNet time of rank 1 */
+    {20.0f, 2048, 91, 0}, /* rank 2 */
+};
+
+static const miopenConvSolution_t *solution_by_id(uint64_t id) {
+    for (int i = 0; i < 2; i++)
+        if (solutions[i].solution_id == id)
+            return &solutions[i];
+    return NULL;
+}
+
+miopenStatus_t miopenConvolutionForwardGetSolutionCount(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
+                                                         const tensor_t *y, size_t *count) {
+    FAIL_POINT("miopenConvolutionForwardGetSolutionCount");
+    logf_("miopenConvolutionForwardGetSolutionCount w=%p x=%p conv=%p y=%p", (void *)w, (void *)x, (void *)cv, (void *)y);
+    int st = check_problem(h, x, w, cv, y);
+    if (st)
+        return st;
+    *count = 2;
+    return 0;
+}
+
+miopenStatus_t miopenConvolutionForwardGetSolution(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
+                                                    const tensor_t *y, const size_t max, size_t *count,
+                                                    miopenConvSolution_t *out) {
+    FAIL_POINT("miopenConvolutionForwardGetSolution");
+    logf_("miopenConvolutionForwardGetSolution w=%p x=%p conv=%p y=%p max=%zu h=%d", (void *)w, (void *)x, (void *)cv,
+          (void *)y, max, x ? x->h : -1);
+    int st = check_problem(h, x, w, cv, y);
+    if (st)
+        return st;
+    size_t n = max < 2 ? max : 2;
+    memset(out, 0x5a, n * sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        out[i].time = solutions[i].time;
+        out[i].workspace_size = solutions[i].workspace_size;
+        out[i].solution_id = solutions[i].solution_id;
+        out[i].algorithm = solutions[i].algorithm;
+    }
+    *count = n;
+    return 0;
+}
+
+miopenStatus_t miopenConvolutionForwardGetSolutionWorkspaceSize(handle_t *h, const tensor_t *w, const tensor_t *x,
+                                                                 conv_t *cv, const tensor_t *y, const uint64_t id,
+                                                                 size_t *size) {
+    int st = check_problem(h, x, w, cv, y);
+    if (st)
+        return st;
+    const miopenConvSolution_t *s = solution_by_id(id);
+    if (!s)
+        return 3;
+    *size = s->workspace_size;
+    logf_("miopenConvolutionForwardGetSolutionWorkspaceSize id=%llu size=%zu", (unsigned long long)id, *size);
+    return 0;
+}
+
+miopenStatus_t miopenConvolutionForwardCompileSolution(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
+                                                        const tensor_t *y, const uint64_t id) {
+    logf_("miopenConvolutionForwardCompileSolution id=%llu", (unsigned long long)id);
+    int st = check_problem(h, x, w, cv, y);
+    if (st)
+        return st;
+    return solution_by_id(id) ? 0 : 3;
+}
+
+miopenStatus_t miopenConvolutionForwardImmediate(handle_t *h, const tensor_t *wd, const void *w, const tensor_t *xd,
+                                                  const void *x, conv_t *cv, const tensor_t *yd, void *y, void *ws,
+                                                  size_t ws_size, const uint64_t id) {
+    FAIL_POINT("miopenConvolutionForwardImmediate");
+    logf_("miopenConvolutionForwardImmediate handle=%p w=%p wdata=%p x=%p xdata=%p conv=%p y=%p ydata=%p ws=%p "
+          "ws_size=%zu id=%llu stream=%p",
+          (void *)h, (void *)wd, w, (void *)xd, x, (void *)cv, (void *)yd, y, ws, ws_size, (unsigned long long)id,
+          h ? h->stream : NULL);
+    int st = check_problem(h, xd, wd, cv, yd);
+    if (st)
+        return st;
+    const miopenConvSolution_t *s = solution_by_id(id);
+    if (!s || !x || !w || !y || ws_size < s->workspace_size || !compute_ok(cv, xd))
+        return 3;
+    if (compute)
+        conv_host(cv, xd, x, wd, w, yd, y, 1, 0);
+    return 0;
+}
+
+miopenStatus_t miopenScaleTensor(handle_t *h, const tensor_t *yd, void *y, const void *alpha) {
+    FAIL_POINT("miopenScaleTensor");
+    float a = alpha ? *(const float *)alpha : -99;
+    logf_("miopenScaleTensor handle=%p y=%p ydata=%p alpha=%g stream=%p", (void *)h, (void *)yd, y, a,
+          h ? h->stream : NULL);
+    if (!live(h, HANDLE) || !live(yd, TENSOR) || !y || !alpha)
+        return 3;
+    if (compute) {
+        float *v = y;
+        size_t n = (size_t)yd->n * yd->c * yd->h * yd->w;
+        for (size_t i = 0; i < n; i++)
+            v[i] *= a;
+    }
+    return 0;
+}
