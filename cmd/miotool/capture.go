@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,7 @@ type CaptureOptions struct {
 	Samples  int
 	Repeat   int
 	Seed     uint64
+	Target   repro.Target
 
 	modes    []hip.CaptureMode
 	policies []streams.Policy
@@ -73,6 +75,12 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 			if err := opts.parseMatrix(); err != nil {
 				return err
 			}
+			if opts.Target != repro.TargetBuiltin && cmd.Flags().Changed("reclaim") {
+				return cli.UsageErrorf("--reclaim applies to --target=builtin only: a library reclaims its own streams")
+			}
+			if opts.Target != repro.TargetBuiltin {
+				opts.policies = []streams.Policy{repro.PolicyLibrary}
+			}
 			// A matrix run covers both variants unless told otherwise.
 			if !cmd.Flags().Changed("variant") && len(opts.modes)*len(opts.policies) > 1 {
 				opts.variants = repro.Variants
@@ -97,6 +105,8 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
 	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
+	fl.Var(cli.NewEnumValue(&opts.Target, repro.TargetBuiltin, repro.Targets...), "target",
+		"what runs find and the captured convolution: builtin (miotool's own mechanisms), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
 	opts.AddDialectFlag(cmd)
 	return cmd
 }
@@ -161,6 +171,9 @@ func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (re
 
 func runCapture(opts *CaptureOptions) error {
 	start := opts.Now()
+	if opts.Target != repro.TargetBuiltin {
+		return runTargetCapture(opts, start)
+	}
 	dev, r := opts.Open("capture", start)
 	if dev == nil {
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
@@ -191,5 +204,42 @@ func runCapture(opts *CaptureOptions) error {
 		return fmt.Errorf("capture: %w", err)
 	}
 	repro.FillCapture(r, cases, dev.Dialect(), opts.Now())
+	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+}
+
+// runTargetCapture is capture against a real library: its find on an empty
+// find-db, then a capture of its forward convolution.
+func runTargetCapture(opts *CaptureOptions, start time.Time) error {
+	t := string(opts.Target)
+	if err := repro.TargetAvailable(t); err != nil {
+		r := cli.OpenFailedResult("capture", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{}, err)
+		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	}
+	defer repro.TargetCleanup()
+	dev, r := opts.Open("capture", start)
+	if dev == nil {
+		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	}
+	defer dev.Close()
+	if err := repro.TargetSupports(t, dev); err != nil {
+		r := cli.OpenFailedResult("capture", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{Chosen: dev.Props().Backend}, err)
+		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	}
+	p, name, err := opts.Problem.Resolve(dev.Props().Backend)
+	if err != nil {
+		return err
+	}
+	r.Note("target %s; problem %s %s", t, name, p)
+	for _, n := range repro.TargetNotes(opts.Target, dev) {
+		r.Note("%s", n)
+	}
+	cases, err := repro.RunTargetCaptureWith(opts.Context, dev, repro.TargetCaptureOptions{
+		Target: opts.Target, Modes: opts.modes, Variants: opts.variants, Problem: p,
+		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef,
+	})
+	if err != nil {
+		return fmt.Errorf("capture --target=%s: %w", t, err)
+	}
+	repro.FillTargetCapture(r, cases, dev.Dialect(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
