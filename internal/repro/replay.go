@@ -77,7 +77,7 @@ func runReplayCase(ctx context.Context, dev hip.Device, opts ReplayOptions, p st
 	c := ReplayCase{Policy: p, Expected: ExpectedReplay(p), Replays: opts.Replays}
 	log := logf(opts.CaptureOptions)
 	log("replay %s: find on %s", p, opts.FindProblem.Key())
-	h, fts, res, err := abandonedFind(ctx, dev, opts.CaptureOptions, p)
+	h, fts, res, _, err := abandonedFind(ctx, dev, opts.CaptureOptions, p)
 	if err != nil {
 		return c, err
 	}

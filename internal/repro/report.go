@@ -232,7 +232,14 @@ func FillCapture(r *report.Result, cases []CaptureCase, d hip.Dialect, end time.
 		sum.ReclaimedByBackstop += c.Counters.ReclaimedByBackstop
 		sum.ReclaimedByLaunch += c.Counters.ReclaimedByLaunch
 	}
+	retried := 0
+	for _, c := range cases {
+		if c.FindAttempts > 1 {
+			retried++
+		}
+	}
 	r.Count("runs", int64(len(cases)))
+	r.Count("runs whose find was repeated until naive overran", int64(retried))
 	r.Count("abandoned", sum.Abandoned)
 	r.Count("reclaimed by callback", sum.ReclaimedByCallback)
 	r.Count("reclaimed by backstop", sum.ReclaimedByBackstop)
