@@ -1,87 +1,37 @@
 package amd
 
 import (
-	"runtime"
 	"testing"
 
-	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/gputest"
 )
 
 // The stand-in benchmarks measure the backend's own cost per call: the
 // stand-in's functions do next to nothing, so the numbers are purego's
 // call cost plus the backend's work around it.
 
-func benchMock(b *testing.B) *device {
-	b.Helper()
-	buildMocks(b)
-	rt, err := loadRuntime(mockRuntimeSpec())
-	must(b, err)
-	d, err := openDevice(hip.OpenOptions{}, rt, loadHIPRTC(mockHIPRTCSpec()))
-	must(b, err)
-	b.Cleanup(func() { d.Close() })
-	return d
-}
-
 // BenchmarkMockSetDevice is the price of selecting the device on every
 // call: one hipSetDevice through purego on a pinned thread.
 func BenchmarkMockSetDevice(b *testing.B) {
-	d := benchMock(b)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	for b.Loop() {
-		if st := gpulib.Call(d.api.setDevice, 0); st != 0 {
-			b.Fatal(d.st.Err("SetDevice", st))
-		}
-	}
+	d := openMock(b, 0, nil)
+	gputest.BenchRuntimeCall(b, d.rt.Funcs.Select, 0, d.rt.Status, "SetDevice")
 }
 
 // BenchmarkMockLaunchKernel is the whole LaunchKernel path: argument
 // packing, pinning the thread, hipSetDevice, hipModuleLaunchKernel.
-func BenchmarkMockLaunchKernel(b *testing.B) {
-	d := benchMock(b)
-	f := loadFunc(b, d, testSource(), "inc")
-	s := newStream(b, d)
-	x := alloc(b, d, 4)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := d.LaunchKernel(f, hip.D1(1), hip.D1(1), 0, s, x, int32(1)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkMockLaunchKernel(b *testing.B) { gputest.BenchLaunchKernel(b, kit(openMock(b, 0, nil))) }
 
 // BenchmarkMockLaunchKernelRaw is hipModuleLaunchKernel alone with the
 // arguments packed once: the floor LaunchKernel's own work adds to.
 func BenchmarkMockLaunchKernelRaw(b *testing.B) {
-	d := benchMock(b)
-	f := loadFunc(b, d, testSource(), "inc")
-	s := newStream(b, d)
-	x := alloc(b, d, 4)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	params, err := gpulib.PackKernelArgs([]hip.KernelArg{x, int32(1)})
-	must(b, err)
-	defer params.Release()
-	for b.Loop() {
-		if st := gpulib.Call(d.api.launchKernel, uintptr(f), 1, 1, 1, 1, 1, 1, 0, uintptr(s), params.Pointer(), 0); st != 0 {
-			b.Fatal(d.st.Err("LaunchKernel", st))
-		}
-	}
+	d := openMock(b, 0, nil)
+	gputest.BenchLaunchKernelRaw(b, kit(d), d.rt.Funcs.LaunchKernel, d.rt.Status,
+		func() int32 { return gpulib.Call(d.rt.Funcs.Select, 0) })
 }
 
 // BenchmarkMockHostFuncRoundTrip enqueues a host function and waits for the
-// Go side to hear from it through the stand-in's events thread: enqueue,
-// capture-state query, the foreign thread's wake-up and the callback into
-// Go.
+// Go side to hear from it through the stand-in's events thread.
 func BenchmarkMockHostFuncRoundTrip(b *testing.B) {
-	d := benchMock(b)
-	s := newStream(b, d)
-	for b.Loop() {
-		done := make(chan struct{})
-		if err := d.LaunchHostFunc(s, func() { close(done) }); err != nil {
-			b.Fatal(err)
-		}
-		waitClosed(b, done, "a host function")
-	}
+	gputest.BenchHostFuncRoundTrip(b, kit(openMock(b, 0, nil)))
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
 
@@ -81,18 +80,21 @@ func (n *hiprtcLib) outputSymbols() []gpulib.Symbol {
 // compileOptions builds for one architecture at full optimisation.
 func compileOptions(arch string) []string { return []string{"--offload-arch=" + arch, "-O3"} }
 
-// compile builds src for arch (a base architecture such as gfx942) into a
-// code object for hipModuleLoadData. Code is cached for the process by
-// source, options, architecture and the hiprtc file.
-func (n *hiprtcLib) compile(src *hip.KernelSource, arch string) ([]byte, error) {
-	return n.CompileCached(gpulib.Programs, src.Text, programName(src), arch, compileOptions(arch), n.code)
-}
-
-func programName(src *hip.KernelSource) string {
-	if src.Name == "" {
-		return "kernel.hip"
+// modules is how a device builds kernels with n: a code object for the
+// device's base architecture (gfx942), which loads whatever target features
+// (sramecc, xnack) the device has on. hiprtc is the only way; HIP has no
+// precompiled fallback.
+func (n *hiprtcLib) modules() gpulib.ModuleBuilder {
+	return gpulib.ModuleBuilder{
+		Compiler: n.Compiler,
+		Name:     "hiprtc",
+		Suffix:   ".hip",
+		Target: func(arch string) (gpulib.BuildTarget, error) {
+			return gpulib.BuildTarget{Target: arch, Options: compileOptions(arch), Output: n.code}, nil
+		},
+		SourceErrorStatus: hiprtcErrorCompilation,
+		Backend:           backendName,
 	}
-	return src.Name + ".hip"
 }
 
 // HIPRTCVersion reports the version ("7.1") of the hiprtc this process
@@ -102,9 +104,9 @@ func HIPRTCVersion() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	n := defaultHIPRTC(rt.lib.Loaded)
+	n := defaultHIPRTC(rt.Lib.Loaded)
 	if !n.Available() {
-		return "", unavailable(fmt.Sprintf("hiprtc: %v", n.Err), n.Lib)
+		return "", rt.Unavailable(fmt.Sprintf("hiprtc: %v", n.Err), n.Lib)
 	}
 	return n.Version, nil
 }

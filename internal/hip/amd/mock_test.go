@@ -4,21 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/gputest"
 )
 
 // The stand-in tests run the whole backend against testdata/mockhip.c and
@@ -28,121 +23,53 @@ import (
 // the capture bookkeeping and the error mapping are exercised without a
 // GPU. They skip without gcc.
 
-var mocks struct {
-	once   sync.Once
-	dir    string // the stand-in ROCm root
-	hip    string // path of the stand-in libamdhip64.so.7
-	hiprtc string // path of the stand-in libhiprtc.so.7
-	err    error
-
+var mockCtl struct {
 	setDevices, setInit, requireDevice, resetThreadDevice, setDeviceCalls uintptr
 	setLegacy, setArch, propsLayout, failNext, lastBeginMode              uintptr
 	lastInstantiateFlags, eventsTID, hostCalls, lastLaunch, launchSize    uintptr
 	compiles, lastOptions                                                 uintptr
 }
 
-func buildMocks(t testing.TB) {
-	t.Helper()
-	mocks.once.Do(func() {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			mocks.err = err
-			return
-		}
-		if _, err := os.Stat("testdata/mockhip.c"); err != nil {
-			mocks.err = fmt.Errorf("run the tests from the package folder: %w", err)
-			return
-		}
-		mocks.dir, mocks.err = os.MkdirTemp("", "miotool-mockhip-")
-		if mocks.err != nil {
-			return
-		}
-		lib := filepath.Join(mocks.dir, "lib")
-		if mocks.err = os.MkdirAll(lib, 0o755); mocks.err != nil {
-			return
-		}
-		mocks.hip = filepath.Join(lib, "libamdhip64.so.7")
-		mocks.hiprtc = filepath.Join(lib, "libhiprtc.so.7")
-		for _, b := range []struct{ src, out string }{
-			{"testdata/mockhip.c", mocks.hip}, {"testdata/mockhiprtc.c", mocks.hiprtc},
-		} {
-			out, err := exec.Command(gcc, "-shared", "-fPIC", "-O1", "-Wall", "-o", b.out, b.src, "-lpthread").CombinedOutput()
-			if err != nil {
-				mocks.err = errors.New("building " + b.src + ": " + err.Error() + "\n" + string(out))
-				return
-			}
-		}
-		// The same files the backend opens: dlopen shares one instance.
-		h, err := purego.Dlopen(mocks.hip, gpulib.DlopenMode)
-		if err != nil {
-			mocks.err = err
-			return
-		}
-		mocks.err = gpulib.Bind(gpulib.Lookup(h), "stand-in libamdhip64", []gpulib.Symbol{
-			{Name: "mock_set_device_count", Addr: &mocks.setDevices},
-			{Name: "mock_set_init_result", Addr: &mocks.setInit},
-			{Name: "mock_require_device", Addr: &mocks.requireDevice},
-			{Name: "mock_reset_thread_device", Addr: &mocks.resetThreadDevice},
-			{Name: "mock_set_device_calls", Addr: &mocks.setDeviceCalls},
-			{Name: "mock_set_legacy_invalidated", Addr: &mocks.setLegacy},
-			{Name: "mock_set_arch", Addr: &mocks.setArch},
-			{Name: "mock_props_layout", Addr: &mocks.propsLayout},
-			{Name: "mock_fail_next", Addr: &mocks.failNext},
-			{Name: "mock_last_begin_mode", Addr: &mocks.lastBeginMode},
-			{Name: "mock_last_instantiate_flags", Addr: &mocks.lastInstantiateFlags},
-			{Name: "mock_events_tid", Addr: &mocks.eventsTID},
-			{Name: "mock_host_calls", Addr: &mocks.hostCalls},
-			{Name: "mock_last_launch", Addr: &mocks.lastLaunch},
-			{Name: "mock_launch_record_size", Addr: &mocks.launchSize},
-		})
-		if mocks.err != nil {
-			return
-		}
-		hr, err := purego.Dlopen(mocks.hiprtc, gpulib.DlopenMode)
-		if err != nil {
-			mocks.err = err
-			return
-		}
-		mocks.err = gpulib.Bind(gpulib.Lookup(hr), "stand-in libhiprtc", []gpulib.Symbol{
-			{Name: "mock_hiprtc_compiles", Addr: &mocks.compiles},
-			{Name: "mock_hiprtc_last_options", Addr: &mocks.lastOptions},
-		})
-	})
-	if mocks.hip == "" && mocks.err != nil {
-		t.Skipf("stand-in HIP runtime not built (no C compiler?): %v", mocks.err)
-	}
-	if mocks.err != nil {
-		t.Fatalf("stand-in HIP runtime: %v", mocks.err)
-	}
-}
+var standIns = gputest.StandIns{Libs: []gputest.StandIn{
+	{Source: "testdata/mockhip.c", Path: "lib/libamdhip64.so.7", Controls: []gpulib.Symbol{
+		{Name: "mock_set_device_count", Addr: &mockCtl.setDevices},
+		{Name: "mock_set_init_result", Addr: &mockCtl.setInit},
+		{Name: "mock_require_device", Addr: &mockCtl.requireDevice},
+		{Name: "mock_reset_thread_device", Addr: &mockCtl.resetThreadDevice},
+		{Name: "mock_set_device_calls", Addr: &mockCtl.setDeviceCalls},
+		{Name: "mock_set_legacy_invalidated", Addr: &mockCtl.setLegacy},
+		{Name: "mock_set_arch", Addr: &mockCtl.setArch},
+		{Name: "mock_props_layout", Addr: &mockCtl.propsLayout},
+		{Name: "mock_fail_next", Addr: &mockCtl.failNext},
+		{Name: "mock_last_begin_mode", Addr: &mockCtl.lastBeginMode},
+		{Name: "mock_last_instantiate_flags", Addr: &mockCtl.lastInstantiateFlags},
+		{Name: "mock_events_tid", Addr: &mockCtl.eventsTID},
+		{Name: "mock_host_calls", Addr: &mockCtl.hostCalls},
+		{Name: "mock_last_launch", Addr: &mockCtl.lastLaunch},
+		{Name: "mock_launch_record_size", Addr: &mockCtl.launchSize},
+	}},
+	{Source: "testdata/mockhiprtc.c", Path: "lib/libhiprtc.so.7", Controls: []gpulib.Symbol{
+		{Name: "mock_hiprtc_compiles", Addr: &mockCtl.compiles},
+		{Name: "mock_hiprtc_last_options", Addr: &mockCtl.lastOptions},
+	}},
+}}
 
-func removeMocks() {
-	if mocks.dir != "" {
-		os.RemoveAll(mocks.dir)
-	}
-}
-
-func mockRuntimeSpec() gpulib.SearchSpec {
-	return gpulib.SearchSpec{Name: "libamdhip64", Sonames: []string{"libamdhip64.so.7"}, Dirs: []string{filepath.Dir(mocks.hip)}, SkipLoaderPath: true}
-}
-
-func mockHIPRTCSpec() gpulib.SearchSpec {
-	return gpulib.SearchSpec{Name: "libhiprtc", Sonames: []string{"libhiprtc.so.7"}, Dirs: []string{filepath.Dir(mocks.hiprtc)}, SkipLoaderPath: true}
-}
+func mockRuntimeSpec() gpulib.SearchSpec { return standIns.Spec(0, "libamdhip64") }
+func mockHIPRTCSpec() gpulib.SearchSpec  { return standIns.Spec(1, "libhiprtc") }
 
 // Controls of the stand-in.
 func mockCall(fn uintptr, args ...uintptr) int { return int(gpulib.Call(fn, args...)) }
 
 func failNext(cFunc string, code int) {
 	name := gpulib.CString(cFunc)
-	gpulib.Call(mocks.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(code))
+	gpulib.Call(mockCtl.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(code))
 }
 
 // openMock opens a device of the stand-in runtime, with the stand-in hiprtc
 // unless rtc is given, and closes it when the test ends.
-func openMock(t *testing.T, ordinal int, rtc *hiprtcLib) *device {
+func openMock(t testing.TB, ordinal int, rtc *hiprtcLib) *device {
 	t.Helper()
-	buildMocks(t)
+	standIns.Require(t)
 	rt, err := loadRuntime(mockRuntimeSpec())
 	if err != nil {
 		t.Fatalf("loading the stand-in runtime: %v", err)
@@ -176,10 +103,10 @@ func TestMockOpenPropsLibraries(t *testing.T) {
 		t.Fatal("dialect")
 	}
 	libs := d.Libraries()
-	if len(libs) != 2 || libs[0].Name != "libamdhip64" || libs[0].Loaded != mocks.hip || libs[0].Version != "7.1.51234" {
+	if len(libs) != 2 || libs[0].Name != "libamdhip64" || libs[0].Loaded != standIns.Path(0) || libs[0].Version != "7.1.51234" {
 		t.Fatalf("libamdhip64 record %+v", libs)
 	}
-	if libs[1].Name != "libhiprtc" || libs[1].Loaded != mocks.hiprtc || libs[1].Version != "7.1" {
+	if libs[1].Name != "libhiprtc" || libs[1].Loaded != standIns.Path(1) || libs[1].Version != "7.1" {
 		t.Fatalf("libhiprtc record %+v", libs[1])
 	}
 }
@@ -187,9 +114,9 @@ func TestMockOpenPropsLibraries(t *testing.T) {
 // TestMockPropsLayout checks the backend's gcnArchName offset against the C
 // compiler's for the header's field list.
 func TestMockPropsLayout(t *testing.T) {
-	buildMocks(t)
+	standIns.Require(t)
 	var off, size uintptr
-	gpulib.Call(mocks.propsLayout, uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
+	gpulib.Call(mockCtl.propsLayout, uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
 	if off != propsGCNArchNameOffset || size != propsStructSize || propsBufferSize < size {
 		t.Fatalf("C says gcnArchName at %d of %d bytes; the backend reads %d of %d (buffer %d)",
 			off, size, propsGCNArchNameOffset, propsStructSize, propsBufferSize)
@@ -197,10 +124,10 @@ func TestMockPropsLayout(t *testing.T) {
 }
 
 func TestMockArchitecture(t *testing.T) {
-	buildMocks(t)
+	standIns.Require(t)
 	setArch := func(name string, shift int) {
 		c := gpulib.CString(name)
-		gpulib.Call(mocks.setArch, uintptr(unsafe.Pointer(&c[0])), uintptr(shift))
+		gpulib.Call(mockCtl.setArch, uintptr(unsafe.Pointer(&c[0])), uintptr(shift))
 	}
 	t.Cleanup(func() { setArch("gfx942:sramecc+:xnack-", 0) })
 	tests := []struct {
@@ -240,15 +167,15 @@ func TestMockArchitecture(t *testing.T) {
 }
 
 func TestMockOpenFailures(t *testing.T) {
-	buildMocks(t)
-	setInit := func(r int) { mockCall(mocks.setInit, uintptr(r)) }
-	setDevices := func(n int) { mockCall(mocks.setDevices, uintptr(n)) }
+	standIns.Require(t)
+	setInit := func(r int) { mockCall(mockCtl.setInit, uintptr(r)) }
+	setDevices := func(n int) { mockCall(mockCtl.setDevices, uintptr(n)) }
 	t.Cleanup(func() { setInit(0); setDevices(1) })
 	var ue *hip.UnavailableError
 
 	setInit(100)
 	_, err := loadRuntime(mockRuntimeSpec())
-	if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "hipInit: hipErrorNoDevice (100)") || !strings.Contains(ue.Reason, mocks.hip) {
+	if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "hipInit: hipErrorNoDevice (100)") || !strings.Contains(ue.Reason, standIns.Path(0)) {
 		t.Fatalf("hipInit failing with 100: %v", err)
 	}
 	setInit(0)
@@ -277,14 +204,14 @@ func TestMockOpenFailures(t *testing.T) {
 			t.Errorf("%s: %v, want a reason containing %q", tt.name, err, tt.want)
 			continue
 		}
-		if len(ue.Libraries) != 2 || ue.Libraries[0].Loaded != mocks.hip || ue.Libraries[1].Name != "libhiprtc" {
+		if len(ue.Libraries) != 2 || ue.Libraries[0].Loaded != standIns.Path(0) || ue.Libraries[1].Name != "libhiprtc" {
 			t.Errorf("%s: the error should carry both library records: %+v", tt.name, ue.Libraries)
 		}
 	}
 	setDevices(1)
 
 	// A library without HIP's symbols is refused by the first one missing.
-	_, err = loadRuntime(gpulib.SearchSpec{Name: "libamdhip64", Sonames: []string{filepath.Base(mocks.hiprtc)}, Dirs: []string{filepath.Dir(mocks.hiprtc)}, SkipLoaderPath: true})
+	_, err = loadRuntime(gpulib.SearchSpec{Name: "libamdhip64", Sonames: []string{filepath.Base(standIns.Path(1))}, Dirs: []string{filepath.Dir(standIns.Path(1))}, SkipLoaderPath: true})
 	if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "has no symbol hipInit") || !strings.Contains(ue.Reason, "older than 6.0") {
 		t.Fatalf("wrong library: %v", err)
 	}
@@ -293,28 +220,28 @@ func TestMockOpenFailures(t *testing.T) {
 // TestMockSearchThroughROCmPath finds both libraries the way Open does,
 // through $ROCM_PATH/lib after the loader's own search.
 func TestMockSearchThroughROCmPath(t *testing.T) {
-	buildMocks(t)
-	t.Setenv(EnvROCmPath, mocks.dir)
+	standIns.Require(t)
+	t.Setenv(EnvROCmPath, standIns.Dir())
 	rt, err := loadRuntime(runtimeSearch())
 	if err != nil {
 		t.Fatalf("loading through %s: %v", EnvROCmPath, err)
 	}
 	var tried []string
-	for _, a := range rt.lib.Tried {
+	for _, a := range rt.Lib.Tried {
 		tried = append(tried, a.Path)
 	}
-	want := []string{"libamdhip64.so.7", "libamdhip64.so.6", mocks.hip}
-	if len(tried) != 3 || tried[0] != want[0] || tried[1] != want[1] || tried[2] != want[2] || rt.lib.Loaded != mocks.hip {
-		t.Fatalf("attempts %q (loaded %q), want %q", tried, rt.lib.Loaded, want)
+	want := []string{"libamdhip64.so.7", "libamdhip64.so.6", standIns.Path(0)}
+	if len(tried) != 3 || tried[0] != want[0] || tried[1] != want[1] || tried[2] != want[2] || rt.Lib.Loaded != standIns.Path(0) {
+		t.Fatalf("attempts %q (loaded %q), want %q", tried, rt.Lib.Loaded, want)
 	}
-	if rt.lib.Tried[0].Err == "" || rt.lib.Tried[2].Err != "" {
-		t.Fatalf("attempt records %+v", rt.lib.Tried)
+	if rt.Lib.Tried[0].Err == "" || rt.Lib.Tried[2].Err != "" {
+		t.Fatalf("attempt records %+v", rt.Lib.Tried)
 	}
-	rtc := loadHIPRTC(hiprtcSearch(rt.lib.Loaded))
-	if !rtc.Available() || rtc.Lib.Loaded != mocks.hiprtc || rtc.Version != "7.1" {
+	rtc := loadHIPRTC(hiprtcSearch(rt.Lib.Loaded))
+	if !rtc.Available() || rtc.Lib.Loaded != standIns.Path(1) || rtc.Version != "7.1" {
 		t.Fatalf("hiprtc beside the runtime: %+v %v", rtc.Lib, rtc.Err)
 	}
-	if last := rtc.Lib.Tried[len(rtc.Lib.Tried)-1]; last.Path != mocks.hiprtc || len(rtc.Lib.Tried) != 3 {
+	if last := rtc.Lib.Tried[len(rtc.Lib.Tried)-1]; last.Path != standIns.Path(1) || len(rtc.Lib.Tried) != 3 {
 		t.Fatalf("hiprtc attempts %+v", rtc.Lib.Tried)
 	}
 }
@@ -323,84 +250,61 @@ func TestMockSearchThroughROCmPath(t *testing.T) {
 // device-bound calls from a thread whose current device is another (101),
 // and the test moves each thread back to device 0 before every call.
 func TestMockDeviceOnEveryThread(t *testing.T) {
-	buildMocks(t)
-	mockCall(mocks.setDevices, 2)
-	t.Cleanup(func() { mockCall(mocks.requireDevice, ^uintptr(0)); mockCall(mocks.setDevices, 1) })
+	standIns.Require(t)
+	mockCall(mockCtl.setDevices, 2)
+	t.Cleanup(func() { mockCall(mockCtl.requireDevice, ^uintptr(0)); mockCall(mockCtl.setDevices, 1) })
 	d := openMock(t, 1, nil)
 	if d.Props().Name != "Mock AMD GPU 1" || d.Props().Ordinal != 1 {
 		t.Fatalf("props of device 1: %+v", d.Props())
 	}
-	mockCall(mocks.requireDevice, 1)
+	mockCall(mockCtl.requireDevice, 1)
 
 	// The stand-in's check bites: a raw call from device 0 is refused.
-	onLockedThread(t, func() {
+	gputest.OnLockedThread(t, func() {
 		var p uintptr
-		mockCall(mocks.resetThreadDevice)
-		if st := gpulib.Call(d.api.malloc, uintptr(unsafe.Pointer(&p)), 64); st != 101 {
+		mockCall(mockCtl.resetThreadDevice)
+		if st := gpulib.Call(d.rt.Funcs.Malloc, uintptr(unsafe.Pointer(&p)), 64); st != 101 {
 			t.Errorf("a raw hipMalloc on device 0 returned %d, want 101", st)
 		}
 	})
 
-	calls := mockCall(mocks.setDeviceCalls)
+	calls := mockCall(mockCtl.setDeviceCalls)
 	const workers, iters = 8, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for range iters {
-				mockCall(mocks.resetThreadDevice)
-				p, err := d.Malloc(64)
-				if err == nil {
-					mockCall(mocks.resetThreadDevice)
-					err = d.Free(p)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if got := mockCall(mocks.setDeviceCalls) - calls; got != 2*workers*iters {
+	gputest.AllocFreeOnFreshThreads(t, d, workers, iters, func() { mockCall(mockCtl.resetThreadDevice) })
+	if got := mockCall(mockCtl.setDeviceCalls) - calls; got != 2*workers*iters {
 		t.Fatalf("hipSetDevice ran %d times for %d calls", got, 2*workers*iters)
 	}
 }
 
-func TestMockMemory(t *testing.T) { testMemory(t, openMock(t, 0, nil)) }
+func TestMockScenarios(t *testing.T) { gputest.Run(t, kit(openMock(t, 0, nil))) }
+
+var kernelRuns atomic.Int32
 
 func TestMockKernels(t *testing.T) {
 	d := openMock(t, 0, nil)
-	compiles := func() int { return mockCall(mocks.compiles) }
+	compiles := func() int { return mockCall(mockCtl.compiles) }
 	src := testSource()
-	src.Name = "mock-vadd" // its own cache key, apart from the GPU tests
-	src.Text += "\n// stand-in\n"
+	// A cache key of its own, apart from the GPU tests' and from earlier
+	// runs of this test (-count).
+	src.Name = "mock-vadd"
+	src.Text += fmt.Sprintf("\n// stand-in run %d\n", kernelRuns.Add(1))
 	before := compiles()
-	testVectorAdd(t, d, src, 1000)
+	gputest.VectorAdd(t, d, src, 1000)
 	if compiles() != before+1 {
 		t.Fatalf("hiprtc compiled %d times, want 1", compiles()-before)
 	}
-	if opts := gpulib.GoString(gpulib.CallPtr(mocks.lastOptions)); opts != "--offload-arch=gfx942 -O3" {
+	if opts := gpulib.GoString(gpulib.CallPtr(mockCtl.lastOptions)); opts != "--offload-arch=gfx942 -O3" {
 		t.Fatalf("hiprtc options %q", opts)
 	}
-	testVectorAdd(t, d, src, 10)
+	gputest.VectorAdd(t, d, src, 10)
 	if compiles() != before+1 {
 		t.Fatal("a second ModuleLoad of the same source compiled again")
 	}
 	key := d.rtc.CodeKey("gfx942", "code", src.Text, compileOptions("gfx942"))
 	code, _, err := gpulib.Programs.Get(key, nil)
-	if err != nil || !strings.HasPrefix(string(code), "MOCKCO gfx942\n") || !strings.Contains(key.Compiler, mocks.hiprtc) {
+	if err != nil || !strings.HasPrefix(string(code), "MOCKCO gfx942\n") || !strings.Contains(key.Compiler, standIns.Path(1)) {
 		t.Fatalf("cached code %q, %v under key %+v (want a code object built for the base arch)", code, err, key)
 	}
-	testModuleErrors(t, d)
 
 	_, err = d.ModuleLoad(&hip.KernelSource{Name: "ice", Text: "// mock: internal error\n"})
 	wantCode(t, err, hip.ErrNotSupported, "a compiler that fails on its own")
@@ -423,16 +327,16 @@ type launchRecord struct {
 // shape, shared memory and stream, and each argument read at its own size.
 func TestMockLaunchArguments(t *testing.T) {
 	d := openMock(t, 0, nil)
-	if size := gpulib.CallPtr(mocks.launchSize); size != unsafe.Sizeof(launchRecord{}) {
+	if size := gpulib.CallPtr(mockCtl.launchSize); size != unsafe.Sizeof(launchRecord{}) {
 		t.Fatalf("launch record is %d bytes in C, %d in Go", size, unsafe.Sizeof(launchRecord{}))
 	}
-	f := loadFunc(t, d, testSource(), "probe")
-	s := newStream(t, d)
+	f := gputest.LoadFunc(t, d, testSource(), "probe")
+	s := gputest.NewStream(t, d)
 	ptr := hip.DevPtr(0x7f00deadbe00)
 	grid, block := hip.Dim3{X: 3, Y: 2, Z: 5}, hip.Dim3{X: 64, Y: 4, Z: 1}
 	must(t, d.LaunchKernel(f, grid, block, 1024, s, ptr, int32(-5), uint32(0xdeadbeef), int64(-1<<40), uint64(1<<63), float32(1.5), float64(-2.25)))
 	var rec launchRecord
-	gpulib.Call(mocks.lastLaunch, uintptr(unsafe.Pointer(&rec)))
+	gpulib.Call(mockCtl.lastLaunch, uintptr(unsafe.Pointer(&rec)))
 	want := launchRecord{
 		Grid: [3]uint32{3, 2, 5}, Block: [3]uint32{64, 4, 1}, Shared: 1024, Kernel: 3, Stream: uint64(s), NArgs: 7,
 		Args: [8]uint64{uint64(ptr), 0xfffffffb, 0xdeadbeef, uint64(0xffffff0000000000), 1 << 63,
@@ -440,12 +344,6 @@ func TestMockLaunchArguments(t *testing.T) {
 	}
 	if rec != want {
 		t.Fatalf("launch\n got %+v\nwant %+v", rec, want)
-	}
-
-	err := d.LaunchKernel(f, hip.D1(1), hip.D1(1), 0, s, ptr, 3)
-	wantCode(t, err, hip.ErrInvalidValue, "int argument")
-	if !strings.Contains(err.Error(), "kernel argument 1 has type int") || !strings.HasPrefix(err.Error(), "hipModuleLaunchKernel") {
-		t.Fatalf("message %q", err)
 	}
 }
 
@@ -465,16 +363,16 @@ func TestMockNoHIPRTC(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	testMemory(t, d) // the rest of the device works without a compiler
+	gputest.Memory(t, kit(d)) // the rest of the device works without a compiler
 }
 
 // TestMockHostFunctions checks order and that every host function ran on
 // the stand-in's own events thread, which the Go runtime did not create.
 func TestMockHostFunctions(t *testing.T) {
 	d := openMock(t, 0, nil)
-	calls := mockCall(mocks.hostCalls)
-	tids := testHostFuncOrder(t, d)
-	events := mockCall(mocks.eventsTID)
+	calls := mockCall(mockCtl.hostCalls)
+	tids := gputest.HostFuncOrder(t, d)
+	events := mockCall(mockCtl.eventsTID)
 	if events == 0 || events == syscall.Gettid() {
 		t.Fatalf("events thread %d (test thread %d)", events, syscall.Gettid())
 	}
@@ -483,7 +381,7 @@ func TestMockHostFunctions(t *testing.T) {
 			t.Fatalf("host function %d ran on thread %d, not the events thread %d", i, tid, events)
 		}
 	}
-	if got := mockCall(mocks.hostCalls) - calls; got != len(tids)+1 {
+	if got := mockCall(mockCtl.hostCalls) - calls; got != len(tids)+1 {
 		t.Fatalf("the stand-in ran %d host functions, want %d", got, len(tids)+1)
 	}
 }
@@ -492,20 +390,20 @@ func TestMockCaptureReplay(t *testing.T) {
 	d := openMock(t, 0, nil)
 	for _, mode := range hip.CaptureModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			testCaptureReplay(t, d, mode)
-			if got := mockCall(mocks.lastBeginMode); got != int(mode) {
+			gputest.CaptureReplay(t, kit(d), mode)
+			if got := mockCall(mockCtl.lastBeginMode); got != int(mode) {
 				t.Fatalf("hipStreamBeginCapture received mode %d, want %d", got, int(mode))
 			}
-			if flags := gpulib.CallPtr(mocks.lastInstantiateFlags); flags != 0 {
+			if flags := gpulib.CallPtr(mockCtl.lastInstantiateFlags); flags != 0 {
 				t.Fatalf("hipGraphInstantiateWithFlags received flags %#x", flags)
 			}
 		})
 	}
 	// A refused mode never reaches the runtime.
-	s := newStream(t, d)
-	before := mockCall(mocks.lastBeginMode)
+	s := gputest.NewStream(t, d)
+	before := mockCall(mockCtl.lastBeginMode)
 	wantCode(t, d.StreamBeginCapture(s, 3), hip.ErrInvalidValue, "mode 3")
-	if mockCall(mocks.lastBeginMode) != before {
+	if mockCall(mockCtl.lastBeginMode) != before {
 		t.Fatal("a refused mode reached hipStreamBeginCapture")
 	}
 }
@@ -520,70 +418,25 @@ func TestMockGlobalCaptureRefusal(t *testing.T) {
 		want   hip.CaptureStatus
 	}{{0, hip.CaptureStatusNone}, {1, hip.CaptureStatusInvalidated}} {
 		t.Run(fmt.Sprintf("legacy=%d", tt.legacy), func(t *testing.T) {
-			mockCall(mocks.setLegacy, tt.legacy)
-			t.Cleanup(func() { mockCall(mocks.setLegacy, 0) })
-			if got := testGlobalCaptureRefusal(t, d); got != tt.want {
+			mockCall(mockCtl.setLegacy, tt.legacy)
+			t.Cleanup(func() { mockCall(mockCtl.setLegacy, 0) })
+			if got := gputest.GlobalCaptureRefusal(t, kit(d)); got != tt.want {
 				t.Fatalf("stream state after the failed capture %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestMockThreadExchange(t *testing.T) { testThreadExchange(t, openMock(t, 0, nil)) }
-
-// TestMockHostFuncLaunchFailureForgetsTicket launches on an invalidated
-// capture: the launch fails and its ticket must not stay behind.
 func TestMockHostFuncLaunchFailureForgetsTicket(t *testing.T) {
-	d := openMock(t, 0, nil)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	s := newStream(t, d)
-	live := gpulib.HostFuncs.Stats().Live
-	must(t, d.StreamBeginCapture(s, hip.CaptureModeGlobal))
-	wantCode(t, d.StreamQuery(s), hip.ErrStreamCaptureUnsupported, "query of the capturing stream")
-	var ran atomic.Bool
-	wantCode(t, d.LaunchHostFunc(s, func() { ran.Store(true) }), hip.ErrStreamCaptureInvalidated, "host function on an invalidated capture")
-	g, err := d.StreamEndCapture(s)
-	wantCode(t, err, hip.ErrStreamCaptureInvalidated, "end of an invalidated capture")
-	if g != 0 || d.captures.Tracked() != 0 || gpulib.HostFuncs.Stats().Live != live || ran.Load() {
-		t.Fatalf("graph %#x tracked %d live %d ran %v", g, d.captures.Tracked(), gpulib.HostFuncs.Stats().Live, ran.Load())
-	}
-	if st := mustStatus(t, d, s); st != hip.CaptureStatusNone {
-		t.Fatalf("stream status %v after EndCapture", st)
-	}
+	gputest.HostFuncLaunchFailureForgetsTicket(t, kit(openMock(t, 0, nil)))
 }
 
 // TestMockEndCaptureFromAnotherThread: HIP answers 908 and leaves the
 // capture active for its own thread, so the host function recorded so far
 // must keep its ticket and fire on replay.
 func TestMockEndCaptureFromAnotherThread(t *testing.T) {
-	d := openMock(t, 0, nil)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	s, replay := newStream(t, d), newStream(t, d)
-	var ran atomic.Int32
-	must(t, d.StreamBeginCapture(s, hip.CaptureModeThreadLocal))
-	must(t, d.LaunchHostFunc(s, func() { ran.Add(1) }))
-	var otherErr error
-	onLockedThread(t, func() { _, otherErr = d.StreamEndCapture(s) })
-	wantCode(t, otherErr, hip.ErrStreamCaptureWrongThread, "EndCapture from another thread")
-	if d.captures.Tracked() != 1 || mustStatus(t, d, s) != hip.CaptureStatusActive {
-		t.Fatalf("after 908: tracked %d, status %v", d.captures.Tracked(), mustStatus(t, d, s))
-	}
-	g, err := d.StreamEndCapture(s)
-	must(t, err)
-	ge, err := d.GraphInstantiate(g)
-	must(t, err)
-	must(t, d.GraphDestroy(g))
-	stale := gpulib.HostFuncs.Stats().Stale
-	must(t, d.GraphLaunch(ge, replay))
-	must(t, d.StreamSynchronize(replay))
-	if ran.Load() != 1 || gpulib.HostFuncs.Stats().Stale != stale {
-		t.Fatalf("replay ran the host function %d times (stale fires %d)", ran.Load(), gpulib.HostFuncs.Stats().Stale-stale)
-	}
-	must(t, d.GraphExecDestroy(ge))
-	if d.captures.Tracked() != 0 {
-		t.Fatalf("tracked %d after the last graph went", d.captures.Tracked())
+	if st := gputest.EndCaptureFromAnotherThread(t, kit(openMock(t, 0, nil))); st != hip.CaptureStatusActive {
+		t.Fatalf("stream status after a wrong-thread EndCapture %v, want active", st)
 	}
 }
 
@@ -592,11 +445,11 @@ func TestMockEndCaptureFromAnotherThread(t *testing.T) {
 // lacks, and by the number alone when neither knows it.
 func TestMockErrorCodes(t *testing.T) {
 	d := openMock(t, 0, nil)
-	s := newStream(t, d)
+	s := gputest.NewStream(t, d)
 	e, err := d.EventCreate(hip.EventDefault)
 	must(t, err)
 	t.Cleanup(func() { d.EventDestroy(e) })
-	p := alloc(t, d, 64)
+	p := gputest.Alloc(t, d, 64)
 	buf := make([]byte, 16)
 	tests := []struct {
 		cFunc string
@@ -633,40 +486,14 @@ func TestMockErrorCodes(t *testing.T) {
 			t.Errorf("%s: not a HIP-dialect *hip.Error: %#v", tt.cFunc, err)
 		}
 	}
-	if !hip.IsNotReady(d.st.Err("EventQuery", 600)) {
+	if !hip.IsNotReady(d.rt.Status.Err("EventQuery", 600)) {
 		t.Fatal("600 is not recognised as not-ready")
 	}
 }
 
-// TestMockCloseWaitsForWork closes the device while a host function runs:
-// Close returns only after it has, and every later call is refused.
+// TestMockCloseWaitsForWork closes the device while a host function runs
+// on the stand-in's events thread: Close returns only after it has, and
+// every later call is refused as on a torn-down runtime.
 func TestMockCloseWaitsForWork(t *testing.T) {
-	d := openMock(t, 0, nil)
-	s := newStream(t, d)
-	started, gate := make(chan struct{}), make(chan struct{})
-	var gateOnce sync.Once
-	openGate := func() { gateOnce.Do(func() { close(gate) }) }
-	t.Cleanup(openGate)
-	var finished atomic.Bool
-	must(t, d.LaunchHostFunc(s, func() {
-		close(started)
-		<-gate
-		finished.Store(true)
-	}))
-	go func() {
-		<-started
-		openGate()
-	}()
-	must(t, d.Close())
-	if !finished.Load() {
-		t.Fatal("Close returned before the pending host function finished")
-	}
-	must(t, d.Close())
-	_, err := d.Malloc(16)
-	wantCode(t, err, hip.ErrDeinitialized, "Malloc after Close")
-	if !strings.Contains(err.Error(), "the device is closed") {
-		t.Fatalf("message %q", err)
-	}
-	_, err = d.ThreadExchangeCaptureMode(hip.CaptureModeRelaxed)
-	wantCode(t, err, hip.ErrDeinitialized, "ThreadExchangeCaptureMode after Close")
+	gputest.CloseWaitsForWork(t, openMock(t, 0, nil), hip.ErrDeinitialized)
 }

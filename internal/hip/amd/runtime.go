@@ -13,82 +13,69 @@ import (
 	"miotool/internal/hip/gpulib"
 )
 
-// runtimeAPI holds the address of every libamdhip64 entry point the backend
-// calls. HIP exports plain names, with two traps: hipGetDeviceProperties is
-// #defined to hipGetDevicePropertiesR0600 (the plain export keeps the
-// pre-6.0 struct), and hipGraphInstantiate keeps CUDA's old five-argument
-// form, so the flags form is bound instead.
+// runtimeAPI holds the libamdhip64 entry points only this backend calls;
+// the ones the device core calls are in runtimeLib.Funcs.
 type runtimeAPI struct {
-	init, driverGetVersion, runtimeGetVersion, getErrorName                 uintptr
-	getDeviceCount, setDevice, deviceGetName, deviceGetAttribute, deviceMem uintptr
-	getDeviceProperties, deviceSynchronize                                  uintptr
-
-	malloc, free, memset, memsetAsync                                         uintptr
-	memcpyHtoD, memcpyDtoH, memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync uintptr
-
-	streamCreate, streamDestroy, streamQuery, streamSynchronize, streamWaitEvent           uintptr
-	streamIsCapturing, streamGetCaptureInfo                                                uintptr
-	eventCreate, eventRecord, eventQuery, eventSynchronize, eventElapsedTime, eventDestroy uintptr
-
-	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel, launchHostFunc uintptr
-
-	streamBeginCapture, streamEndCapture, threadExchangeCaptureMode uintptr
-	graphInstantiate, graphLaunch, graphExecDestroy, graphDestroy   uintptr
+	driverGetVersion, runtimeGetVersion, getErrorName, getDeviceProperties uintptr
 }
 
-// symbols is the binding table of a.
-func (a *runtimeAPI) symbols() []gpulib.Symbol {
+// symbols is the binding table of l. HIP exports plain names, with two
+// traps: hipGetDeviceProperties is #defined to hipGetDevicePropertiesR0600
+// (the plain export keeps the pre-6.0 struct), and hipGraphInstantiate
+// keeps CUDA's old five-argument form, so the flags form is bound instead.
+func (l *runtimeLib) symbols() []gpulib.Symbol {
+	a, f := &l.api, &l.Funcs
 	return []gpulib.Symbol{
-		{Name: "hipInit", Addr: &a.init},
+		{Name: "hipInit", Addr: &f.Init},
 		{Name: "hipDriverGetVersion", Addr: &a.driverGetVersion},
 		{Name: "hipRuntimeGetVersion", Addr: &a.runtimeGetVersion},
 		{Name: "hipGetErrorName", Addr: &a.getErrorName},
-		{Name: "hipGetDeviceCount", Addr: &a.getDeviceCount},
-		{Name: "hipSetDevice", Addr: &a.setDevice},
-		{Name: "hipDeviceGetName", Addr: &a.deviceGetName},
-		{Name: "hipDeviceGetAttribute", Addr: &a.deviceGetAttribute},
-		{Name: "hipDeviceTotalMem", Addr: &a.deviceMem},
+		{Name: "hipGetDeviceCount", Addr: &f.DeviceGetCount},
+		{Name: "hipSetDevice", Addr: &f.Select},
+		{Name: "hipDeviceGetName", Addr: &f.DeviceGetName},
+		{Name: "hipDeviceGetAttribute", Addr: &f.DeviceGetAttribute},
+		{Name: "hipDeviceTotalMem", Addr: &f.DeviceTotalMem},
 		{Name: "hipGetDevicePropertiesR0600", Addr: &a.getDeviceProperties},
-		{Name: "hipDeviceSynchronize", Addr: &a.deviceSynchronize},
+		{Name: "hipDeviceSynchronize", Addr: &f.DeviceSynchronize},
 
-		{Name: "hipMalloc", Addr: &a.malloc},
-		{Name: "hipFree", Addr: &a.free},
-		{Name: "hipMemset", Addr: &a.memset},
-		{Name: "hipMemsetAsync", Addr: &a.memsetAsync},
-		{Name: "hipMemcpyHtoD", Addr: &a.memcpyHtoD},
-		{Name: "hipMemcpyDtoH", Addr: &a.memcpyDtoH},
-		{Name: "hipMemcpyHtoDAsync", Addr: &a.memcpyHtoDAsync},
-		{Name: "hipMemcpyDtoHAsync", Addr: &a.memcpyDtoHAsync},
-		{Name: "hipMemcpyDtoDAsync", Addr: &a.memcpyDtoDAsync},
+		{Name: "hipMalloc", Addr: &f.Malloc},
+		{Name: "hipFree", Addr: &f.Free},
+		{Name: "hipMemset", Addr: &f.Memset},
+		{Name: "hipMemsetAsync", Addr: &f.MemsetAsync},
+		{Name: "hipMemcpyHtoD", Addr: &f.MemcpyHtoD},
+		{Name: "hipMemcpyDtoH", Addr: &f.MemcpyDtoH},
+		{Name: "hipMemcpyHtoDAsync", Addr: &f.MemcpyHtoDAsync},
+		{Name: "hipMemcpyDtoHAsync", Addr: &f.MemcpyDtoHAsync},
+		{Name: "hipMemcpyDtoDAsync", Addr: &f.MemcpyDtoDAsync},
 
-		{Name: "hipStreamCreateWithFlags", Addr: &a.streamCreate},
-		{Name: "hipStreamDestroy", Addr: &a.streamDestroy},
-		{Name: "hipStreamQuery", Addr: &a.streamQuery},
-		{Name: "hipStreamSynchronize", Addr: &a.streamSynchronize},
-		{Name: "hipStreamWaitEvent", Addr: &a.streamWaitEvent},
-		{Name: "hipStreamIsCapturing", Addr: &a.streamIsCapturing},
-		{Name: "hipStreamGetCaptureInfo", Addr: &a.streamGetCaptureInfo},
+		{Name: "hipStreamCreateWithFlags", Addr: &f.StreamCreate},
+		{Name: "hipStreamDestroy", Addr: &f.StreamDestroy},
+		{Name: "hipStreamQuery", Addr: &f.StreamQuery},
+		{Name: "hipStreamSynchronize", Addr: &f.StreamSynchronize},
+		{Name: "hipStreamWaitEvent", Addr: &f.StreamWaitEvent},
+		{Name: "hipStreamIsCapturing", Addr: &f.StreamIsCapturing},
+		{Name: "hipStreamGetCaptureInfo", Addr: &f.StreamGetCaptureInfo},
 
-		{Name: "hipEventCreateWithFlags", Addr: &a.eventCreate},
-		{Name: "hipEventRecord", Addr: &a.eventRecord},
-		{Name: "hipEventQuery", Addr: &a.eventQuery},
-		{Name: "hipEventSynchronize", Addr: &a.eventSynchronize},
-		{Name: "hipEventElapsedTime", Addr: &a.eventElapsedTime},
-		{Name: "hipEventDestroy", Addr: &a.eventDestroy},
+		{Name: "hipEventCreateWithFlags", Addr: &f.EventCreate},
+		{Name: "hipEventRecord", Addr: &f.EventRecord},
+		{Name: "hipEventQuery", Addr: &f.EventQuery},
+		{Name: "hipEventSynchronize", Addr: &f.EventSynchronize},
+		{Name: "hipEventElapsedTime", Addr: &f.EventElapsedTime},
+		{Name: "hipEventDestroy", Addr: &f.EventDestroy},
 
-		{Name: "hipModuleLoadData", Addr: &a.moduleLoadData},
-		{Name: "hipModuleGetFunction", Addr: &a.moduleGetFunction},
-		{Name: "hipModuleUnload", Addr: &a.moduleUnload},
-		{Name: "hipModuleLaunchKernel", Addr: &a.launchKernel},
-		{Name: "hipLaunchHostFunc", Addr: &a.launchHostFunc},
+		{Name: "hipModuleLoadData", Addr: &f.ModuleLoadData},
+		{Name: "hipModuleGetFunction", Addr: &f.ModuleGetFunction},
+		{Name: "hipModuleUnload", Addr: &f.ModuleUnload},
+		{Name: "hipModuleLaunchKernel", Addr: &f.LaunchKernel},
+		{Name: "hipLaunchHostFunc", Addr: &f.LaunchHostFunc},
 
-		{Name: "hipStreamBeginCapture", Addr: &a.streamBeginCapture},
-		{Name: "hipStreamEndCapture", Addr: &a.streamEndCapture},
-		{Name: "hipThreadExchangeStreamCaptureMode", Addr: &a.threadExchangeCaptureMode},
-		{Name: "hipGraphInstantiateWithFlags", Addr: &a.graphInstantiate},
-		{Name: "hipGraphLaunch", Addr: &a.graphLaunch},
-		{Name: "hipGraphExecDestroy", Addr: &a.graphExecDestroy},
-		{Name: "hipGraphDestroy", Addr: &a.graphDestroy},
+		{Name: "hipStreamBeginCapture", Addr: &f.StreamBeginCapture},
+		{Name: "hipStreamEndCapture", Addr: &f.StreamEndCapture},
+		{Name: "hipThreadExchangeStreamCaptureMode", Addr: &f.ThreadExchangeCaptureMode},
+		{Name: "hipGraphInstantiateWithFlags", Addr: &f.GraphInstantiate},
+		{Name: "hipGraphLaunch", Addr: &f.GraphLaunch},
+		{Name: "hipGraphExecDestroy", Addr: &f.GraphExecDestroy},
+		{Name: "hipGraphDestroy", Addr: &f.GraphDestroy},
 	}
 }
 
@@ -114,11 +101,8 @@ const (
 
 // runtimeLib is libamdhip64 loaded, bound and initialised.
 type runtimeLib struct {
-	api            runtimeAPI
-	lib            hip.Library
-	runtimeVersion string // "7.1.51234"
-	driverVersion  string
-	status         gpulib.StatusMapper
+	gpulib.Runtime
+	api runtimeAPI
 }
 
 // EnvROCmPath names the ROCm install searched after the loader's path.
@@ -151,26 +135,25 @@ var defaultRuntime = sync.OnceValues(func() (*runtimeLib, error) { return loadRu
 // loadRuntime opens, binds and initialises libamdhip64. Every failure is a
 // *hip.UnavailableError naming what failed and listing the paths tried.
 func loadRuntime(spec gpulib.SearchSpec) (*runtimeLib, error) {
-	h, lib, err := gpulib.Open(spec)
-	if err != nil {
-		return nil, unavailable(err.Error(), lib)
-	}
-	r := &runtimeLib{lib: lib}
-	if err := gpulib.Bind(gpulib.Lookup(h), lib.Loaded, r.api.symbols()); err != nil {
-		return nil, unavailable(err.Error()+" (HIP older than 6.0, or not AMD's runtime)", lib)
-	}
-	r.status = gpulib.StatusMapper{Dialect: hip.DialectHIP, ErrorName: r.errorName}
-	if st := gpulib.Call(r.api.init, 0); st != 0 {
-		return nil, unavailable(fmt.Sprintf("%v (library %s)", r.status.Err("Init", st), lib.Loaded), lib)
+	r := &runtimeLib{Runtime: gpulib.Runtime{
+		Backend:    backendName,
+		Vendor:     "HIP",
+		SelectOp:   "SetDevice",
+		ClosedCode: hip.ErrDeinitialized,
+		Attributes: gpulib.Attributes{ComputeUnits: attrMultiprocessors, WarpSize: attrWarpSize, ClockKHz: attrClockRate},
+	}}
+	r.Status = gpulib.StatusMapper{Dialect: hip.DialectHIP, ErrorName: r.errorName}
+	if err := r.Load(spec, r.symbols(), "HIP older than 6.0, or not AMD's runtime"); err != nil {
+		return nil, err
 	}
 	var v int32
 	if gpulib.Call(r.api.runtimeGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
-		r.runtimeVersion = formatHIPVersion(v)
+		r.RuntimeVersion = formatHIPVersion(v)
 	}
 	if gpulib.Call(r.api.driverGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
-		r.driverVersion = formatHIPVersion(v)
+		r.DriverVersion = formatHIPVersion(v)
 	}
-	r.lib.Version = r.runtimeVersion
+	r.Lib.Version = r.RuntimeVersion
 	return r, nil
 }
 
@@ -215,7 +198,7 @@ func baseArch(gcnArchName string) (string, error) {
 // still names the device). It returns "" when there is none.
 func archFromProps(buf []byte) string {
 	if propsGCNArchNameOffset+propsGCNArchNameLen <= len(buf) {
-		if s := cString(buf[propsGCNArchNameOffset : propsGCNArchNameOffset+propsGCNArchNameLen]); archPattern.MatchString(s) {
+		if s := gpulib.GoStringBytes(buf[propsGCNArchNameOffset : propsGCNArchNameOffset+propsGCNArchNameLen]); archPattern.MatchString(s) {
 			return s
 		}
 	}
@@ -224,23 +207,9 @@ func archFromProps(buf []byte) string {
 			continue
 		}
 		end := min(i+propsGCNArchNameLen, len(buf))
-		if s := cString(buf[i:end]); archPattern.MatchString(s) {
+		if s := gpulib.GoStringBytes(buf[i:end]); archPattern.MatchString(s) {
 			return s
 		}
 	}
 	return ""
-}
-
-// cString is b up to its first NUL; b without one yields "".
-func cString(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return ""
-}
-
-func unavailable(reason string, libs ...hip.Library) error {
-	return &hip.UnavailableError{Backend: backendName, Reason: reason, Libraries: libs}
 }

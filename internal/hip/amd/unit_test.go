@@ -10,13 +10,14 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/gputest"
 )
 
 // TestSymbolTable pins every name the backend binds to the HIP runtime
 // signatures it calls them with.
 func TestSymbolTable(t *testing.T) {
-	var api runtimeAPI
-	got := gpulib.SymbolNames(api.symbols())
+	var l runtimeLib
+	got := gpulib.SymbolNames(l.symbols())
 	want := []string{
 		"hipInit", "hipDriverGetVersion", "hipRuntimeGetVersion", "hipGetErrorName",
 		"hipGetDeviceCount", "hipSetDevice", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceTotalMem",
@@ -44,16 +45,12 @@ func TestSymbolTable(t *testing.T) {
 			t.Errorf("the table binds %s", wrong)
 		}
 	}
-	seen := map[*uintptr]string{}
-	for _, s := range api.symbols() {
-		if prev, dup := seen[s.Addr]; dup {
-			t.Errorf("%s and %s fill the same field", prev, s.Name)
-		}
-		seen[s.Addr] = s.Name
+	for _, s := range l.symbols() {
 		if s.Optional || len(s.Alternatives) > 0 {
 			t.Errorf("%s: every HIP symbol is required under its one name", s.Name)
 		}
 	}
+	gputest.CheckBinding(t, l.symbols(), &l.Funcs)
 }
 
 func TestHIPRTCSymbolTable(t *testing.T) {
@@ -67,17 +64,7 @@ func TestHIPRTCSymbolTable(t *testing.T) {
 	}
 }
 
-func TestRegistered(t *testing.T) {
-	for _, b := range hip.Backends() {
-		if b.Name == "hip" {
-			if !b.GPU || b.Order != 10 || b.Open == nil {
-				t.Fatalf("registration %+v", b)
-			}
-			return
-		}
-	}
-	t.Fatal("the hip backend is not registered")
-}
+func TestRegistered(t *testing.T) { gputest.CheckRegistered(t, "hip", 10) }
 
 func TestRuntimeSearch(t *testing.T) {
 	root := t.TempDir()
@@ -166,32 +153,8 @@ func TestOpenWithoutROCm(t *testing.T) {
 	if _, err := defaultRuntime(); err == nil {
 		t.Skip("a HIP runtime loads on this machine; the GPU tests cover Open")
 	}
-	_, _, err := hip.Select("hip", hip.OpenOptions{})
-	var ue *hip.UnavailableError
-	if !errors.As(err, &ue) {
-		t.Fatalf("want *hip.UnavailableError, got %T %v", err, err)
-	}
-	if ue.Backend != "hip" || !strings.Contains(ue.Reason, "libamdhip64.so.7") || !strings.Contains(err.Error(), "backend hip unavailable") {
-		t.Fatalf("error %+v", ue)
-	}
-	if len(ue.Libraries) != 1 || ue.Libraries[0].Name != "libamdhip64" || len(ue.Libraries[0].Tried) < 4 {
-		t.Fatalf("libraries %+v", ue.Libraries)
-	}
-	tried := ue.Libraries[0].Tried
-	if tried[0].Path != "libamdhip64.so.7" || tried[1].Path != "libamdhip64.so.6" {
-		t.Errorf("the loader's own search must come first, HIP 7 before 6: %+v", tried[:2])
-	}
-	var sawDefault bool
-	for _, a := range tried {
-		if !strings.Contains(ue.Reason, a.Path) {
-			t.Errorf("reason %q does not list the attempt %s", ue.Reason, a.Path)
-		}
-		if base := filepath.Base(a.Path); base != "libamdhip64.so.7" && base != "libamdhip64.so.6" {
-			t.Errorf("tried %s: only the versioned sonames may be opened", a.Path)
-		}
-		sawDefault = sawDefault || a.Path == "/opt/rocm/lib/libamdhip64.so.7"
-	}
-	if !sawDefault {
+	ue := gputest.OpenUnavailable(t, "hip", "libamdhip64", "libamdhip64.so.7", "libamdhip64.so.6")
+	if !slices.ContainsFunc(ue.Libraries[0].Tried, func(a hip.PathAttempt) bool { return a.Path == "/opt/rocm/lib/libamdhip64.so.7" }) {
 		t.Error("the default install /opt/rocm/lib was not tried")
 	}
 	if _, err := HIPRTCVersion(); !errors.As(err, &ue) {

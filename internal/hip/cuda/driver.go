@@ -9,88 +9,76 @@ import (
 	"miotool/internal/hip/gpulib"
 )
 
-// driverAPI holds the address of every libcuda entry point the backend
-// calls. Where cuda.h maps a name to a suffixed symbol (#define cuMemAlloc
-// cuMemAlloc_v2), the suffixed one is bound: the plain exports keep old
-// argument lists (32-bit pointers, no capture mode, five-argument
-// instantiate).
+// driverAPI holds the libcuda entry points only this backend calls; the
+// ones the device core calls are in driverLib.Funcs.
 type driverAPI struct {
-	init, driverGetVersion, getErrorName                                    uintptr
-	deviceGet, deviceGetCount, deviceGetName, deviceGetAttribute, deviceMem uintptr
-	primaryCtxRetain, primaryCtxRelease                                     uintptr
-	ctxSetCurrent, ctxGetCurrent, ctxSynchronize                            uintptr
-
-	memAlloc, memFree, memsetD8, memsetD8Async                                uintptr
-	memcpyHtoD, memcpyDtoH, memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync uintptr
-
-	streamCreate, streamDestroy, streamQuery, streamSynchronize, streamWaitEvent           uintptr
-	streamIsCapturing, streamGetCaptureInfo                                                uintptr
-	eventCreate, eventRecord, eventQuery, eventSynchronize, eventElapsedTime, eventDestroy uintptr
-
-	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel, launchHostFunc uintptr
-
-	streamBeginCapture, streamEndCapture, threadExchangeCaptureMode uintptr
-	graphInstantiate, graphLaunch, graphExecDestroy, graphDestroy   uintptr
+	driverGetVersion, getErrorName, deviceGet uintptr
+	primaryCtxRetain, primaryCtxRelease       uintptr
+	ctxGetCurrent                             uintptr
 }
 
-// symbols is the binding table of a.
-func (a *driverAPI) symbols() []gpulib.Symbol {
+// symbols is the binding table of l. Where cuda.h maps a name to a
+// suffixed symbol (#define cuMemAlloc cuMemAlloc_v2), the suffixed one is
+// bound: the plain exports keep old argument lists (32-bit pointers, no
+// capture mode, five-argument instantiate).
+func (l *driverLib) symbols() []gpulib.Symbol {
+	a, f := &l.api, &l.Funcs
 	return []gpulib.Symbol{
-		{Name: "cuInit", Addr: &a.init},
+		{Name: "cuInit", Addr: &f.Init},
 		{Name: "cuDriverGetVersion", Addr: &a.driverGetVersion},
 		{Name: "cuGetErrorName", Addr: &a.getErrorName},
 		{Name: "cuDeviceGet", Addr: &a.deviceGet},
-		{Name: "cuDeviceGetCount", Addr: &a.deviceGetCount},
-		{Name: "cuDeviceGetName", Addr: &a.deviceGetName},
-		{Name: "cuDeviceGetAttribute", Addr: &a.deviceGetAttribute},
-		{Name: "cuDeviceTotalMem_v2", Addr: &a.deviceMem},
+		{Name: "cuDeviceGetCount", Addr: &f.DeviceGetCount},
+		{Name: "cuDeviceGetName", Addr: &f.DeviceGetName},
+		{Name: "cuDeviceGetAttribute", Addr: &f.DeviceGetAttribute},
+		{Name: "cuDeviceTotalMem_v2", Addr: &f.DeviceTotalMem},
 		{Name: "cuDevicePrimaryCtxRetain", Addr: &a.primaryCtxRetain},
 		{Name: "cuDevicePrimaryCtxRelease_v2", Addr: &a.primaryCtxRelease},
-		{Name: "cuCtxSetCurrent", Addr: &a.ctxSetCurrent},
+		{Name: "cuCtxSetCurrent", Addr: &f.Select},
 		{Name: "cuCtxGetCurrent", Addr: &a.ctxGetCurrent},
-		{Name: "cuCtxSynchronize", Addr: &a.ctxSynchronize},
+		{Name: "cuCtxSynchronize", Addr: &f.DeviceSynchronize},
 
-		{Name: "cuMemAlloc_v2", Addr: &a.memAlloc},
-		{Name: "cuMemFree_v2", Addr: &a.memFree},
-		{Name: "cuMemsetD8_v2", Addr: &a.memsetD8},
-		{Name: "cuMemsetD8Async", Addr: &a.memsetD8Async},
-		{Name: "cuMemcpyHtoD_v2", Addr: &a.memcpyHtoD},
-		{Name: "cuMemcpyDtoH_v2", Addr: &a.memcpyDtoH},
-		{Name: "cuMemcpyHtoDAsync_v2", Addr: &a.memcpyHtoDAsync},
-		{Name: "cuMemcpyDtoHAsync_v2", Addr: &a.memcpyDtoHAsync},
-		{Name: "cuMemcpyDtoDAsync_v2", Addr: &a.memcpyDtoDAsync},
+		{Name: "cuMemAlloc_v2", Addr: &f.Malloc},
+		{Name: "cuMemFree_v2", Addr: &f.Free},
+		{Name: "cuMemsetD8_v2", Addr: &f.Memset},
+		{Name: "cuMemsetD8Async", Addr: &f.MemsetAsync},
+		{Name: "cuMemcpyHtoD_v2", Addr: &f.MemcpyHtoD},
+		{Name: "cuMemcpyDtoH_v2", Addr: &f.MemcpyDtoH},
+		{Name: "cuMemcpyHtoDAsync_v2", Addr: &f.MemcpyHtoDAsync},
+		{Name: "cuMemcpyDtoHAsync_v2", Addr: &f.MemcpyDtoHAsync},
+		{Name: "cuMemcpyDtoDAsync_v2", Addr: &f.MemcpyDtoDAsync},
 
-		{Name: "cuStreamCreate", Addr: &a.streamCreate},
-		{Name: "cuStreamDestroy_v2", Addr: &a.streamDestroy},
-		{Name: "cuStreamQuery", Addr: &a.streamQuery},
-		{Name: "cuStreamSynchronize", Addr: &a.streamSynchronize},
-		{Name: "cuStreamWaitEvent", Addr: &a.streamWaitEvent},
-		{Name: "cuStreamIsCapturing", Addr: &a.streamIsCapturing},
+		{Name: "cuStreamCreate", Addr: &f.StreamCreate},
+		{Name: "cuStreamDestroy_v2", Addr: &f.StreamDestroy},
+		{Name: "cuStreamQuery", Addr: &f.StreamQuery},
+		{Name: "cuStreamSynchronize", Addr: &f.StreamSynchronize},
+		{Name: "cuStreamWaitEvent", Addr: &f.StreamWaitEvent},
+		{Name: "cuStreamIsCapturing", Addr: &f.StreamIsCapturing},
 		// Called with every output after the id NULL, so the _v2 form (one
 		// argument fewer than _v3) reads the same call correctly.
-		{Name: "cuStreamGetCaptureInfo_v3", Alternatives: []string{"cuStreamGetCaptureInfo_v2"}, Addr: &a.streamGetCaptureInfo},
+		{Name: "cuStreamGetCaptureInfo_v3", Alternatives: []string{"cuStreamGetCaptureInfo_v2"}, Addr: &f.StreamGetCaptureInfo},
 
-		{Name: "cuEventCreate", Addr: &a.eventCreate},
-		{Name: "cuEventRecord", Addr: &a.eventRecord},
-		{Name: "cuEventQuery", Addr: &a.eventQuery},
-		{Name: "cuEventSynchronize", Addr: &a.eventSynchronize},
+		{Name: "cuEventCreate", Addr: &f.EventCreate},
+		{Name: "cuEventRecord", Addr: &f.EventRecord},
+		{Name: "cuEventQuery", Addr: &f.EventQuery},
+		{Name: "cuEventSynchronize", Addr: &f.EventSynchronize},
 		// Same signature; _v2 is missing from drivers before 12.8.
-		{Name: "cuEventElapsedTime_v2", Alternatives: []string{"cuEventElapsedTime"}, Addr: &a.eventElapsedTime},
-		{Name: "cuEventDestroy_v2", Addr: &a.eventDestroy},
+		{Name: "cuEventElapsedTime_v2", Alternatives: []string{"cuEventElapsedTime"}, Addr: &f.EventElapsedTime},
+		{Name: "cuEventDestroy_v2", Addr: &f.EventDestroy},
 
-		{Name: "cuModuleLoadData", Addr: &a.moduleLoadData},
-		{Name: "cuModuleGetFunction", Addr: &a.moduleGetFunction},
-		{Name: "cuModuleUnload", Addr: &a.moduleUnload},
-		{Name: "cuLaunchKernel", Addr: &a.launchKernel},
-		{Name: "cuLaunchHostFunc", Addr: &a.launchHostFunc},
+		{Name: "cuModuleLoadData", Addr: &f.ModuleLoadData},
+		{Name: "cuModuleGetFunction", Addr: &f.ModuleGetFunction},
+		{Name: "cuModuleUnload", Addr: &f.ModuleUnload},
+		{Name: "cuLaunchKernel", Addr: &f.LaunchKernel},
+		{Name: "cuLaunchHostFunc", Addr: &f.LaunchHostFunc},
 
-		{Name: "cuStreamBeginCapture_v2", Addr: &a.streamBeginCapture},
-		{Name: "cuStreamEndCapture", Addr: &a.streamEndCapture},
-		{Name: "cuThreadExchangeStreamCaptureMode", Addr: &a.threadExchangeCaptureMode},
-		{Name: "cuGraphInstantiateWithFlags", Addr: &a.graphInstantiate},
-		{Name: "cuGraphLaunch", Addr: &a.graphLaunch},
-		{Name: "cuGraphExecDestroy", Addr: &a.graphExecDestroy},
-		{Name: "cuGraphDestroy", Addr: &a.graphDestroy},
+		{Name: "cuStreamBeginCapture_v2", Addr: &f.StreamBeginCapture},
+		{Name: "cuStreamEndCapture", Addr: &f.StreamEndCapture},
+		{Name: "cuThreadExchangeStreamCaptureMode", Addr: &f.ThreadExchangeCaptureMode},
+		{Name: "cuGraphInstantiateWithFlags", Addr: &f.GraphInstantiate},
+		{Name: "cuGraphLaunch", Addr: &f.GraphLaunch},
+		{Name: "cuGraphExecDestroy", Addr: &f.GraphExecDestroy},
+		{Name: "cuGraphDestroy", Addr: &f.GraphDestroy},
 	}
 }
 
@@ -105,10 +93,8 @@ const (
 
 // driverLib is libcuda loaded, bound and initialised.
 type driverLib struct {
-	api     driverAPI
-	lib     hip.Library
-	version string // "13.0"
-	status  gpulib.StatusMapper
+	gpulib.Runtime
+	api driverAPI
 }
 
 // Directories where a driver may sit off the loader's path: the NVIDIA
@@ -126,23 +112,24 @@ var defaultDriver = sync.OnceValues(func() (*driverLib, error) { return loadDriv
 // loadDriver opens, binds and initialises libcuda. Every failure is a
 // *hip.UnavailableError naming what failed and listing the paths tried.
 func loadDriver(spec gpulib.SearchSpec) (*driverLib, error) {
-	h, lib, err := gpulib.Open(spec)
-	if err != nil {
-		return nil, unavailable(err.Error(), lib)
-	}
-	d := &driverLib{lib: lib}
-	if err := gpulib.Bind(gpulib.Lookup(h), lib.Loaded, d.api.symbols()); err != nil {
-		return nil, unavailable(err.Error()+" (the driver is too old or not NVIDIA's)", lib)
-	}
-	d.status = gpulib.StatusMapper{Dialect: hip.DialectCUDA, ErrorName: d.errorName}
-	if st := gpulib.Call(d.api.init, 0); st != 0 {
-		return nil, unavailable(fmt.Sprintf("%v (library %s)", d.status.Err("Init", st), lib.Loaded), lib)
+	d := &driverLib{Runtime: gpulib.Runtime{
+		Backend:                 backendName,
+		Vendor:                  "CUDA",
+		SelectOp:                "CtxSetCurrent",
+		ClosedCode:              hip.ErrInvalidContext,
+		CaptureInfoGraphOutputs: true,
+		Attributes:              gpulib.Attributes{ComputeUnits: attrMultiprocessors, WarpSize: attrWarpSize, ClockKHz: attrClockRate},
+		RuntimeVersion:          "driver API",
+	}}
+	d.Status = gpulib.StatusMapper{Dialect: hip.DialectCUDA, ErrorName: d.errorName}
+	if err := d.Load(spec, d.symbols(), "the driver is too old or not NVIDIA's"); err != nil {
+		return nil, err
 	}
 	var v int32
 	if st := gpulib.Call(d.api.driverGetVersion, uintptr(unsafe.Pointer(&v))); st == 0 {
-		d.version = formatCUDAVersion(v)
+		d.DriverVersion = formatCUDAVersion(v)
 	}
-	d.lib.Version = d.version
+	d.Lib.Version = d.DriverVersion
 	return d, nil
 }
 
@@ -158,8 +145,4 @@ func (d *driverLib) errorName(code int32) string {
 // formatCUDAVersion turns 13000 into "13.0" and 12080 into "12.8".
 func formatCUDAVersion(v int32) string {
 	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
-}
-
-func unavailable(reason string, libs ...hip.Library) error {
-	return &hip.UnavailableError{Backend: backendName, Reason: reason, Libraries: libs}
 }

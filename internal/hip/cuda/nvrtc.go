@@ -21,12 +21,9 @@ const nvrtcErrorCompilation = 6
 
 // nvrtcLib is NVRTC as found (or not) in this process.
 type nvrtcLib struct {
-	lib     hip.Library
-	rtc     *gpulib.RTC
-	ptx     gpulib.RTCOutput
-	cubin   gpulib.RTCOutput // zero where NVRTC cannot emit CUBIN
-	version string
-	err     error // why NVRTC cannot be used; nil when it can
+	*gpulib.Compiler
+	ptx   gpulib.RTCOutput
+	cubin gpulib.RTCOutput // zero where NVRTC cannot emit CUBIN
 }
 
 // targetsDir is the toolkit's per-platform library folder.
@@ -55,39 +52,32 @@ func nvrtcSearch() gpulib.SearchSpec {
 
 var defaultNVRTC = sync.OnceValue(func() *nvrtcLib { return loadNVRTC(nvrtcSearch()) })
 
-// loadNVRTC opens and binds NVRTC; a failure is recorded in err, not
+// loadNVRTC opens and binds NVRTC; a failure is recorded in Err, not
 // returned, because kernels can still come from precompiled PTX.
 func loadNVRTC(spec gpulib.SearchSpec) *nvrtcLib {
-	n := &nvrtcLib{}
-	h, lib, err := gpulib.Open(spec)
-	n.lib = lib
-	if err != nil {
-		n.err = err
-		return n
+	n := &nvrtcLib{
+		ptx:   gpulib.RTCOutput{Kind: "ptx", SizeSym: "nvrtcGetPTXSize"},
+		cubin: gpulib.RTCOutput{Kind: "cubin", SizeSym: "nvrtcGetCUBINSize"},
 	}
-	rtc := &gpulib.RTC{Prefix: "nvrtc"}
-	n.ptx = gpulib.RTCOutput{Kind: "ptx", SizeSym: "nvrtcGetPTXSize"}
-	n.cubin = gpulib.RTCOutput{Kind: "cubin", SizeSym: "nvrtcGetCUBINSize"}
-	table := append(rtc.Funcs.Symbols("nvrtc"),
-		gpulib.Symbol{Name: "nvrtcGetPTXSize", Addr: &n.ptx.SizeFn},
-		gpulib.Symbol{Name: "nvrtcGetPTX", Addr: &n.ptx.GetFn},
-		gpulib.Symbol{Name: "nvrtcGetCUBINSize", Addr: &n.cubin.SizeFn, Optional: true},
-		gpulib.Symbol{Name: "nvrtcGetCUBIN", Addr: &n.cubin.GetFn, Optional: true},
-	)
-	if err := gpulib.Bind(gpulib.Lookup(h), lib.Loaded, table); err != nil {
-		n.err = err
-		return n
-	}
+	n.Compiler = gpulib.OpenCompiler(spec, "nvrtc", n.outputSymbols()...)
 	if n.cubin.SizeFn == 0 || n.cubin.GetFn == 0 {
 		n.cubin = gpulib.RTCOutput{}
 	}
-	n.rtc = rtc
-	if v, err := rtc.Version(); err == nil {
-		n.version = v
-		n.lib.Version = v
+	if n.Available() {
+		preloadBuiltins(n.Lib.Loaded)
 	}
-	preloadBuiltins(lib.Loaded)
 	return n
+}
+
+// outputSymbols binds the calls that fetch PTX and, from NVRTC 11.1 on,
+// CUBIN.
+func (n *nvrtcLib) outputSymbols() []gpulib.Symbol {
+	return []gpulib.Symbol{
+		{Name: "nvrtcGetPTXSize", Addr: &n.ptx.SizeFn},
+		{Name: "nvrtcGetPTX", Addr: &n.ptx.GetFn},
+		{Name: "nvrtcGetCUBINSize", Addr: &n.cubin.SizeFn, Optional: true},
+		{Name: "nvrtcGetCUBIN", Addr: &n.cubin.GetFn, Optional: true},
+	}
 }
 
 // preloadBuiltins opens the libnvrtc-builtins that sits beside NVRTC, so
@@ -106,47 +96,40 @@ func preloadBuiltins(nvrtcPath string) {
 	}
 }
 
-func (n *nvrtcLib) available() bool { return n.err == nil }
-
-// compileForArch builds src for one device architecture (sm_XY): CUBIN
-// where NVRTC can make it (no driver JIT, no PTX-version mismatch), else PTX
-// for compute_XY. Results are cached for the process.
-func (n *nvrtcLib) compileForArch(src *hip.KernelSource, arch string) ([]byte, error) {
-	out := n.cubin
-	target := arch
-	if out.SizeFn == 0 {
-		out = n.ptx
-		var err error
-		if target, err = virtualArch(arch); err != nil {
-			return nil, err
-		}
+// modules is how a device builds kernels with n: CUBIN for the device's
+// own sm_XY where NVRTC can make it (no driver JIT, no PTX-version
+// mismatch), else PTX for compute_XY, and the source's precompiled PTX
+// where NVRTC cannot build at all.
+func (n *nvrtcLib) modules() gpulib.ModuleBuilder {
+	return gpulib.ModuleBuilder{
+		Compiler:          n.Compiler,
+		Name:              "NVRTC",
+		Suffix:            programSuffix,
+		Target:            n.target,
+		SourceErrorStatus: nvrtcErrorCompilation,
+		UsesPTX:           true,
+		Backend:           backendName,
 	}
-	return n.compile(src, target, out)
 }
 
-func (n *nvrtcLib) compile(src *hip.KernelSource, target string, out gpulib.RTCOutput) ([]byte, error) {
-	opts := compileOptions(target)
-	code, _, err := gpulib.Programs.Get(n.codeKey(src.Text, target, out.Kind), func() ([]byte, error) {
-		code, _, err := n.rtc.Compile(src.Text, programName(src), opts, out)
-		return code, err
-	})
-	return code, err
+const programSuffix = ".cu"
+
+func (n *nvrtcLib) target(arch string) (gpulib.BuildTarget, error) {
+	if n.cubin.SizeFn != 0 {
+		return gpulib.BuildTarget{Target: arch, Options: compileOptions(arch), Output: n.cubin}, nil
+	}
+	return n.ptxTarget(arch)
+}
+
+func (n *nvrtcLib) ptxTarget(arch string) (gpulib.BuildTarget, error) {
+	v, err := virtualArch(arch)
+	if err != nil {
+		return gpulib.BuildTarget{}, err
+	}
+	return gpulib.BuildTarget{Target: v, Options: compileOptions(v), Output: n.ptx}, nil
 }
 
 func compileOptions(target string) []string { return []string{"--gpu-architecture=" + target} }
-
-// codeKey names the compiler by its file as well as its version: two
-// NVRTC builds in one process must not share cached code.
-func (n *nvrtcLib) codeKey(text, target, output string) gpulib.CodeKey {
-	return gpulib.NewCodeKey("nvrtc "+n.version+" "+n.lib.Loaded, target, output, text, compileOptions(target))
-}
-
-func programName(src *hip.KernelSource) string {
-	if src.Name == "" {
-		return "kernel.cu"
-	}
-	return src.Name + ".cu"
-}
 
 var archPattern = regexp.MustCompile(`^(sm|compute)_([0-9]{2,3}[a-z]?)$`)
 
@@ -167,15 +150,15 @@ func CompilePTX(src *hip.KernelSource, arch string) (string, error) {
 	if src == nil || strings.TrimSpace(src.Text) == "" {
 		return "", fmt.Errorf("kernel source has no text to compile")
 	}
-	target, err := virtualArch(arch)
+	n := defaultNVRTC()
+	t, err := n.ptxTarget(arch)
 	if err != nil {
 		return "", err
 	}
-	n := defaultNVRTC()
-	if !n.available() {
-		return "", unavailable(n.err.Error(), n.lib)
+	if !n.Available() {
+		return "", unavailable(n.Err.Error(), n.Lib)
 	}
-	code, err := n.compile(src, target, n.ptx)
+	code, err := n.CompileCached(gpulib.Programs, src.Text, gpulib.ProgramName(src, programSuffix), t.Target, t.Options, t.Output)
 	if err != nil {
 		return "", err
 	}
@@ -186,8 +169,14 @@ func CompilePTX(src *hip.KernelSource, arch string) (string, error) {
 // finds, or why none can be used.
 func NVRTCVersion() (string, error) {
 	n := defaultNVRTC()
-	if !n.available() {
-		return "", unavailable(n.err.Error(), n.lib)
+	if !n.Available() {
+		return "", unavailable(n.Err.Error(), n.Lib)
 	}
-	return n.version, nil
+	return n.Version, nil
+}
+
+// unavailable is the backend's error where NVRTC is asked for without a
+// driver loaded.
+func unavailable(reason string, libs ...hip.Library) error {
+	return &hip.UnavailableError{Backend: backendName, Reason: reason, Libraries: libs}
 }

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,11 +9,12 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/gputest"
 )
 
 func TestSymbolTableUsesVersionedNames(t *testing.T) {
-	var api driverAPI
-	names := gpulib.SymbolNames(api.symbols())
+	var l driverLib
+	names := gpulib.SymbolNames(l.symbols())
 	for _, want := range []string{
 		"cuMemAlloc_v2", "cuMemFree_v2", "cuStreamBeginCapture_v2", "cuGraphInstantiateWithFlags",
 		"cuStreamDestroy_v2", "cuEventDestroy_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
@@ -36,58 +36,18 @@ func TestSymbolTableUsesVersionedNames(t *testing.T) {
 			t.Errorf("the table binds the legacy name %s", legacy)
 		}
 	}
-	// Every entry has a destination of its own.
-	seen := map[*uintptr]string{}
-	for _, s := range api.symbols() {
-		if prev, dup := seen[s.Addr]; dup {
-			t.Errorf("%s and %s fill the same field", prev, s.Name)
-		}
-		seen[s.Addr] = s.Name
-	}
+	gputest.CheckBinding(t, l.symbols(), &l.Funcs)
 }
 
-func TestRegistered(t *testing.T) {
-	for _, b := range hip.Backends() {
-		if b.Name == "cuda" {
-			if !b.GPU || b.Order != 20 || b.Open == nil {
-				t.Fatalf("registration %+v", b)
-			}
-			return
-		}
-	}
-	t.Fatal("the cuda backend is not registered")
-}
+func TestRegistered(t *testing.T) { gputest.CheckRegistered(t, "cuda", 20) }
 
 // TestOpenWithoutDriver runs where libcuda.so.1 is absent (CI, laptops).
 func TestOpenWithoutDriver(t *testing.T) {
 	if _, err := defaultDriver(); err == nil {
 		t.Skip("libcuda.so.1 loads on this machine; the GPU tests cover Open")
 	}
-	_, _, err := hip.Select("cuda", hip.OpenOptions{})
-	var ue *hip.UnavailableError
-	if !errors.As(err, &ue) {
-		t.Fatalf("want *hip.UnavailableError, got %T %v", err, err)
-	}
-	if ue.Backend != "cuda" || !strings.Contains(ue.Reason, "libcuda.so.1") {
-		t.Fatalf("error %+v", ue)
-	}
-	if len(ue.Libraries) != 1 || ue.Libraries[0].Name != "libcuda" || len(ue.Libraries[0].Tried) == 0 {
-		t.Fatalf("libraries %+v", ue.Libraries)
-	}
-	for _, a := range ue.Libraries[0].Tried {
-		if !strings.Contains(ue.Reason, a.Path) {
-			t.Errorf("reason %q does not list the attempt %s", ue.Reason, a.Path)
-		}
-		if filepath.Base(a.Path) != "libcuda.so.1" {
-			t.Errorf("tried %s: only libcuda.so.1 may be opened (libcuda.so may be the stub)", a.Path)
-		}
-	}
-	if ue.Libraries[0].Tried[0].Path != "libcuda.so.1" {
-		t.Errorf("the loader's own search must come first, got %s", ue.Libraries[0].Tried[0].Path)
-	}
-	if !strings.Contains(err.Error(), "backend cuda unavailable") {
-		t.Errorf("message %q", err.Error())
-	}
+	// Only libcuda.so.1: the bare libcuda.so may be the toolkit's stub.
+	gputest.OpenUnavailable(t, "cuda", "libcuda", "libcuda.so.1")
 }
 
 func TestNVRTCSearch(t *testing.T) {
@@ -122,17 +82,17 @@ func TestNVRTCFromCUDAHome(t *testing.T) {
 	spec.SkipLoaderPath = true
 	spec.Dirs = spec.Dirs[:2] // leave out the machine's own installs
 	n := loadNVRTC(spec)
-	if n.available() {
+	if n.Available() {
 		t.Fatal("a text file loaded as NVRTC")
 	}
 	var tried *hip.PathAttempt
-	for i := range n.lib.Tried {
-		if n.lib.Tried[i].Path == fake {
-			tried = &n.lib.Tried[i]
+	for i := range n.Lib.Tried {
+		if n.Lib.Tried[i].Path == fake {
+			tried = &n.Lib.Tried[i]
 		}
 	}
 	if tried == nil || tried.Err == "" || tried.Err == "not found" {
-		t.Fatalf("attempt for %s: %+v (all: %+v)", fake, tried, n.lib.Tried)
+		t.Fatalf("attempt for %s: %+v (all: %+v)", fake, tried, n.Lib.Tried)
 	}
 }
 
@@ -172,12 +132,44 @@ func TestFormatCUDAVersion(t *testing.T) {
 // TestCodeKeyNamesTheCompilerFile: two NVRTC libraries of one version in
 // one process (a toolkit's and another) must not share cached code.
 func TestCodeKeyNamesTheCompilerFile(t *testing.T) {
-	a := &nvrtcLib{version: "13.0", lib: hip.Library{Loaded: "/usr/local/cuda-13.0/lib64/libnvrtc.so.13"}}
-	b := &nvrtcLib{version: "13.0", lib: hip.Library{Loaded: "/opt/other/libnvrtc.so.13"}}
-	if a.codeKey("src", "sm_90", "cubin") == b.codeKey("src", "sm_90", "cubin") {
+	a := &nvrtcLib{Compiler: &gpulib.Compiler{Prefix: "nvrtc", Version: "13.0", Lib: hip.Library{Loaded: "/usr/local/cuda-13.0/lib64/libnvrtc.so.13"}}}
+	b := &nvrtcLib{Compiler: &gpulib.Compiler{Prefix: "nvrtc", Version: "13.0", Lib: hip.Library{Loaded: "/opt/other/libnvrtc.so.13"}}}
+	key := func(n *nvrtcLib, arch string) gpulib.CodeKey {
+		return n.CodeKey(arch, "cubin", "src", compileOptions(arch))
+	}
+	if key(a, "sm_90") == key(b, "sm_90") {
 		t.Fatal("different NVRTC files share a cache key")
 	}
-	if a.codeKey("src", "sm_90", "cubin") == a.codeKey("src", "sm_80", "cubin") {
+	if key(a, "sm_90") == key(a, "sm_80") {
 		t.Fatal("different architectures share a cache key")
+	}
+	if !strings.Contains(key(a, "sm_90").Compiler, "nvrtc 13.0 ") {
+		t.Fatalf("key %+v does not name the compiler and its version", key(a, "sm_90"))
+	}
+}
+
+// TestBuildTarget: CUBIN for the device's own architecture where NVRTC
+// makes it, else PTX for the virtual one; an architecture NVRTC cannot
+// name is refused.
+func TestBuildTarget(t *testing.T) {
+	n := &nvrtcLib{
+		ptx:   gpulib.RTCOutput{Kind: "ptx", SizeFn: 1, GetFn: 2},
+		cubin: gpulib.RTCOutput{Kind: "cubin", SizeFn: 3, GetFn: 4},
+	}
+	m := n.modules()
+	if m.Name != "NVRTC" || m.Suffix != ".cu" || !m.UsesPTX || m.SourceErrorStatus != nvrtcErrorCompilation {
+		t.Fatalf("builder %+v", m)
+	}
+	bt, err := m.Target("sm_90")
+	if err != nil || bt.Target != "sm_90" || bt.Output.Kind != "cubin" || !slices.Equal(bt.Options, []string{"--gpu-architecture=sm_90"}) {
+		t.Fatalf("with CUBIN: %+v, %v", bt, err)
+	}
+	n.cubin = gpulib.RTCOutput{}
+	bt, err = m.Target("sm_90")
+	if err != nil || bt.Target != "compute_90" || bt.Output.Kind != "ptx" || !slices.Equal(bt.Options, []string{"--gpu-architecture=compute_90"}) {
+		t.Fatalf("without CUBIN: %+v, %v", bt, err)
+	}
+	if _, err := m.Target("gfx942"); err == nil || !strings.Contains(err.Error(), "gfx942") {
+		t.Fatalf("an AMD architecture: %v", err)
 	}
 }

@@ -47,6 +47,17 @@ func GoString(p uintptr) string {
 	return string(unsafe.Slice((*byte)(base), n))
 }
 
+// GoStringBytes is the NUL-terminated C string at the start of b (a
+// buffer the runtime filled); b without a NUL yields "".
+func GoStringBytes(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return ""
+}
+
 // pointerAt turns a C address into an unsafe.Pointer. The address is C
 // memory (or Go memory that the caller keeps alive), never a moved Go object.
 func pointerAt(p uintptr) unsafe.Pointer {

@@ -22,8 +22,33 @@
 typedef int hipError_t;
 typedef void (*hipHostFn_t)(void *);
 
-enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
-enum { ST_NONE = 0, ST_ACTIVE = 1, ST_INVALIDATED = 2 };
+/* Graph nodes. */
+enum { NODE_KERNEL, NODE_HOST, NODE_MEMSET, NODE_COPY };
+struct node {
+    int kind;
+    int kernel;
+    uint64_t args[8];
+    hipHostFn_t fn;
+    void *data;
+    void *dst;
+    const void *src;
+    int value;
+    size_t n;
+};
+struct graph {
+    int n;
+    struct node nodes[64];
+};
+struct stream {
+    int status, mode, listed; /* the capture fields standin.h reads */
+    unsigned long long id;
+    pthread_t owner;
+    unsigned flags;
+    struct graph *g;
+    int pending; /* host functions queued and not yet returned */
+};
+
+#include "standin.h"
 
 /* hipDeviceProp_tR0600, field for field as the HIP 6.x and 7.x headers
  * declare it, so that the compiler computes the offsets the backend uses. */
@@ -78,7 +103,6 @@ typedef struct {
     int isLargeBar, asicRevision;
 } props_r0600;
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_device_count = 1;
 static int g_init_result;
 static int g_require_device = -1;
@@ -90,7 +114,6 @@ static int g_last_begin_mode = -1;
 static unsigned long long g_last_instantiate_flags = ~0ULL;
 static unsigned long long g_next_capture_id = 1;
 static __thread int t_device; /* a thread starts on device 0, as in HIP */
-static __thread int t_mode = MODE_GLOBAL;
 
 /* One-shot failure injection: the next call of the named function returns
  * the chosen code before doing anything. */
@@ -135,75 +158,7 @@ void mock_fail_next(const char *fn, int code) {
 int mock_last_begin_mode(void) { return g_last_begin_mode; }
 unsigned long long mock_last_instantiate_flags(void) { return g_last_instantiate_flags; }
 
-/* Graph nodes. */
-enum { NODE_KERNEL, NODE_HOST, NODE_MEMSET, NODE_COPY };
-struct node {
-    int kind;
-    int kernel;
-    uint64_t args[8];
-    hipHostFn_t fn;
-    void *data;
-    void *dst;
-    const void *src;
-    int value;
-    size_t n;
-};
-struct graph {
-    int n;
-    struct node nodes[64];
-};
-struct stream {
-    unsigned flags;
-    int status, mode;
-    int listed; /* in the runtime's capture lists: from Begin to End */
-    unsigned long long id;
-    pthread_t owner;
-    struct graph *g;
-    int pending; /* host functions queued and not yet returned */
-};
 static struct stream g_null_stream;
-
-#define MAX_STREAMS 1024
-static struct stream *g_streams[MAX_STREAMS];
-
-static void track(struct stream *s) {
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (!g_streams[i]) { g_streams[i] = s; break; }
-    pthread_mutex_unlock(&g_mu);
-}
-static void untrack(struct stream *s) {
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (g_streams[i] == s) g_streams[i] = NULL;
-    pthread_mutex_unlock(&g_mu);
-}
-static int tracked_locked(const struct stream *s) {
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (g_streams[i] == s) return 1;
-    return 0;
-}
-
-/* HIP's allocation guard and the idle-stream half of StreamCaptureOngoing:
- * a thread in relaxed mode is never refused; one in global mode is refused
- * while any global capture exists; any other is refused while it has a
- * non-relaxed capture of its own. A refusal invalidates those captures. */
-static hipError_t capture_guard(void) {
-    if (t_mode == MODE_RELAXED) return 0;
-    hipError_t r = 0;
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < MAX_STREAMS; i++) {
-        struct stream *s = g_streams[i];
-        if (!s || !s->listed || s->mode == MODE_RELAXED) continue;
-        int own = pthread_equal(s->owner, pthread_self());
-        if (own || (t_mode == MODE_GLOBAL && s->mode == MODE_GLOBAL)) {
-            s->status = ST_INVALIDATED;
-            r = 900;
-        }
-    }
-    pthread_mutex_unlock(&g_mu);
-    return r;
-}
 
 /* Synchronous copies and memsets (906) and hipDeviceSynchronize (900)
  * invalidate every capture in the process. */
@@ -342,15 +297,7 @@ size_t mock_launch_record_size(void) { return sizeof(struct launch_record); }
 static void run_node(struct stream *s, const struct node *k) {
     switch (k->kind) {
     case NODE_KERNEL:
-        if (k->kernel == 1) {
-            float *a = (float *)(uintptr_t)k->args[0], *b = (float *)(uintptr_t)k->args[1], *c = (float *)(uintptr_t)k->args[2];
-            int n = (int)(int32_t)k->args[3];
-            for (int i = 0; i < n; i++) c[i] = a[i] + b[i];
-        } else if (k->kernel == 2) {
-            float *x = (float *)(uintptr_t)k->args[0];
-            int n = (int)(int32_t)k->args[1];
-            for (int i = 0; i < n; i++) x[i] += 1.0f;
-        }
+        host_kernel(k->kernel, k->args);
         break;
     case NODE_HOST:
         queue_host(s, k->fn, k->data);
@@ -723,11 +670,7 @@ hipError_t hipStreamEndCapture(struct stream *s, struct graph **out) {
 }
 hipError_t hipThreadExchangeStreamCaptureMode(int *mode) {
     ENTER();
-    if (!mode || *mode < 0 || *mode > 2) return 1;
-    int prev = t_mode;
-    t_mode = *mode;
-    *mode = prev;
-    return 0;
+    return exchange_mode(mode);
 }
 hipError_t hipGraphInstantiateWithFlags(struct graph **exec, struct graph *g, unsigned long long flags) {
     ENTER();

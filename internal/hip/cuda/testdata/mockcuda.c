@@ -4,8 +4,8 @@
  * host memory; kernels "vadd" and "inc" run on the host; host functions run
  * on a thread of their own (as the driver's callback thread does); captures
  * record kernels and host functions, and a small part of the capture rules
- * (global mode) is modelled. Only the versioned symbol names a correct
- * binding uses are exported.
+ * (global mode, with the guard of standin.h) is modelled. Only the
+ * versioned symbol names a correct binding uses are exported.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -16,18 +16,13 @@ typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 typedef void (*CUhostFn)(void *);
 
-enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
-enum { ST_NONE = 0, ST_ACTIVE = 1, ST_INVALIDATED = 2 };
-
 static int g_device_count = 1;
 static int g_init_result = 0;
 static int g_context_token;
 static int g_retains;
 static long g_set_current_calls;
 static unsigned long long g_next_capture_id = 1;
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread void *t_current;
-static __thread int t_mode = MODE_GLOBAL;
 
 /* Controls for the tests. */
 void mock_set_device_count(int n) { g_device_count = n; }
@@ -52,48 +47,14 @@ struct graph {
     struct node nodes[64];
 };
 struct stream {
-    int flags;
-    int status;
-    int mode;
+    int status, mode, listed; /* the capture fields standin.h reads */
     unsigned long long id;
     pthread_t owner;
+    int flags;
     struct graph *g;
 };
 
-#define MAX_STREAMS 1024
-static struct stream *g_streams[MAX_STREAMS];
-
-static void track(struct stream *s) {
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (!g_streams[i]) { g_streams[i] = s; break; }
-    pthread_mutex_unlock(&g_mu);
-}
-static void untrack(struct stream *s) {
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (g_streams[i] == s) g_streams[i] = NULL;
-    pthread_mutex_unlock(&g_mu);
-}
-
-/* unsafe_call applies the global/thread-local rules to a call that is not
- * enqueued on the capturing stream: it refuses and invalidates. */
-static CUresult unsafe_call(void) {
-    if (t_mode == MODE_RELAXED) return 0;
-    CUresult r = 0;
-    pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < MAX_STREAMS; i++) {
-        struct stream *s = g_streams[i];
-        if (!s || s->status == ST_NONE || s->mode == MODE_RELAXED) continue;
-        int own = pthread_equal(s->owner, pthread_self());
-        if (own || (t_mode == MODE_GLOBAL && s->mode == MODE_GLOBAL)) {
-            s->status = ST_INVALIDATED;
-            r = 900;
-        }
-    }
-    pthread_mutex_unlock(&g_mu);
-    return r;
-}
+#include "standin.h"
 
 CUresult cuInit(unsigned flags) { (void)flags; return g_init_result; }
 CUresult cuDriverGetVersion(int *v) { *v = 12080; return 0; }
@@ -162,7 +123,7 @@ CUresult cuCtxSynchronize(void) {
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     NEED_CONTEXT();
     if (n == 0) return 1;
-    CUresult r = unsafe_call();
+    CUresult r = capture_guard();
     if (r) return r;
     void *m = calloc(1, n);
     if (!m) return 2;
@@ -171,7 +132,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
     NEED_CONTEXT();
-    CUresult r = unsafe_call();
+    CUresult r = capture_guard();
     if (r) return r;
     free((void *)(uintptr_t)p);
     return 0;
@@ -203,7 +164,7 @@ CUresult cuStreamDestroy_v2(struct stream *s) {
 static CUresult query_stream(struct stream *s) {
     NEED_CONTEXT();
     if (s && s->status != ST_NONE) { s->status = ST_INVALIDATED; return 900; }
-    return unsafe_call();
+    return capture_guard();
 }
 CUresult cuStreamQuery(struct stream *s) { return query_stream(s); }
 CUresult cuStreamSynchronize(struct stream *s) { return query_stream(s); }
@@ -220,8 +181,8 @@ CUresult cuStreamGetCaptureInfo_v3(struct stream *s, int *status, unsigned long 
 struct event { int recorded; };
 CUresult cuEventCreate(struct event **e, unsigned flags) { (void)flags; NEED_CONTEXT(); *e = calloc(1, sizeof **e); return 0; }
 CUresult cuEventRecord(struct event *e, struct stream *s) { (void)s; NEED_CONTEXT(); e->recorded = 1; return 0; }
-CUresult cuEventQuery(struct event *e) { (void)e; NEED_CONTEXT(); return unsafe_call(); }
-CUresult cuEventSynchronize(struct event *e) { (void)e; NEED_CONTEXT(); return unsafe_call(); }
+CUresult cuEventQuery(struct event *e) { (void)e; NEED_CONTEXT(); return capture_guard(); }
+CUresult cuEventSynchronize(struct event *e) { (void)e; NEED_CONTEXT(); return capture_guard(); }
 CUresult cuEventElapsedTime_v2(float *ms, struct event *a, struct event *b) {
     NEED_CONTEXT();
     if (!a->recorded || !b->recorded) return 600;
@@ -250,18 +211,6 @@ CUresult cuModuleGetFunction(struct function **f, struct module *m, const char *
     return 500;
 }
 CUresult cuModuleUnload(struct module *m) { NEED_CONTEXT(); free(m->text); free(m); return 0; }
-
-static void run_kernel(const struct node *k) {
-    if (k->kernel == 1) {
-        float *a = (float *)(uintptr_t)k->args[0], *b = (float *)(uintptr_t)k->args[1], *c = (float *)(uintptr_t)k->args[2];
-        int n = (int)(int32_t)k->args[3];
-        for (int i = 0; i < n; i++) c[i] = a[i] + b[i];
-    } else {
-        float *x = (float *)(uintptr_t)k->args[0];
-        int n = (int)(int32_t)k->args[1];
-        for (int i = 0; i < n; i++) x[i] += 1.0f;
-    }
-}
 
 static void *host_thread(void *arg) {
     struct node *h = arg;
@@ -297,7 +246,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
         k.args[1] = (uint64_t)(uint32_t)*(int32_t *)params[1];
     }
     if (s && s->status != ST_NONE) return record(s, &k);
-    run_kernel(&k);
+    host_kernel(k.kernel, k.args);
     return 0;
 }
 
@@ -318,6 +267,7 @@ CUresult cuStreamBeginCapture_v2(struct stream *s, int mode) {
     s->id = g_next_capture_id++;
     pthread_mutex_unlock(&g_mu);
     s->status = ST_ACTIVE;
+    s->listed = 1;
     s->mode = mode;
     s->owner = pthread_self();
     free(s->g);
@@ -333,6 +283,7 @@ CUresult cuStreamEndCapture(struct stream *s, struct graph **out) {
     struct graph *g = s->g;
     s->g = NULL;
     s->status = ST_NONE;
+    s->listed = 0;
     s->id = 0;
     if (wrong_thread || invalid) {
         free(g);
@@ -341,13 +292,7 @@ CUresult cuStreamEndCapture(struct stream *s, struct graph **out) {
     *out = g;
     return 0;
 }
-CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
-    if (*mode < 0 || *mode > 2) return 1;
-    int prev = t_mode;
-    t_mode = *mode;
-    *mode = prev;
-    return 0;
-}
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) { return exchange_mode(mode); }
 CUresult cuGraphInstantiateWithFlags(struct graph **exec, struct graph *g, unsigned long long flags) {
     (void)flags;
     NEED_CONTEXT();
@@ -360,7 +305,7 @@ CUresult cuGraphLaunch(struct graph *exec, struct stream *s) {
     (void)s;
     NEED_CONTEXT();
     for (int i = 0; i < exec->n; i++) {
-        if (exec->nodes[i].kind == NODE_KERNEL) run_kernel(&exec->nodes[i]);
+        if (exec->nodes[i].kind == NODE_KERNEL) host_kernel(exec->nodes[i].kernel, exec->nodes[i].args);
         else run_host(&exec->nodes[i]);
     }
     return 0;
