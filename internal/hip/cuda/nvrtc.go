@@ -50,7 +50,25 @@ func nvrtcSearch() gpulib.SearchSpec {
 	}
 }
 
-var defaultNVRTC = sync.OnceValue(func() *nvrtcLib { return loadNVRTC(nvrtcSearch()) })
+// EnvNVRTC set to "off" makes the backend behave as on a machine without
+// NVRTC: kernels come from their precompiled PTX. It is how the PTX
+// fallback is checked on a machine that has NVRTC.
+const EnvNVRTC = "MIOTOOL_NVRTC"
+
+var defaultNVRTC = sync.OnceValue(func() *nvrtcLib {
+	if os.Getenv(EnvNVRTC) == "off" {
+		return disabledNVRTC()
+	}
+	return loadNVRTC(nvrtcSearch())
+})
+
+// disabledNVRTC is NVRTC switched off by EnvNVRTC.
+func disabledNVRTC() *nvrtcLib {
+	n := &nvrtcLib{}
+	n.Compiler = &gpulib.Compiler{Prefix: "nvrtc", Lib: hip.Library{Name: "libnvrtc"},
+		Err: fmt.Errorf("NVRTC switched off with %s=off", EnvNVRTC)}
+	return n
+}
 
 // loadNVRTC opens and binds NVRTC; a failure is recorded in Err, not
 // returned, because kernels can still come from precompiled PTX.

@@ -1,0 +1,32 @@
+package conv
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The committed PTX must come from the committed kernels.cu: regenerate it
+// with scripts/gen-ptx.sh on a machine with NVRTC after changing the source.
+func TestCommittedPTXMatchesTheSource(t *testing.T) {
+	sum := fmt.Sprintf("%x", sha256.Sum256([]byte(kernelText)))
+	first, body, _ := strings.Cut(kernelPTX, "\n")
+	if !strings.HasPrefix(first, "// miotool: kernels.cu sha256 "+sum+",") {
+		t.Fatalf("internal/conv/kernels.ptx was not generated from this kernels.cu (sha256 %s); its header is %q: run scripts/gen-ptx.sh", sum, first)
+	}
+	for _, k := range Source().Kernels {
+		if !strings.Contains(body, ".entry "+k) {
+			t.Errorf("kernels.ptx has no entry %s", k)
+		}
+	}
+	if Source().PTX == "" {
+		t.Error("the source does not carry its PTX")
+	}
+}
+
+func TestStalePTXIsNotUsed(t *testing.T) {
+	if ptxFor(kernelText+"// changed\n") != "" {
+		t.Fatal("PTX generated from another source text was handed out")
+	}
+}
