@@ -85,6 +85,10 @@ run() {
 			for p in capture-small dilated-strided resnext-grouped resnet50-stem pointwise-256-64 depthwise; do
 				section "$out" "find --problem $p" env MIOPEN_NAIVE_TIMEOUT=0 $M find --problem "$p" --samples 3 --format markdown
 			done
+			echo -e "\n## The committed PTX fallback (NVRTC switched off: MIOTOOL_NVRTC=off)" >>"$out"
+			for p in dilated-strided pointwise-256-64; do
+				section "$out" "find --problem $p, PTX" env MIOTOOL_NVRTC=off MIOPEN_NAIVE_TIMEOUT=0 $M find --problem "$p" --samples 3 --format markdown
+			done
 			;;
 		capture)
 			echo -e "\n## capture: #12121 after an abandoned naive evaluation" >>"$out"
