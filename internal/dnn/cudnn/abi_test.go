@@ -3,13 +3,13 @@ package cudnn
 import (
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -17,9 +17,9 @@ import (
 // The Go mirror of cudnnConvolutionFwdAlgoPerf_t must have the C layout
 // (48 bytes; memory at 16 after the float).
 func TestPerfStructLayoutMatchesC(t *testing.T) {
-	buildStandIn(t)
+	stand.Require(t)
 	var c [7]int32
-	gpulib.Call(stand.perfLayout, uintptr(unsafe.Pointer(&c[0])))
+	gpulib.Call(mockCtl.perfLayout, uintptr(unsafe.Pointer(&c[0])))
 	var p fwdAlgoPerf
 	goLayout := [7]int32{int32(unsafe.Sizeof(p)), int32(unsafe.Offsetof(p.status)), int32(unsafe.Offsetof(p.time)),
 		int32(unsafe.Offsetof(p.memory)), int32(unsafe.Offsetof(p.determinism)), int32(unsafe.Offsetof(p.mathType)),
@@ -65,64 +65,60 @@ func TestStatusNames(t *testing.T) {
 }
 
 func TestOpenRecordsEveryPathAndRefusesOtherMajorVersions(t *testing.T) {
-	buildStandIn(t)
-	empty := t.TempDir()
-	_, err := Open(gpulib.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: []string{empty}, SkipLoaderPath: true})
-	var oe *OpenError
-	var nf *gpulib.NotFoundError
-	if !errors.As(err, &oe) || !errors.As(err, &nf) || len(oe.Library.Tried) != 1 || !strings.HasPrefix(oe.Library.Tried[0].Path, empty) {
-		t.Fatalf("missing library: %v (%+v)", err, oe)
-	}
+	stand.Require(t)
+	dnntest.WantNotFound(t, LibraryName, Soname, func(spec gpulib.SearchSpec) error { _, err := Open(spec); return err })
 
-	l, err := Open(standInSpec())
+	l, err := Open(stand.Spec(LibraryName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Version().String() != "9.14.0" || l.Info().Version != "9.14.0" || l.Info().Loaded != stand.path || l.CudartVersion() != 12080 {
+	if l.Version().String() != "9.14.0" || l.Info().Version != "9.14.0" || l.Info().Loaded != stand.Path() || l.CudartVersion() != 12080 {
 		t.Fatalf("version %s, info %+v, cudart %d", l.Version(), l.Info(), l.CudartVersion())
 	}
-	if !strings.Contains(l.String(), "libcudnn 9.14.0 ("+stand.path+")") {
+	if !strings.Contains(l.String(), "libcudnn 9.14.0 ("+stand.Path()+")") {
 		t.Fatalf("String() = %q", l.String())
 	}
+	var oe *OpenError
 
-	gpulib.Call(stand.setVersion, 8907)
-	t.Cleanup(func() { gpulib.Call(stand.setVersion, 91400) })
-	if _, err := Open(standInSpec()); err == nil || !strings.Contains(err.Error(), "is cuDNN 8.9.7; miotool needs cuDNN 9") {
+	gpulib.Call(mockCtl.setVersion, 8907)
+	t.Cleanup(func() { gpulib.Call(mockCtl.setVersion, 91400) })
+	_, err = Open(stand.Spec(LibraryName))
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "is cuDNN 8.9.7; miotool needs cuDNN 9") || oe.Library.Version != "8.9.7" {
 		t.Fatalf("cuDNN 8: %v", err)
 	}
 }
 
 func TestContextRetainsSelectsAndReleases(t *testing.T) {
-	buildStandIn(t)
-	before := gpulib.Call(stand.ctxRetains)
-	ctx, err := OpenContext(stand.path, 1)
+	stand.Require(t)
+	before := gpulib.Call(mockCtl.ctxRetains)
+	ctx, err := OpenContext(stand.Path(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gpulib.Call(stand.ctxRetains); got != before+1 {
+	if got := gpulib.Call(mockCtl.ctxRetains); got != before+1 {
 		t.Fatalf("retains %d -> %d, want one more", before, got)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	gpulib.Call(stand.ctxSetCurrent, 0)
+	gpulib.Call(mockCtl.ctxSetCurrent, 0)
 	must(t, ctx.MakeCurrent())
-	if cur := gpulib.CallPtr(stand.currentCtx); cur != 0xC0000+101 {
+	if cur := gpulib.CallPtr(mockCtl.currentCtx); cur != 0xC0000+101 {
 		t.Fatalf("current context %#x, want device 1's (0xc0065)", cur)
 	}
 	must(t, ctx.Close())
 	must(t, ctx.Close())
-	if got := gpulib.Call(stand.ctxRetains); got != before {
+	if got := gpulib.Call(mockCtl.ctxRetains); got != before {
 		t.Fatalf("retains after Close %d, want %d", got, before)
 	}
 	if err := ctx.MakeCurrent(); err == nil {
 		t.Fatal("a released context was made current")
 	}
 
-	_, err = OpenContext(stand.path, 2)
+	_, err = OpenContext(stand.Path(), 2)
 	if hip.CodeOf(err) != hip.ErrInvalidDevice || !strings.Contains(err.Error(), "cuDeviceGet: CUDA_ERROR_INVALID_DEVICE (101)") {
 		t.Fatalf("ordinal 2 of 2 devices: %v", err)
 	}
-	if _, err := OpenContext(stand.path, -1); err == nil {
+	if _, err := OpenContext(stand.Path(), -1); err == nil {
 		t.Fatal("a negative ordinal was accepted")
 	}
 	if _, err := OpenContext(t.TempDir()+"/libcuda.so.1", 0); err == nil || !strings.Contains(err.Error(), "opening the CUDA driver") {
@@ -131,21 +127,8 @@ func TestContextRetainsSelectsAndReleases(t *testing.T) {
 }
 
 func TestDriverPathComesFromTheDevice(t *testing.T) {
-	d := libsDevice{libs: []hip.Library{{Name: "libnvrtc", Loaded: "/x/libnvrtc.so.13"}, {Name: "libcuda", Loaded: "/drv/libcuda.so.580"}}}
-	if got := DriverPath(d); got != "/drv/libcuda.so.580" {
-		t.Fatalf("DriverPath = %q", got)
-	}
-	if got := DriverPath(libsDevice{}); got != DriverSoname {
-		t.Fatalf("DriverPath without a record = %q", got)
-	}
+	dnntest.WantLoadedPath(t, DriverPath, "libcuda", DriverSoname)
 }
-
-type libsDevice struct {
-	hip.Device
-	libs []hip.Library
-}
-
-func (d libsDevice) Libraries() []hip.Library { return d.libs }
 
 // cudnnCreate needs a current context; the failure carries cuDNN's
 // last-error text.
@@ -153,17 +136,13 @@ func TestHandleNeedsACurrentContext(t *testing.T) {
 	l := openStandIn(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	gpulib.Call(stand.ctxSetCurrent, 0)
+	gpulib.Call(mockCtl.ctxSetCurrent, 0)
 	_, err := l.NewHandle()
 	e := wantStatus(t, err, StatusNotInitialized, "cudnnCreate without a context")
 	if e.Op != "cudnnCreate" || !strings.Contains(e.Message, "no CUDA context is current") {
 		t.Fatalf("error %+v", e)
 	}
 }
-
-// problem is a convolution with every geometry parameter away from its
-// default, so a swapped argument changes the result.
-var problem = conv.Problem{N: 2, C: 3, H: 9, W: 7, K: 4, R: 3, S: 2, PadH: 1, PadW: 0, StrideH: 2, StrideW: 1, DilH: 1, DilW: 2, Groups: 1}
 
 type descs struct {
 	x, y *TensorDesc
@@ -181,19 +160,13 @@ func newDescs(t *testing.T, l *Library, p conv.Problem, math MathType) descs {
 	if d.w, err = l.NewFilterDesc(p.K, p.C, p.R, p.S); err != nil {
 		t.Fatal(err)
 	}
-	if d.conv, err = l.NewConvDesc(Conv2d{p.PadH, p.PadW, p.StrideH, p.StrideW, p.DilH, p.DilW}, CrossCorrelation, math); err != nil {
+	if d.conv, err = l.NewConvDesc(dnntest.Geometry(p), CrossCorrelation, math); err != nil {
 		t.Fatal(err)
 	}
 	if d.y, err = l.NewTensorDesc(p.N, p.K, p.OutH(), p.OutW()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, err := range []error{d.x.Destroy(), d.w.Destroy(), d.conv.Destroy(), d.y.Destroy()} {
-			if err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	dnntest.DestroyAtCleanup(t, d.x, d.w, d.conv, d.y)
 	return d
 }
 
@@ -201,16 +174,12 @@ func TestDescriptorsPassTheirArgumentsInCuDNNsOrder(t *testing.T) {
 	l := openStandIn(t)
 	lockContext(t)
 	d := newDescs(t, l, problem, FMAMath)
-	for _, want := range []string{
+	stand.WantLogged(t, []string{
 		fmt.Sprintf("cudnnSetTensor4dDescriptor desc=%#x format=0 dtype=0 n=2 c=3 h=9 w=7", d.x.ptr),
 		fmt.Sprintf("cudnnSetFilter4dDescriptor desc=%#x dtype=0 format=0 k=4 c=3 h=3 w=2", d.w.ptr),
 		fmt.Sprintf("cudnnSetConvolution2dDescriptor desc=%#x pad=1x0 stride=2x1 dilation=1x2 mode=1 compute=0", d.conv.ptr),
 		fmt.Sprintf("cudnnSetConvolutionMathType desc=%#x math=3", d.conv.ptr),
-	} {
-		if !strings.Contains(standInLog(), want) {
-			t.Errorf("log lacks %q:\n%s", want, standInLog())
-		}
-	}
+	}...)
 	dims, err := d.conv.OutputDims(d.x, d.w)
 	if err != nil || dims != [4]int{2, 4, problem.OutH(), problem.OutW()} {
 		t.Fatalf("OutputDims = %v, %v; want [2 4 %d %d]", dims, err, problem.OutH(), problem.OutW())
@@ -230,10 +199,13 @@ func TestBadSizesAreRefusedBeforeTheLibrary(t *testing.T) {
 		{"tensor", func() error { _, err := l.NewTensorDesc(1, 0, 4, 4); return err }, "c=0: want a positive size"},
 		{"filter", func() error { _, err := l.NewFilterDesc(1, 1, -2, 2); return err }, "r=-2: want a positive size"},
 		{"padding", func() error {
-			_, err := l.NewConvDesc(Conv2d{-1, 0, 1, 1, 1, 1}, CrossCorrelation, FMAMath)
+			_, err := l.NewConvDesc(Conv2d{PadH: -1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}, CrossCorrelation, FMAMath)
 			return err
 		}, "padding -1x0 is negative"},
-		{"stride", func() error { _, err := l.NewConvDesc(Conv2d{0, 0, 1, 0, 1, 1}, CrossCorrelation, FMAMath); return err }, "stride_w=0"},
+		{"stride", func() error {
+			_, err := l.NewConvDesc(Conv2d{StrideH: 1, DilH: 1, DilW: 1}, CrossCorrelation, FMAMath)
+			return err
+		}, "stride_w=0"},
 		{"huge", func() error { _, err := l.NewTensorDesc(1, 1, 1<<31, 1); return err }, "larger than a C int"},
 	} {
 		err := tt.call()
@@ -242,7 +214,7 @@ func TestBadSizesAreRefusedBeforeTheLibrary(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
-	if got := logLines("cudnnSetTensor4dDescriptor"); len(got) != 0 {
+	if got := stand.Lines("cudnnSetTensor4dDescriptor"); len(got) != 0 {
 		t.Fatalf("a refused size reached the library: %q", got)
 	}
 }
@@ -269,7 +241,7 @@ func TestFindAndHeuristicDecodeThePerfStructs(t *testing.T) {
 	if found[0].Algo.String() != "IMPLICIT_PRECOMP_GEMM" || found[2].Algo.String() != "WINOGRAD" || FwdAlgo(9).String() != "ALGO(9)" {
 		t.Fatalf("algorithm names %s %s", found[0].Algo, found[2].Algo)
 	}
-	if lines := logLines("cudnnFindConvolutionForwardAlgorithm"); len(lines) != 1 ||
+	if lines := stand.Lines("cudnnFindConvolutionForwardAlgorithm"); len(lines) != 1 ||
 		!strings.Contains(lines[0], "requested=8") || !strings.Contains(lines[0], "stream=0x5150") ||
 		!strings.Contains(lines[0], fmt.Sprintf("x=%#x w=%#x conv=%#x y=%#x", d.x.ptr, d.w.ptr, d.conv.ptr, d.y.ptr)) {
 		t.Fatalf("find call: %q", lines)
@@ -310,7 +282,7 @@ func TestForwardAndScaleMatchTheCPUReference(t *testing.T) {
 	if chk := conv.Check(problem, y, ref); !chk.OK {
 		t.Fatalf("y = conv(x, w): %s", chk)
 	}
-	line := logLines("cudnnConvolutionForward")[0]
+	line := stand.Lines("cudnnConvolutionForward")[0]
 	for _, part := range []string{"alpha=1 ", "algo=1 ", "ws_size=4096 ", "beta=0 ", "stream=0x77",
 		fmt.Sprintf("xdata=%#x", uintptr(args.XData)), fmt.Sprintf("ydata=%#x", uintptr(args.YData))} {
 		if !strings.Contains(line, part) {
@@ -322,12 +294,8 @@ func TestForwardAndScaleMatchTheCPUReference(t *testing.T) {
 	args.Alpha, args.Beta = 2, 1
 	must(t, h.Forward(args))
 	must(t, h.ScaleTensor(d.y, devPtr(y), 0.25))
-	for i := range y {
-		if want := 0.75 * ref[i]; math.Abs(float64(y[i]-want)) > 1e-5*(1+math.Abs(float64(want))) {
-			t.Fatalf("y[%d] = %g, want %g", i, y[i], want)
-		}
-	}
-	if line := logLines("cudnnScaleTensor")[0]; !strings.Contains(line, "alpha=0.25") || !strings.Contains(line, fmt.Sprintf("y=%#x", d.y.ptr)) {
+	dnntest.WantScaled(t, y, ref, 0.75, "forward with alpha and beta, then scale")
+	if line := stand.Lines("cudnnScaleTensor")[0]; !strings.Contains(line, "alpha=0.25") || !strings.Contains(line, fmt.Sprintf("y=%#x", d.y.ptr)) {
 		t.Fatalf("scale call: %s", line)
 	}
 	runtime.KeepAlive(x)
@@ -385,17 +353,13 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	lockContext(t)
 	h, err := l.NewHandle()
 	must(t, err)
-	must(t, h.Destroy())
-	must(t, h.Destroy())
 	x, err := l.NewTensorDesc(1, 1, 2, 2)
 	must(t, err)
-	must(t, x.Destroy())
-	must(t, x.Destroy())
-	var nilConv *ConvDesc
-	var nilHandle *Handle
-	must(t, nilConv.Destroy())
-	must(t, nilHandle.Destroy())
-	if n := len(logLines("cudnnDestroy")); n != 1 {
+	dnntest.DestroyTwice(t, h, x, (*ConvDesc)(nil), (*FilterDesc)(nil), (*TensorDesc)(nil), (*Handle)(nil))
+	if n := len(stand.Lines("cudnnDestroyTensorDescriptor")); n != 1 {
+		t.Fatalf("cudnnDestroyTensorDescriptor called %d times", n)
+	}
+	if n := len(stand.Lines("cudnnDestroy")); n != 1 {
 		t.Fatalf("cudnnDestroy called %d times", n)
 	}
 }
@@ -404,7 +368,7 @@ func TestDestroyIsIdempotent(t *testing.T) {
 // at the same time.
 func TestHandlesOnTwoThreads(t *testing.T) {
 	l := openStandIn(t)
-	ctx, err := OpenContext(stand.path, 0)
+	ctx, err := OpenContext(stand.Path(), 0)
 	must(t, err)
 	defer ctx.Close()
 	p := conv.Problem{N: 1, C: 2, H: 12, W: 12, K: 3, R: 3, S: 3, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
@@ -427,7 +391,7 @@ func TestHandlesOnTwoThreads(t *testing.T) {
 				defer h.Destroy()
 				xd, _ := l.NewTensorDesc(1, 2, 12, 12)
 				wd, _ := l.NewFilterDesc(3, 2, 3, 3)
-				cd, _ := l.NewConvDesc(Conv2d{0, 0, 1, 1, 1, 1}, CrossCorrelation, FMAMath)
+				cd, _ := l.NewConvDesc(Conv2d{StrideH: 1, StrideW: 1, DilH: 1, DilW: 1}, CrossCorrelation, FMAMath)
 				yd, _ := l.NewTensorDesc(1, 3, 10, 10)
 				defer func() { xd.Destroy(); wd.Destroy(); cd.Destroy(); yd.Destroy() }()
 				y := make([]float32, p.OutputElements())

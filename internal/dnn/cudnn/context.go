@@ -2,11 +2,9 @@ package cudnn
 
 import (
 	"errors"
-	"fmt"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -29,30 +27,16 @@ type Context struct {
 
 // DriverPath is the CUDA driver dev loaded (its "libcuda" library record),
 // or DriverSoname when it names none.
-func DriverPath(dev hip.Device) string {
-	for _, l := range dev.Libraries() {
-		if l.Name == "libcuda" && l.Loaded != "" {
-			return l.Loaded
-		}
-	}
-	return DriverSoname
-}
+func DriverPath(dev hip.Device) string { return dnnlib.LoadedPath(dev, "libcuda", DriverSoname) }
 
 // OpenContext opens the driver at path (opening a library already loaded
 // returns the same instance), initialises it and retains the primary
 // context of device ordinal. Errors are *hip.Error values in the CUDA
 // dialect, or the loader's message for a library that does not open.
 func OpenContext(path string, ordinal int) (*Context, error) {
-	if ordinal < 0 {
-		return nil, fmt.Errorf("device ordinal %d is negative", ordinal)
-	}
-	h, err := purego.Dlopen(path, gpulib.DlopenMode)
-	if err != nil {
-		return nil, fmt.Errorf("opening the CUDA driver %s: %w", path, err)
-	}
 	var initFn, deviceGet, retain uintptr
 	c := &Context{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectCUDA}}
-	if err := gpulib.Bind(gpulib.Lookup(h), path, []gpulib.Symbol{
+	if err := dnnlib.BindRuntime("the CUDA driver", path, ordinal, []gpulib.Symbol{
 		{Name: "cuInit", Addr: &initFn},
 		{Name: "cuDeviceGet", Addr: &deviceGet},
 		{Name: "cuDevicePrimaryCtxRetain", Addr: &retain},

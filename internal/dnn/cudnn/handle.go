@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -75,24 +76,22 @@ type Handle struct {
 // NewHandle creates a handle on the device whose context is current on the
 // calling OS thread (see Context).
 func (l *Library) NewHandle() (*Handle, error) {
-	h := &Handle{lib: l}
-	if err := l.check("cudnnCreate", gpulib.Call(l.api.create, uintptr(unsafe.Pointer(&h.ptr)))); err != nil {
+	ptr, err := l.core.Create("cudnnCreate", l.api.create)
+	if err != nil {
 		return nil, err
 	}
-	return h, nil
+	return &Handle{lib: l, ptr: ptr}, nil
 }
 
 // SetStream makes the handle's work go to s, a CUstream: the driver API's
 // stream and the runtime API's cudaStream_t are the same object.
 func (h *Handle) SetStream(s hip.Stream) error {
-	return h.lib.check("cudnnSetStream", gpulib.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
+	return h.lib.core.Check("cudnnSetStream", gpulib.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
 }
 
 // Stream is the stream the handle's work goes to.
 func (h *Handle) Stream() (hip.Stream, error) {
-	var s uintptr
-	err := h.lib.check("cudnnGetStream", gpulib.Call(h.lib.api.getStream, h.ptr, uintptr(unsafe.Pointer(&s))))
-	return hip.Stream(s), err
+	return h.lib.core.Stream("cudnnGetStream", h.lib.api.getStream, h.ptr)
 }
 
 // Destroy releases the handle; it must not be used afterwards.
@@ -100,9 +99,7 @@ func (h *Handle) Destroy() error {
 	if h == nil || h.ptr == 0 {
 		return nil
 	}
-	err := h.lib.check("cudnnDestroy", gpulib.Call(h.lib.api.destroy, h.ptr))
-	h.ptr = 0
-	return err
+	return h.lib.core.Destroy("cudnnDestroy", h.lib.api.destroy, &h.ptr)
 }
 
 // TensorDesc is a cudnnTensorDescriptor_t for a packed NCHW fp32 tensor.
@@ -114,24 +111,21 @@ type TensorDesc struct {
 
 // NewTensorDesc creates a tensor descriptor and sets it to n x c x h x w.
 func (l *Library) NewTensorDesc(n, c, h, w int) (*TensorDesc, error) {
-	d := &TensorDesc{lib: l}
-	if err := l.check("cudnnCreateTensorDescriptor", gpulib.Call(l.api.createTensor, uintptr(unsafe.Pointer(&d.ptr)))); err != nil {
+	ptr, err := l.core.Create("cudnnCreateTensorDescriptor", l.api.createTensor)
+	if err != nil {
 		return nil, err
 	}
-	if err := d.Set(n, c, h, w); err != nil {
-		_ = d.Destroy()
-		return nil, err
-	}
-	return d, nil
+	d := &TensorDesc{lib: l, ptr: ptr}
+	return dnnlib.Configured(d, d.Set(n, c, h, w))
 }
 
 // Set reshapes the descriptor to n x c x h x w (packed NCHW, fp32).
 func (d *TensorDesc) Set(n, c, h, w int) error {
 	const op = "cudnnSetTensor4dDescriptor"
-	if err := positive(op, "n", n, "c", c, "h", h, "w", w); err != nil {
+	if err := dnnlib.Positive(op, StatusBadParam, "n c h w", n, c, h, w); err != nil {
 		return err
 	}
-	if err := d.lib.check(op, gpulib.Call(d.lib.api.setTensor4d, d.ptr, formatNCHW, dataFloat,
+	if err := d.lib.core.Check(op, gpulib.Call(d.lib.api.setTensor4d, d.ptr, formatNCHW, dataFloat,
 		uintptr(n), uintptr(c), uintptr(h), uintptr(w))); err != nil {
 		return err
 	}
@@ -150,9 +144,7 @@ func (d *TensorDesc) Destroy() error {
 	if d == nil || d.ptr == 0 {
 		return nil
 	}
-	err := d.lib.check("cudnnDestroyTensorDescriptor", gpulib.Call(d.lib.api.destroyTensor, d.ptr))
-	d.ptr = 0
-	return err
+	return d.lib.core.Destroy("cudnnDestroyTensorDescriptor", d.lib.api.destroyTensor, &d.ptr)
 }
 
 // FilterDesc is a cudnnFilterDescriptor_t for a k x c x r x s fp32 filter.
@@ -163,25 +155,22 @@ type FilterDesc struct {
 
 // NewFilterDesc creates a filter descriptor set to k x c x r x s (NCHW).
 func (l *Library) NewFilterDesc(k, c, r, s int) (*FilterDesc, error) {
-	d := &FilterDesc{lib: l}
-	if err := l.check("cudnnCreateFilterDescriptor", gpulib.Call(l.api.createFilter, uintptr(unsafe.Pointer(&d.ptr)))); err != nil {
+	ptr, err := l.core.Create("cudnnCreateFilterDescriptor", l.api.createFilter)
+	if err != nil {
 		return nil, err
 	}
-	if err := d.Set(k, c, r, s); err != nil {
-		_ = d.Destroy()
-		return nil, err
-	}
-	return d, nil
+	d := &FilterDesc{lib: l, ptr: ptr}
+	return dnnlib.Configured(d, d.Set(k, c, r, s))
 }
 
 // Set reshapes the filter. Note cuDNN's argument order: data type, then
 // format (the tensor call has format first).
 func (d *FilterDesc) Set(k, c, r, s int) error {
 	const op = "cudnnSetFilter4dDescriptor"
-	if err := positive(op, "k", k, "c", c, "r", r, "s", s); err != nil {
+	if err := dnnlib.Positive(op, StatusBadParam, "k c r s", k, c, r, s); err != nil {
 		return err
 	}
-	return d.lib.check(op, gpulib.Call(d.lib.api.setFilter4d, d.ptr, dataFloat, formatNCHW,
+	return d.lib.core.Check(op, gpulib.Call(d.lib.api.setFilter4d, d.ptr, dataFloat, formatNCHW,
 		uintptr(k), uintptr(c), uintptr(r), uintptr(s)))
 }
 
@@ -190,17 +179,11 @@ func (d *FilterDesc) Destroy() error {
 	if d == nil || d.ptr == 0 {
 		return nil
 	}
-	err := d.lib.check("cudnnDestroyFilterDescriptor", gpulib.Call(d.lib.api.destroyFilter, d.ptr))
-	d.ptr = 0
-	return err
+	return d.lib.core.Destroy("cudnnDestroyFilterDescriptor", d.lib.api.destroyFilter, &d.ptr)
 }
 
 // Conv2d is a 2-D convolution's geometry.
-type Conv2d struct {
-	PadH, PadW       int
-	StrideH, StrideW int
-	DilH, DilW       int
-}
+type Conv2d = dnnlib.Conv2d
 
 // ConvDesc is a cudnnConvolutionDescriptor_t with fp32 compute.
 type ConvDesc struct {
@@ -212,40 +195,31 @@ type ConvDesc struct {
 // the given mode and math type.
 func (l *Library) NewConvDesc(g Conv2d, mode ConvMode, math MathType) (*ConvDesc, error) {
 	const op = "cudnnSetConvolution2dDescriptor"
-	if g.PadH < 0 || g.PadW < 0 {
-		return nil, badArg(op, "padding %dx%d is negative", g.PadH, g.PadW)
-	}
-	if err := positive(op, "stride_h", g.StrideH, "stride_w", g.StrideW, "dilation_h", g.DilH, "dilation_w", g.DilW); err != nil {
+	if err := dnnlib.CheckConv2d(op, StatusBadParam, g); err != nil {
 		return nil, err
 	}
-	d := &ConvDesc{lib: l}
-	if err := l.check("cudnnCreateConvolutionDescriptor", gpulib.Call(l.api.createConv, uintptr(unsafe.Pointer(&d.ptr)))); err != nil {
+	ptr, err := l.core.Create("cudnnCreateConvolutionDescriptor", l.api.createConv)
+	if err != nil {
 		return nil, err
 	}
-	err := l.check(op, gpulib.Call(l.api.setConv2d, d.ptr, uintptr(g.PadH), uintptr(g.PadW),
+	d := &ConvDesc{lib: l, ptr: ptr}
+	err = l.core.Check(op, gpulib.Call(l.api.setConv2d, d.ptr, uintptr(g.PadH), uintptr(g.PadW),
 		uintptr(g.StrideH), uintptr(g.StrideW), uintptr(g.DilH), uintptr(g.DilW), uintptr(mode), dataFloat))
 	if err == nil {
 		err = d.SetMathType(math)
 	}
-	if err != nil {
-		_ = d.Destroy()
-		return nil, err
-	}
-	return d, nil
+	return dnnlib.Configured(d, err)
 }
 
 // SetMathType sets which kernels the convolution may use.
 func (d *ConvDesc) SetMathType(m MathType) error {
-	return d.lib.check("cudnnSetConvolutionMathType", gpulib.Call(d.lib.api.setConvMathType, d.ptr, uintptr(m)))
+	return d.lib.core.Check("cudnnSetConvolutionMathType", gpulib.Call(d.lib.api.setConvMathType, d.ptr, uintptr(m)))
 }
 
 // OutputDims is what cuDNN computes as the output shape of conv over x
 // with filter w.
 func (d *ConvDesc) OutputDims(x *TensorDesc, w *FilterDesc) ([4]int, error) {
-	var n, c, h, wd int32
-	err := d.lib.check("cudnnGetConvolution2dForwardOutputDim", gpulib.Call(d.lib.api.getOutputDim, d.ptr, x.ptr, w.ptr,
-		uintptr(unsafe.Pointer(&n)), uintptr(unsafe.Pointer(&c)), uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&wd))))
-	return [4]int{int(n), int(c), int(h), int(wd)}, err
+	return d.lib.core.OutputDims("cudnnGetConvolution2dForwardOutputDim", d.lib.api.getOutputDim, d.ptr, x.ptr, w.ptr)
 }
 
 // Destroy releases the descriptor.
@@ -253,9 +227,7 @@ func (d *ConvDesc) Destroy() error {
 	if d == nil || d.ptr == 0 {
 		return nil
 	}
-	err := d.lib.check("cudnnDestroyConvolutionDescriptor", gpulib.Call(d.lib.api.destroyConv, d.ptr))
-	d.ptr = 0
-	return err
+	return d.lib.core.Destroy("cudnnDestroyConvolutionDescriptor", d.lib.api.destroyConv, &d.ptr)
 }
 
 // fwdAlgoPerf mirrors cudnnConvolutionFwdAlgoPerf_t of cuDNN 9
@@ -314,7 +286,7 @@ func (h *Handle) rank(op string, fn uintptr, x *TensorDesc, w *FilterDesc, conv 
 	var got int32
 	st := gpulib.Call(fn, h.ptr, x.ptr, w.ptr, conv.ptr, y.ptr, uintptr(want),
 		uintptr(unsafe.Pointer(&got)), uintptr(unsafe.Pointer(&raw[0])))
-	if err := h.lib.check(op, st); err != nil {
+	if err := h.lib.core.Check(op, st); err != nil {
 		return nil, err
 	}
 	if got < 0 || int(got) > want {
@@ -332,7 +304,7 @@ func (h *Handle) rank(op string, fn uintptr, x *TensorDesc, w *FilterDesc, conv 
 // ForwardWorkspace is the workspace algo needs for this problem, in bytes.
 func (h *Handle) ForwardWorkspace(x *TensorDesc, w *FilterDesc, conv *ConvDesc, y *TensorDesc, algo FwdAlgo) (uint64, error) {
 	var size uint64
-	err := h.lib.check("cudnnGetConvolutionForwardWorkspaceSize", gpulib.Call(h.lib.api.getFwdWorkspace,
+	err := h.lib.core.Check("cudnnGetConvolutionForwardWorkspaceSize", gpulib.Call(h.lib.api.getFwdWorkspace,
 		h.ptr, x.ptr, w.ptr, conv.ptr, y.ptr, uintptr(algo), uintptr(unsafe.Pointer(&size))))
 	return size, err
 }
@@ -368,7 +340,7 @@ func (h *Handle) Forward(a ForwardArgs) error {
 		uintptr(unsafe.Pointer(&alpha)), a.X.ptr, uintptr(a.XData), a.W.ptr, uintptr(a.WData),
 		a.Conv.ptr, uintptr(a.Algo), uintptr(a.Workspace), uintptr(a.WorkspaceBytes),
 		uintptr(unsafe.Pointer(&beta)), a.Y.ptr, uintptr(a.YData))
-	return h.lib.check(op, st)
+	return h.lib.core.Check(op, st)
 }
 
 // ScaleTensor enqueues y *= alpha.
@@ -377,19 +349,5 @@ func (h *Handle) ScaleTensor(y *TensorDesc, data hip.DevPtr, alpha float32) erro
 	if y == nil || data == 0 {
 		return badArg(op, "the tensor or its data pointer is missing")
 	}
-	return h.lib.check(op, gpulib.Call(h.lib.api.scaleTensor, h.ptr, y.ptr, uintptr(data), uintptr(unsafe.Pointer(&alpha))))
-}
-
-// positive checks name/value pairs and names the first value below one.
-func positive(op string, pairs ...any) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v := pairs[i+1].(int)
-		if v < 1 {
-			return badArg(op, "%s=%d: want a positive size", pairs[i], v)
-		}
-		if v > 1<<31-1 {
-			return badArg(op, "%s=%d: larger than a C int", pairs[i], v)
-		}
-	}
-	return nil
+	return h.lib.core.ScaleTensor(op, h.lib.api.scaleTensor, h.ptr, y.ptr, data, alpha)
 }

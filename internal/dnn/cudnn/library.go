@@ -13,13 +13,13 @@
 package cudnn
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 	"unsafe"
 
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -99,24 +99,21 @@ func (a *api) symbols() []gpulib.Symbol {
 // Library is libcudnn loaded and bound.
 type Library struct {
 	api    api
-	info   hip.Library
-	ver    Version
+	core   dnnlib.Core[Status]
 	cudart int
 }
 
 // Version is cuDNN's version, e.g. 9.14.0.
-type Version struct{ Major, Minor, Patch int }
-
-func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+type Version = dnnlib.Version
 
 // ParseVersion splits what cudnnGetVersion returns: major*10000 +
 // minor*100 + patch since cuDNN 9 (91400 is 9.14.0); major*1000 +
 // minor*100 + patch before (8907 is 8.9.7).
 func ParseVersion(v int) Version {
 	if v >= 90000 {
-		return Version{v / 10000, v % 10000 / 100, v % 100}
+		return Version{Major: v / 10000, Minor: v % 10000 / 100, Patch: v % 100}
 	}
-	return Version{v / 1000, v % 1000 / 100, v % 100}
+	return Version{Major: v / 1000, Minor: v % 1000 / 100, Patch: v % 100}
 }
 
 // Open loads the first library spec finds and binds its symbols. A missing
@@ -124,18 +121,15 @@ func ParseVersion(v int) Version {
 // *gpulib.MissingSymbolError, and a library that is not cuDNN 9 an error
 // naming its version; each carries the search record (see Info).
 func Open(spec gpulib.SearchSpec) (*Library, error) {
-	h, rec, err := gpulib.Open(spec)
+	l := &Library{}
+	rec, err := dnnlib.Load(spec, l.api.symbols(), "not cuDNN 9?")
 	if err != nil {
-		return nil, &OpenError{Library: rec, Err: err}
+		return nil, err
 	}
-	l := &Library{info: rec}
-	if err := gpulib.Bind(gpulib.Lookup(h), rec.Loaded, l.api.symbols()); err != nil {
-		return nil, &OpenError{Library: rec, Err: fmt.Errorf("%w (not cuDNN 9?)", err)}
-	}
-	l.ver = ParseVersion(int(gpulib.CallPtr(l.api.getVersion)))
-	l.info.Version = l.ver.String()
-	if l.ver.Major != 9 {
-		return nil, &OpenError{Library: l.info, Err: fmt.Errorf("%s is cuDNN %s; miotool needs cuDNN 9", rec.Loaded, l.ver)}
+	l.core = dnnlib.NewCore[Status](LibraryName, rec, l.lastError)
+	l.core.SetVersion(ParseVersion(int(gpulib.CallPtr(l.api.getVersion))))
+	if v := l.core.Version(); v.Major != 9 {
+		return nil, &OpenError{Library: l.core.Info(), Err: fmt.Errorf("%s is cuDNN %s; miotool needs cuDNN 9", rec.Loaded, v)}
 	}
 	if l.api.getCudartVersion != 0 {
 		l.cudart = int(gpulib.CallPtr(l.api.getCudartVersion))
@@ -144,57 +138,39 @@ func Open(spec gpulib.SearchSpec) (*Library, error) {
 }
 
 // OpenError is a failed Open with the record of every path tried.
-type OpenError struct {
-	Library hip.Library
-	Err     error
-}
+type OpenError = dnnlib.OpenError
 
-func (e *OpenError) Error() string { return e.Err.Error() }
-func (e *OpenError) Unwrap() error { return e.Err }
-
-var defaultLib = sync.OnceValues(func() (*Library, error) { return Open(Search()) })
+var defaultLib = dnnlib.NewOnce(LibraryName, func() (*Library, error) { return Open(Search()) })
 
 // Default loads the library Search finds, once per process.
-func Default() (*Library, error) { return defaultLib() }
+func Default() (*Library, error) { return defaultLib.Get() }
 
 // Locate is the search record of Default's library, for reports: where it
 // loaded from and its version, or every path tried.
-func Locate() hip.Library {
-	l, err := Default()
-	if err != nil {
-		var oe *OpenError
-		if errors.As(err, &oe) {
-			return oe.Library
-		}
-		return hip.Library{Name: LibraryName}
-	}
-	return l.Info()
-}
+func Locate() hip.Library { return defaultLib.Locate() }
 
 // Info is where the library loaded from and its version.
-func (l *Library) Info() hip.Library { return l.info }
+func (l *Library) Info() hip.Library { return l.core.Info() }
 
 // Version is the library's version.
-func (l *Library) Version() Version { return l.ver }
+func (l *Library) Version() Version { return l.core.Version() }
 
 // CudartVersion is the CUDA runtime version cuDNN was built with (12080
 // for 12.8), 0 when the library does not say.
 func (l *Library) CudartVersion() int { return l.cudart }
 
 // String names the library for reports: "libcudnn 9.14.0 (/usr/lib/...)".
-func (l *Library) String() string {
-	return fmt.Sprintf("%s %s (%s)", LibraryName, l.ver, l.info.Loaded)
-}
+func (l *Library) String() string { return l.core.String() }
 
 // lastError is cuDNN 9's text for the most recent failure on this thread,
-// "" when the library cannot say.
-func (l *Library) lastError() string {
+// on one line, "" when the library cannot say.
+func (l *Library) lastError(int32) string {
 	if l.api.getLastErrorString == 0 {
 		return ""
 	}
 	buf := make([]byte, 512)
 	gpulib.Call(l.api.getLastErrorString, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-	return cString(buf)
+	return strings.Join(strings.Fields(cString(buf)), " ")
 }
 
 func cString(b []byte) string {

@@ -1,9 +1,9 @@
 package cudnn
 
 import (
-	"errors"
 	"fmt"
-	"strings"
+
+	"miotool/internal/dnn/dnnlib"
 )
 
 // Status is a cudnnStatus_t. cuDNN 9 groups codes by thousands: 1xxx
@@ -90,48 +90,16 @@ func (s Status) String() string {
 	return fmt.Sprintf("CUDNN_STATUS(%d)", int(s))
 }
 
-// Error is a cuDNN call that returned a status other than success.
-type Error struct {
-	Op     string // the C function, e.g. cudnnConvolutionForward
-	Status Status
-	// Message is cuDNN's own explanation (cudnnGetLastErrorString), or
-	// the text of a check made before the call; it may be empty.
-	Message string
-}
-
-func (e *Error) Error() string {
-	s := fmt.Sprintf("%s: %s (%d)", e.Op, e.Status, int(e.Status))
-	if m := strings.TrimSpace(e.Message); m != "" && m != e.Status.String() {
-		s += ": " + m
-	}
-	return s
-}
+// Error is a cuDNN call that returned a status other than success. Its
+// Message is cuDNN's own explanation (cudnnGetLastErrorString), or the text
+// of a check made before the call; it may be empty.
+type Error = dnnlib.Error[Status]
 
 // StatusOf is the status of the first *Error in err's chain: success for
 // nil, StatusInternalError for an error that is not cuDNN's.
-func StatusOf(err error) Status {
-	if err == nil {
-		return StatusSuccess
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Status
-	}
-	return StatusInternalError
-}
-
-// check maps a returned status to an *Error, adding cuDNN's last-error
-// text when there is one.
-func (l *Library) check(op string, st int32) error {
-	if st == 0 {
-		return nil
-	}
-	return &Error{Op: op, Status: Status(st), Message: oneLine(l.lastError())}
-}
+func StatusOf(err error) Status { return dnnlib.StatusOf(err, StatusInternalError) }
 
 // badArg is an argument refused before it reaches the library.
 func badArg(op, format string, args ...any) error {
-	return &Error{Op: op, Status: StatusBadParam, Message: fmt.Sprintf(format, args...)}
+	return dnnlib.BadArg(op, StatusBadParam, format, args...)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

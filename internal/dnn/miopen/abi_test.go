@@ -3,7 +3,6 @@ package miopen
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -21,7 +21,7 @@ import (
 func TestStructLayoutsMatchC(t *testing.T) {
 	openStandIn(t)
 	var c [7]int32
-	gpulib.Call(stand.layout, uintptr(unsafe.Pointer(&c[0])))
+	gpulib.Call(mockCtl.layout, uintptr(unsafe.Pointer(&c[0])))
 	var p convAlgoPerf
 	var s convSolution
 	goLayout := [7]int32{int32(unsafe.Sizeof(p)), int32(unsafe.Offsetof(p.time)), int32(unsafe.Offsetof(p.memory)),
@@ -46,35 +46,32 @@ func TestOpenSetsTheEnvironmentBeforeLoading(t *testing.T) {
 		t.Fatalf("user db folder: %v entries, %v", len(entries), err)
 	}
 	want := "MIOPEN_USER_DB_PATH=" + db + " MIOPEN_DEBUG_DISABLE_FIND_DB=1"
-	if got := gpulib.GoString(gpulib.CallPtr(stand.envAtLoad)); got != want {
+	if got := gpulib.GoString(gpulib.CallPtr(mockCtl.envAtLoad)); got != want {
 		t.Fatalf("environment at load %q, want %q", got, want)
 	}
 	if env := strings.Join(l.Environment(), " "); env != "MIOPEN_USER_DB_PATH="+db+" MIOPEN_DEBUG_DISABLE_FIND_DB=1" {
 		t.Fatalf("Environment() = %q", env)
 	}
-	if l.Version().String() != "3.5.1" || l.Info().Version != "3.5.1" || l.Info().Loaded != stand.path {
+	if l.Version().String() != "3.5.1" || l.Info().Version != "3.5.1" || l.Info().Loaded != stand.Path() {
 		t.Fatalf("version %s, info %+v", l.Version(), l.Info())
 	}
-	if !strings.Contains(l.String(), "libMIOpen 3.5.1 ("+stand.path+")") {
+	if !strings.Contains(l.String(), "libMIOpen 3.5.1 ("+stand.Path()+")") {
 		t.Fatalf("String() = %q", l.String())
 	}
 }
 
 func TestOpenRecordsEveryPathTried(t *testing.T) {
 	openStandIn(t)
-	empty := t.TempDir()
-	_, err := Open(gpulib.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: []string{empty}, SkipLoaderPath: true}, Options{UserDBPath: empty})
-	var oe *OpenError
-	var nf *gpulib.NotFoundError
-	if !errors.As(err, &oe) || !errors.As(err, &nf) || len(oe.Library.Tried) != 1 || oe.Library.Tried[0].Path != filepath.Join(empty, Soname) {
-		t.Fatalf("missing library: %v (%+v)", err, oe)
-	}
+	dnntest.WantNotFound(t, LibraryName, Soname, func(spec gpulib.SearchSpec) error {
+		_, err := Open(spec, Options{UserDBPath: t.TempDir()})
+		return err
+	})
 }
 
 func TestRemoveUserDBRemovesOnlyAFolderItMade(t *testing.T) {
 	openStandIn(t)
 	t.Setenv(EnvUserDBPath, "")
-	made, err := Open(standInSpec(), Options{})
+	made, err := Open(stand.Spec(LibraryName), Options{})
 	must(t, err)
 	if _, err := os.Stat(made.UserDBPath()); err != nil {
 		t.Fatal(err)
@@ -86,7 +83,7 @@ func TestRemoveUserDBRemovesOnlyAFolderItMade(t *testing.T) {
 	must(t, made.RemoveUserDB())
 
 	mine := t.TempDir()
-	named, err := Open(standInSpec(), Options{UserDBPath: mine, KeepFindDB: true})
+	named, err := Open(stand.Spec(LibraryName), Options{UserDBPath: mine, KeepFindDB: true})
 	must(t, err)
 	must(t, named.RemoveUserDB())
 	if _, err := os.Stat(mine); err != nil {
@@ -102,7 +99,7 @@ func TestFindWritesToTheUserDBWhenTheFindDBIsOn(t *testing.T) {
 	t.Setenv(EnvUserDBPath, "")
 	t.Setenv(EnvDisableFindDB, "")
 	os.Unsetenv(EnvDisableFindDB)
-	l, err := Open(standInSpec(), Options{UserDBPath: dir, KeepFindDB: true})
+	l, err := Open(stand.Spec(LibraryName), Options{UserDBPath: dir, KeepFindDB: true})
 	must(t, err)
 	if _, set := os.LookupEnv(EnvDisableFindDB); set {
 		t.Fatal("KeepFindDB set the switch")
@@ -123,20 +120,20 @@ func TestFindWritesToTheUserDBWhenTheFindDBIsOn(t *testing.T) {
 func TestDeviceSelectorSelectsPerThread(t *testing.T) {
 	l := openStandIn(t)
 	sel := lockDevice(t, 1)
-	if got := gpulib.Call(stand.threadDevice); got != 1 {
+	if got := gpulib.Call(mockCtl.threadDevice); got != 1 {
 		t.Fatalf("thread device %d, want 1", got)
 	}
 	h, err := l.NewHandle(0x20)
 	must(t, err)
 	defer h.Destroy()
-	if line := logLines("miopenCreateWithStream")[0]; !strings.Contains(line, "stream=0x20 device=1") {
+	if line := stand.Lines("miopenCreateWithStream")[0]; !strings.Contains(line, "stream=0x20 device=1") {
 		t.Fatalf("handle creation: %s", line)
 	}
 	p, b := problemWithBuffers(t, l, problem, 1)
 	must(t, h.Forward(p, b, AlgoDirect, 1, 0))
 
 	// The same handle from a thread on device 0 is refused by the stand-in.
-	other, err := OpenDeviceSelector(stand.path, 0)
+	other, err := OpenDeviceSelector(stand.Path(), 0)
 	must(t, err)
 	errc := make(chan error, 1)
 	go func() {
@@ -151,11 +148,11 @@ func TestDeviceSelectorSelectsPerThread(t *testing.T) {
 	wantStatus(t, <-errc, StatusUnknownError, "forward from a thread on another device")
 	must(t, sel.Select())
 
-	_, err = OpenDeviceSelector(stand.path, -1)
+	_, err = OpenDeviceSelector(stand.Path(), -1)
 	if err == nil {
 		t.Fatal("a negative ordinal was accepted")
 	}
-	bad, err := OpenDeviceSelector(stand.path, 2)
+	bad, err := OpenDeviceSelector(stand.Path(), 2)
 	must(t, err)
 	if err := bad.Select(); hip.CodeOf(err) != hip.ErrInvalidDevice || !strings.Contains(err.Error(), "hipSetDevice: hipErrorInvalidDevice (101)") {
 		t.Fatalf("ordinal 2 of 2: %v", err)
@@ -166,24 +163,8 @@ func TestDeviceSelectorSelectsPerThread(t *testing.T) {
 }
 
 func TestRuntimePathComesFromTheDevice(t *testing.T) {
-	d := libsDevice{libs: []hip.Library{{Name: "libhiprtc", Loaded: "/r/libhiprtc.so.7"}, {Name: "libamdhip64", Loaded: "/r/libamdhip64.so.7.1"}}}
-	if got := RuntimePath(d); got != "/r/libamdhip64.so.7.1" {
-		t.Fatalf("RuntimePath = %q", got)
-	}
-	if got := RuntimePath(libsDevice{}); got != RuntimeSoname {
-		t.Fatalf("RuntimePath without a record = %q", got)
-	}
+	dnntest.WantLoadedPath(t, RuntimePath, "libamdhip64", RuntimeSoname)
 }
-
-type libsDevice struct {
-	hip.Device
-	libs []hip.Library
-}
-
-func (d libsDevice) Libraries() []hip.Library { return d.libs }
-
-// problem has every geometry parameter away from its default.
-var problem = conv.Problem{N: 2, C: 3, H: 9, W: 7, K: 4, R: 3, S: 2, PadH: 1, PadW: 0, StrideH: 2, StrideW: 1, DilH: 1, DilW: 2, Groups: 1}
 
 type hostBuffers struct {
 	x, w, y, ws []float32
@@ -203,7 +184,7 @@ func problemWithBuffers(t *testing.T, l *Library, p conv.Problem, seed uint64) (
 	if d.W, err = l.NewTensorDesc(p.K, p.C, p.R, p.S); err != nil {
 		t.Fatal(err)
 	}
-	if d.Conv, err = l.NewConvDesc(Conv2d{p.PadH, p.PadW, p.StrideH, p.StrideW, p.DilH, p.DilW}); err != nil {
+	if d.Conv, err = l.NewConvDesc(dnntest.Geometry(p)); err != nil {
 		t.Fatal(err)
 	}
 	if d.Y, err = l.NewTensorDesc(p.N, p.K, p.OutH(), p.OutW()); err != nil {
@@ -218,14 +199,10 @@ func problemWithBuffers(t *testing.T, l *Library, p conv.Problem, seed uint64) (
 	hb.ref = conv.Reference(p, hb.x, hb.w)
 	buffers[d.Y] = hb
 	t.Cleanup(func() {
-		for _, err := range []error{d.X.Destroy(), d.W.Destroy(), d.Conv.Destroy(), d.Y.Destroy()} {
-			if err != nil {
-				t.Error(err)
-			}
-		}
 		delete(buffers, d.Y)
 		runtime.KeepAlive(hb)
 	})
+	dnntest.DestroyAtCleanup(t, d.X, d.W, d.Conv, d.Y)
 	return d, Buffers{X: devPtr(hb.x), W: devPtr(hb.w), Y: devPtr(hb.y), Workspace: devPtr(hb.ws), WorkspaceBytes: 2048}
 }
 
@@ -234,13 +211,7 @@ var buffers = map[*TensorDesc]*hostBuffers{}
 
 func checkY(t *testing.T, p Problem, scale float32, what string) {
 	t.Helper()
-	hb := buffers[p.Y]
-	for i := range hb.y {
-		want := scale * hb.ref[i]
-		if math.Abs(float64(hb.y[i]-want)) > 1e-5*(1+math.Abs(float64(want))) {
-			t.Fatalf("%s: y[%d] = %g, want %g", what, i, hb.y[i], want)
-		}
-	}
+	dnntest.WantScaled(t, buffers[p.Y].y, buffers[p.Y].ref, scale, what)
 }
 
 func clearY(p Problem) { clear(buffers[p.Y].y) }
@@ -249,15 +220,11 @@ func TestDescriptorsPassTheirArgumentsInMIOpensOrder(t *testing.T) {
 	l := openStandIn(t)
 	lockDevice(t, 0)
 	p, _ := problemWithBuffers(t, l, problem, 1)
-	for _, want := range []string{
+	stand.WantLogged(t, []string{
 		fmt.Sprintf("miopenSet4dTensorDescriptor desc=%#x dtype=1 n=2 c=3 h=9 w=7", p.X.ptr),
 		fmt.Sprintf("miopenSet4dTensorDescriptor desc=%#x dtype=1 n=4 c=3 h=3 w=2", p.W.ptr),
 		fmt.Sprintf("miopenInitConvolutionDescriptor desc=%#x mode=0 pad=1x0 stride=2x1 dilation=1x2", p.Conv.ptr),
-	} {
-		if !strings.Contains(standInLog(), want) {
-			t.Errorf("log lacks %q:\n%s", want, standInLog())
-		}
-	}
+	}...)
 	dims, err := p.Conv.OutputDims(p.X, p.W)
 	if err != nil || dims != [4]int{2, 4, problem.OutH(), problem.OutW()} || p.Y.Dims() != dims || p.Y.Elements() != 200 {
 		t.Fatalf("OutputDims = %v, %v; y %v", dims, err, p.Y.Dims())
@@ -270,7 +237,7 @@ func TestDescriptorsPassTheirArgumentsInMIOpensOrder(t *testing.T) {
 		t.Fatalf("workspace %d, %v", ws, err)
 	}
 	// w before x in the workspace query.
-	if line := logLines("miopenConvolutionForwardGetWorkSpaceSize")[0]; !strings.Contains(line, fmt.Sprintf("w=%#x x=%#x", p.W.ptr, p.X.ptr)) {
+	if line := stand.Lines("miopenConvolutionForwardGetWorkSpaceSize")[0]; !strings.Contains(line, fmt.Sprintf("w=%#x x=%#x", p.W.ptr, p.X.ptr)) {
 		t.Fatalf("workspace query: %s", line)
 	}
 }
@@ -283,8 +250,11 @@ func TestBadArgumentsAreRefusedBeforeTheLibrary(t *testing.T) {
 		want string
 	}{
 		{"tensor", func() error { _, err := l.NewTensorDesc(1, 1, 0, 4); return err }, "h=0: want a positive size"},
-		{"padding", func() error { _, err := l.NewConvDesc(Conv2d{0, -3, 1, 1, 1, 1}); return err }, "padding 0x-3 is negative"},
-		{"dilation", func() error { _, err := l.NewConvDesc(Conv2d{0, 0, 1, 1, 0, 1}); return err }, "dilation_h=0"},
+		{"padding", func() error {
+			_, err := l.NewConvDesc(Conv2d{PadW: -3, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1})
+			return err
+		}, "padding 0x-3 is negative"},
+		{"dilation", func() error { _, err := l.NewConvDesc(Conv2d{StrideH: 1, StrideW: 1, DilW: 1}); return err }, "dilation_h=0"},
 		{"descriptor", func() error { return (&Handle{lib: l}).Forward(Problem{}, Buffers{}, AlgoDirect, 1, 0) }, "a descriptor is missing"},
 		{"solutions", func() error {
 			_, err := (&Handle{lib: l}).Solutions(Problem{X: &TensorDesc{}, W: &TensorDesc{}, Y: &TensorDesc{}, Conv: &ConvDesc{}}, 0)
@@ -296,7 +266,7 @@ func TestBadArgumentsAreRefusedBeforeTheLibrary(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tt.name, e, tt.want)
 		}
 	}
-	if n := len(logLines("miopenSet4dTensorDescriptor")) + len(logLines("miopenConvolutionForward")); n != 0 {
+	if n := len(stand.Lines("miopenSet4dTensorDescriptor")) + len(stand.Lines("miopenConvolutionForward")); n != 0 {
 		t.Fatalf("a refused argument reached the library (%d calls)", n)
 	}
 }
@@ -315,7 +285,7 @@ func TestFindDecodesPerfResultsAndWritesY(t *testing.T) {
 		t.Fatalf("find = %+v", found)
 	}
 	checkY(t, p, 1, "find's output")
-	line := logLines("miopenFindConvolutionForwardAlgorithm")[0]
+	line := stand.Lines("miopenFindConvolutionForwardAlgorithm")[0]
 	for _, part := range []string{"requested=8", "ws_size=2048", "exhaustive=1", "stream=0x40",
 		fmt.Sprintf("x=%#x xdata=%#x w=%#x wdata=%#x", p.X.ptr, uintptr(b.X), p.W.ptr, uintptr(b.W)),
 		fmt.Sprintf("y=%#x ydata=%#x", p.Y.ptr, uintptr(b.Y))} {
@@ -346,7 +316,7 @@ func TestForwardImmediateAndScaleMatchTheCPUReference(t *testing.T) {
 
 	must(t, h.Forward(p, b, AlgoGEMM, 1, 0))
 	checkY(t, p, 1, "forward")
-	line := logLines("miopenConvolutionForward")[0]
+	line := stand.Lines("miopenConvolutionForward")[0]
 	for _, part := range []string{"alpha=1 ", "algo=0 ", "beta=0 ", "ws_size=2048", "stream=0x50"} {
 		if !strings.Contains(line, part) {
 			t.Errorf("forward call lacks %q: %s", part, line)
@@ -372,7 +342,7 @@ func TestForwardImmediateAndScaleMatchTheCPUReference(t *testing.T) {
 	clearY(p)
 	must(t, h.ForwardImmediate(p, b, 91))
 	checkY(t, p, 1, "immediate forward")
-	line = logLines("miopenConvolutionForwardImmediate")[0]
+	line = stand.Lines("miopenConvolutionForwardImmediate")[0]
 	if !strings.Contains(line, fmt.Sprintf("w=%#x wdata=%#x x=%#x xdata=%#x", p.W.ptr, uintptr(b.W), p.X.ptr, uintptr(b.X))) ||
 		!strings.Contains(line, "id=91") {
 		t.Fatalf("immediate call: %s", line)
@@ -418,13 +388,13 @@ func TestDestroyIsIdempotent(t *testing.T) {
 	lockDevice(t, 0)
 	h, err := l.NewHandle(0)
 	must(t, err)
-	must(t, h.Destroy())
-	must(t, h.Destroy())
-	var nilHandle *Handle
-	var nilConv *ConvDesc
-	must(t, nilHandle.Destroy())
-	must(t, nilConv.Destroy())
-	if n := len(logLines("miopenDestroy")); n != 1 {
+	x, err := l.NewTensorDesc(1, 1, 2, 2)
+	must(t, err)
+	dnntest.DestroyTwice(t, h, x, (*ConvDesc)(nil), (*TensorDesc)(nil), (*Handle)(nil), &TensorDesc{})
+	if n := len(stand.Lines("miopenDestroyTensorDescriptor")); n != 1 {
+		t.Fatalf("miopenDestroyTensorDescriptor called %d times", n)
+	}
+	if n := len(stand.Lines("miopenDestroy")); n != 1 {
 		t.Fatalf("miopenDestroy called %d times", n)
 	}
 }

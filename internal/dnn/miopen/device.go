@@ -1,10 +1,7 @@
 package miopen
 
 import (
-	"fmt"
-
-	"github.com/ebitengine/purego"
-
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -16,14 +13,7 @@ const RuntimeSoname = "libamdhip64.so.7"
 // RuntimePath is the HIP runtime dev loaded (its "libamdhip64" library
 // record), or RuntimeSoname when it names none. MIOpen links the runtime
 // by soname, so both resolve to the one instance in the process.
-func RuntimePath(dev hip.Device) string {
-	for _, l := range dev.Libraries() {
-		if l.Name == "libamdhip64" && l.Loaded != "" {
-			return l.Loaded
-		}
-	}
-	return RuntimeSoname
-}
+func RuntimePath(dev hip.Device) string { return dnnlib.LoadedPath(dev, "libamdhip64", RuntimeSoname) }
 
 // DeviceSelector selects one HIP device on OS threads (hipSetDevice is per
 // host thread), as MIOpen calls on miotool's HIP backend need.
@@ -36,15 +26,8 @@ type DeviceSelector struct {
 // OpenDeviceSelector opens the HIP runtime at path (opening a library
 // already loaded returns the same instance) and binds hipSetDevice.
 func OpenDeviceSelector(path string, ordinal int) (*DeviceSelector, error) {
-	if ordinal < 0 {
-		return nil, fmt.Errorf("device ordinal %d is negative", ordinal)
-	}
-	h, err := purego.Dlopen(path, gpulib.DlopenMode)
-	if err != nil {
-		return nil, fmt.Errorf("opening the HIP runtime %s: %w", path, err)
-	}
 	s := &DeviceSelector{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectHIP}}
-	if err := gpulib.Bind(gpulib.Lookup(h), path, []gpulib.Symbol{{Name: "hipSetDevice", Addr: &s.setDevice}}); err != nil {
+	if err := dnnlib.BindRuntime("the HIP runtime", path, ordinal, []gpulib.Symbol{{Name: "hipSetDevice", Addr: &s.setDevice}}); err != nil {
 		return nil, err
 	}
 	return s, nil

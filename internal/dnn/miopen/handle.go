@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -56,7 +57,7 @@ type Handle struct {
 // device selected on the calling OS thread (miopenCreateWithStream).
 func (l *Library) NewHandle(s hip.Stream) (*Handle, error) {
 	h := &Handle{lib: l}
-	if err := l.check("miopenCreateWithStream", gpulib.Call(l.api.createWithStream, uintptr(unsafe.Pointer(&h.ptr)), uintptr(s))); err != nil {
+	if err := l.core.Check("miopenCreateWithStream", gpulib.Call(l.api.createWithStream, uintptr(unsafe.Pointer(&h.ptr)), uintptr(s))); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -64,14 +65,12 @@ func (l *Library) NewHandle(s hip.Stream) (*Handle, error) {
 
 // SetStream moves the handle's work to s.
 func (h *Handle) SetStream(s hip.Stream) error {
-	return h.lib.check("miopenSetStream", gpulib.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
+	return h.lib.core.Check("miopenSetStream", gpulib.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
 }
 
 // Stream is the stream the handle's work goes to.
 func (h *Handle) Stream() (hip.Stream, error) {
-	var s uintptr
-	err := h.lib.check("miopenGetStream", gpulib.Call(h.lib.api.getStream, h.ptr, uintptr(unsafe.Pointer(&s))))
-	return hip.Stream(s), err
+	return h.lib.core.Stream("miopenGetStream", h.lib.api.getStream, h.ptr)
 }
 
 // Destroy releases the handle; it must not be used afterwards.
@@ -79,9 +78,7 @@ func (h *Handle) Destroy() error {
 	if h == nil || h.ptr == 0 {
 		return nil
 	}
-	err := h.lib.check("miopenDestroy", gpulib.Call(h.lib.api.destroy, h.ptr))
-	h.ptr = 0
-	return err
+	return h.lib.core.Destroy("miopenDestroy", h.lib.api.destroy, &h.ptr)
 }
 
 // TensorDesc is a miopenTensorDescriptor_t for a packed NCHW fp32 tensor.
@@ -94,25 +91,22 @@ type TensorDesc struct {
 
 // NewTensorDesc creates a descriptor set to n x c x h x w.
 func (l *Library) NewTensorDesc(n, c, h, w int) (*TensorDesc, error) {
-	d := &TensorDesc{lib: l}
-	if err := l.check("miopenCreateTensorDescriptor", gpulib.Call(l.api.createTensor, uintptr(unsafe.Pointer(&d.ptr)))); err != nil {
+	ptr, err := l.core.Create("miopenCreateTensorDescriptor", l.api.createTensor)
+	if err != nil {
 		return nil, err
 	}
-	if err := d.Set(n, c, h, w); err != nil {
-		_ = d.Destroy()
-		return nil, err
-	}
-	return d, nil
+	d := &TensorDesc{lib: l, ptr: ptr}
+	return dnnlib.Configured(d, d.Set(n, c, h, w))
 }
 
 // Set reshapes the descriptor (miopenSet4dTensorDescriptor: data type
 // first, then n, c, h, w).
 func (d *TensorDesc) Set(n, c, h, w int) error {
 	const op = "miopenSet4dTensorDescriptor"
-	if err := positive(op, "n", n, "c", c, "h", h, "w", w); err != nil {
+	if err := dnnlib.Positive(op, StatusBadParm, "n c h w", n, c, h, w); err != nil {
 		return err
 	}
-	if err := d.lib.check(op, gpulib.Call(d.lib.api.set4dTensor, d.ptr, dataFloat,
+	if err := d.lib.core.Check(op, gpulib.Call(d.lib.api.set4dTensor, d.ptr, dataFloat,
 		uintptr(n), uintptr(c), uintptr(h), uintptr(w))); err != nil {
 		return err
 	}
@@ -131,17 +125,11 @@ func (d *TensorDesc) Destroy() error {
 	if d == nil || d.ptr == 0 {
 		return nil
 	}
-	err := d.lib.check("miopenDestroyTensorDescriptor", gpulib.Call(d.lib.api.destroyTensor, d.ptr))
-	d.ptr = 0
-	return err
+	return d.lib.core.Destroy("miopenDestroyTensorDescriptor", d.lib.api.destroyTensor, &d.ptr)
 }
 
 // Conv2d is a 2-D convolution's geometry.
-type Conv2d struct {
-	PadH, PadW       int
-	StrideH, StrideW int
-	DilH, DilW       int
-}
+type Conv2d = dnnlib.Conv2d
 
 // ConvDesc is a miopenConvolutionDescriptor_t in miopenConvolution mode.
 type ConvDesc struct {
@@ -152,31 +140,22 @@ type ConvDesc struct {
 // NewConvDesc creates a 2-D convolution descriptor.
 func (l *Library) NewConvDesc(g Conv2d) (*ConvDesc, error) {
 	const op = "miopenInitConvolutionDescriptor"
-	if g.PadH < 0 || g.PadW < 0 {
-		return nil, badArg(op, "padding %dx%d is negative", g.PadH, g.PadW)
-	}
-	if err := positive(op, "stride_h", g.StrideH, "stride_w", g.StrideW, "dilation_h", g.DilH, "dilation_w", g.DilW); err != nil {
+	if err := dnnlib.CheckConv2d(op, StatusBadParm, g); err != nil {
 		return nil, err
 	}
-	d := &ConvDesc{lib: l}
-	if err := l.check("miopenCreateConvolutionDescriptor", gpulib.Call(l.api.createConv, uintptr(unsafe.Pointer(&d.ptr)))); err != nil {
+	ptr, err := l.core.Create("miopenCreateConvolutionDescriptor", l.api.createConv)
+	if err != nil {
 		return nil, err
 	}
-	if err := l.check(op, gpulib.Call(l.api.initConv, d.ptr, convCrossCorrelation, uintptr(g.PadH), uintptr(g.PadW),
-		uintptr(g.StrideH), uintptr(g.StrideW), uintptr(g.DilH), uintptr(g.DilW))); err != nil {
-		_ = d.Destroy()
-		return nil, err
-	}
-	return d, nil
+	d := &ConvDesc{lib: l, ptr: ptr}
+	return dnnlib.Configured(d, l.core.Check(op, gpulib.Call(l.api.initConv, d.ptr, convCrossCorrelation, uintptr(g.PadH), uintptr(g.PadW),
+		uintptr(g.StrideH), uintptr(g.StrideW), uintptr(g.DilH), uintptr(g.DilW))))
 }
 
 // OutputDims is what MIOpen computes as the output shape of conv over x
 // with filter w.
 func (d *ConvDesc) OutputDims(x, w *TensorDesc) ([4]int, error) {
-	var n, c, h, wd int32
-	err := d.lib.check("miopenGetConvolutionForwardOutputDim", gpulib.Call(d.lib.api.outputDims, d.ptr, x.ptr, w.ptr,
-		uintptr(unsafe.Pointer(&n)), uintptr(unsafe.Pointer(&c)), uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&wd))))
-	return [4]int{int(n), int(c), int(h), int(wd)}, err
+	return d.lib.core.OutputDims("miopenGetConvolutionForwardOutputDim", d.lib.api.outputDims, d.ptr, x.ptr, w.ptr)
 }
 
 // Destroy releases the descriptor.
@@ -184,9 +163,7 @@ func (d *ConvDesc) Destroy() error {
 	if d == nil || d.ptr == 0 {
 		return nil
 	}
-	err := d.lib.check("miopenDestroyConvolutionDescriptor", gpulib.Call(d.lib.api.destroyConv, d.ptr))
-	d.ptr = 0
-	return err
+	return d.lib.core.Destroy("miopenDestroyConvolutionDescriptor", d.lib.api.destroyConv, &d.ptr)
 }
 
 // Problem names the descriptors of one forward convolution.
@@ -224,7 +201,7 @@ func (h *Handle) ForwardWorkspace(p Problem) (uint64, error) {
 		return 0, err
 	}
 	var size uint64
-	err := h.lib.check(op, gpulib.Call(h.lib.api.fwdWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(unsafe.Pointer(&size))))
+	err := h.lib.core.Check(op, gpulib.Call(h.lib.api.fwdWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(unsafe.Pointer(&size))))
 	return size, err
 }
 
@@ -268,7 +245,7 @@ func (h *Handle) FindForward(p Problem, b Buffers, exhaustive bool) ([]AlgoPerf,
 	st := gpulib.Call(h.lib.api.findFwd, h.ptr, p.X.ptr, uintptr(b.X), p.W.ptr, uintptr(b.W), p.Conv.ptr, p.Y.ptr, uintptr(b.Y),
 		maxFindResults, uintptr(unsafe.Pointer(&got)), uintptr(unsafe.Pointer(&raw[0])),
 		uintptr(b.Workspace), uintptr(b.WorkspaceBytes), ex)
-	if err := h.lib.check(op, st); err != nil {
+	if err := h.lib.core.Check(op, st); err != nil {
 		return nil, err
 	}
 	if got < 0 || got > maxFindResults {
@@ -291,7 +268,7 @@ func (h *Handle) Forward(p Problem, b Buffers, algo Algo, alpha, beta float32) e
 	if err := b.check(op); err != nil {
 		return err
 	}
-	return h.lib.check(op, gpulib.Call(h.lib.api.convFwd, h.ptr, uintptr(unsafe.Pointer(&alpha)),
+	return h.lib.core.Check(op, gpulib.Call(h.lib.api.convFwd, h.ptr, uintptr(unsafe.Pointer(&alpha)),
 		p.X.ptr, uintptr(b.X), p.W.ptr, uintptr(b.W), p.Conv.ptr, uintptr(algo),
 		uintptr(unsafe.Pointer(&beta)), p.Y.ptr, uintptr(b.Y), uintptr(b.Workspace), uintptr(b.WorkspaceBytes)))
 }
@@ -329,7 +306,7 @@ func (h *Handle) Solutions(p Problem, max int) ([]Solution, error) {
 		return nil, badArg(op, "max=%d: want at least one solution", max)
 	}
 	var count uint64
-	if err := h.lib.check("miopenConvolutionForwardGetSolutionCount", gpulib.Call(h.lib.api.solutionCount,
+	if err := h.lib.core.Check("miopenConvolutionForwardGetSolutionCount", gpulib.Call(h.lib.api.solutionCount,
 		h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(unsafe.Pointer(&count)))); err != nil {
 		return nil, err
 	}
@@ -339,7 +316,7 @@ func (h *Handle) Solutions(p Problem, max int) ([]Solution, error) {
 	}
 	raw := make([]convSolution, n)
 	var got uint64
-	if err := h.lib.check(op, gpulib.Call(h.lib.api.getSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
+	if err := h.lib.core.Check(op, gpulib.Call(h.lib.api.getSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
 		uintptr(n), uintptr(unsafe.Pointer(&got)), uintptr(unsafe.Pointer(&raw[0])))); err != nil {
 		return nil, err
 	}
@@ -360,7 +337,7 @@ func (h *Handle) SolutionWorkspace(p Problem, id uint64) (uint64, error) {
 		return 0, err
 	}
 	var size uint64
-	err := h.lib.check(op, gpulib.Call(h.lib.api.solutionWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
+	err := h.lib.core.Check(op, gpulib.Call(h.lib.api.solutionWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
 		uintptr(id), uintptr(unsafe.Pointer(&size))))
 	return size, err
 }
@@ -371,7 +348,7 @@ func (h *Handle) CompileSolution(p Problem, id uint64) error {
 	if err := p.check(op); err != nil {
 		return err
 	}
-	return h.lib.check(op, gpulib.Call(h.lib.api.compileSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(id)))
+	return h.lib.core.Check(op, gpulib.Call(h.lib.api.compileSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(id)))
 }
 
 // ForwardImmediate enqueues y = conv(x, w) with solution id on the
@@ -384,7 +361,7 @@ func (h *Handle) ForwardImmediate(p Problem, b Buffers, id uint64) error {
 	if err := b.check(op); err != nil {
 		return err
 	}
-	return h.lib.check(op, gpulib.Call(h.lib.api.fwdImmediate, h.ptr, p.W.ptr, uintptr(b.W), p.X.ptr, uintptr(b.X),
+	return h.lib.core.Check(op, gpulib.Call(h.lib.api.fwdImmediate, h.ptr, p.W.ptr, uintptr(b.W), p.X.ptr, uintptr(b.X),
 		p.Conv.ptr, p.Y.ptr, uintptr(b.Y), uintptr(b.Workspace), uintptr(b.WorkspaceBytes), uintptr(id)))
 }
 
@@ -394,19 +371,5 @@ func (h *Handle) ScaleTensor(y *TensorDesc, data hip.DevPtr, alpha float32) erro
 	if y == nil || data == 0 {
 		return badArg(op, "the tensor or its data pointer is missing")
 	}
-	return h.lib.check(op, gpulib.Call(h.lib.api.scaleTensor, h.ptr, y.ptr, uintptr(data), uintptr(unsafe.Pointer(&alpha))))
-}
-
-// positive checks name/value pairs and names the first value below one.
-func positive(op string, pairs ...any) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v := pairs[i+1].(int)
-		if v < 1 {
-			return badArg(op, "%s=%d: want a positive size", pairs[i], v)
-		}
-		if v > 1<<31-1 {
-			return badArg(op, "%s=%d: larger than a C int", pairs[i], v)
-		}
-	}
-	return nil
+	return h.lib.core.ScaleTensor(op, h.lib.api.scaleTensor, h.ptr, y.ptr, data, alpha)
 }

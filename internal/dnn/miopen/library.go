@@ -16,13 +16,12 @@
 package miopen
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"unsafe"
 
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
 )
@@ -117,26 +116,17 @@ func (a *api) symbols() []gpulib.Symbol {
 // Library is libMIOpen loaded and bound.
 type Library struct {
 	api       api
-	info      hip.Library
-	ver       Version
+	core      dnnlib.Core[Status]
 	userDB    string
 	createdDB bool
 	env       []string // NAME=value pairs Open set
 }
 
 // Version is MIOpen's version, e.g. 3.5.1.
-type Version struct{ Major, Minor, Patch int }
-
-func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+type Version = dnnlib.Version
 
 // OpenError is a failed Open with the record of every path tried.
-type OpenError struct {
-	Library hip.Library
-	Err     error
-}
-
-func (e *OpenError) Error() string { return e.Err.Error() }
-func (e *OpenError) Unwrap() error { return e.Err }
+type OpenError = dnnlib.OpenError
 
 // Open sets the environment opts asks for, then loads the first library
 // spec finds and binds its symbols. A missing library is a
@@ -159,20 +149,15 @@ func Open(spec gpulib.SearchSpec, opts Options) (*Library, error) {
 			return nil, err
 		}
 	}
-	h, rec, err := gpulib.Open(spec)
+	rec, err := dnnlib.Load(spec, l.api.symbols(), "MIOpen older than 2.0, without immediate mode?")
 	if err != nil {
 		_ = l.RemoveUserDB()
-		return nil, &OpenError{Library: rec, Err: err}
+		return nil, err
 	}
-	l.info = rec
-	if err := gpulib.Bind(gpulib.Lookup(h), rec.Loaded, l.api.symbols()); err != nil {
-		_ = l.RemoveUserDB()
-		return nil, &OpenError{Library: rec, Err: fmt.Errorf("%w (MIOpen older than 2.0, without immediate mode?)", err)}
-	}
+	l.core = dnnlib.NewCore[Status](LibraryName, rec, l.errorString)
 	var major, minor, patch uint64
 	if gpulib.Call(l.api.getVersion, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor)), uintptr(unsafe.Pointer(&patch))) == 0 {
-		l.ver = Version{int(major), int(minor), int(patch)}
-		l.info.Version = l.ver.String()
+		l.core.SetVersion(Version{Major: int(major), Minor: int(minor), Patch: int(patch)})
 	}
 	return l, nil
 }
@@ -185,30 +170,20 @@ func (l *Library) setenv(name, value string) error {
 	return nil
 }
 
-var defaultLib = sync.OnceValues(func() (*Library, error) { return Open(Search(), Options{}) })
+var defaultLib = dnnlib.NewOnce(LibraryName, func() (*Library, error) { return Open(Search(), Options{}) })
 
 // Default loads the library Search finds, once per process, with a fresh
 // empty user find-db and the find-db off (see Options).
-func Default() (*Library, error) { return defaultLib() }
+func Default() (*Library, error) { return defaultLib.Get() }
 
 // Locate is the search record of Default's library, for reports.
-func Locate() hip.Library {
-	l, err := Default()
-	if err != nil {
-		var oe *OpenError
-		if errors.As(err, &oe) {
-			return oe.Library
-		}
-		return hip.Library{Name: LibraryName}
-	}
-	return l.Info()
-}
+func Locate() hip.Library { return defaultLib.Locate() }
 
 // Info is where the library loaded from and its version.
-func (l *Library) Info() hip.Library { return l.info }
+func (l *Library) Info() hip.Library { return l.core.Info() }
 
 // Version is the library's version.
-func (l *Library) Version() Version { return l.ver }
+func (l *Library) Version() Version { return l.core.Version() }
 
 // UserDBPath is the MIOPEN_USER_DB_PATH the library was loaded with.
 func (l *Library) UserDBPath() string { return l.userDB }
@@ -227,6 +202,4 @@ func (l *Library) RemoveUserDB() error {
 }
 
 // String names the library for reports: "libMIOpen 3.5.1 (/opt/rocm/lib/...)".
-func (l *Library) String() string {
-	return fmt.Sprintf("%s %s (%s)", LibraryName, l.ver, l.info.Loaded)
-}
+func (l *Library) String() string { return l.core.String() }

@@ -1,21 +1,12 @@
 package miopen
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 	"testing"
-	"unsafe"
 
-	"github.com/ebitengine/purego"
-
-	"miotool/internal/hip"
+	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/gputest"
 )
 
 // The ABI tests run the binding against testdata/mockmiopen.c, built here
@@ -24,133 +15,61 @@ import (
 // device pointers and checks both the log and the numbers. Without gcc the
 // tests skip.
 
-var stand struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-	lib  *Library // the first Open of the process: it set the environment the stand-in saw at load
-
-	log, logReset, failNext, setCompute, envAtLoad, threadDevice, layout uintptr
+// mockCtl are the stand-in's controls beyond the shared ones.
+var mockCtl struct {
+	envAtLoad, threadDevice, layout uintptr
 }
+
+var stand = dnntest.NewStandIn("testdata/mockmiopen.c", Soname,
+	gpulib.Symbol{Name: "mock_env_at_load", Addr: &mockCtl.envAtLoad},
+	gpulib.Symbol{Name: "mock_thread_device", Addr: &mockCtl.threadDevice},
+	gpulib.Symbol{Name: "mock_layout", Addr: &mockCtl.layout},
+)
+
+// firstLib is the first Open of the process, with the default options: it
+// set the environment the stand-in saw at load.
+var firstLib *Library
 
 func TestMain(m *testing.M) {
 	// The first Open must find the find-db switch unset to set it itself.
 	os.Unsetenv(EnvDisableFindDB)
-	code := m.Run()
-	if stand.lib != nil {
-		stand.lib.RemoveUserDB()
+	stand.FirstLoad = func(s *dnntest.StandIn) (err error) {
+		firstLib, err = Open(s.Spec(LibraryName), Options{})
+		return err
 	}
-	if stand.dir != "" {
-		os.RemoveAll(stand.dir)
+	gputest.Main(m, removeFirstUserDB, stand.Remove)
+}
+
+func removeFirstUserDB() {
+	if firstLib != nil {
+		firstLib.RemoveUserDB()
 	}
-	os.Exit(code)
 }
 
 // openStandIn builds the stand-in, opens it once per process with the
 // default options, and clears its log.
 func openStandIn(t testing.TB) *Library {
 	t.Helper()
-	stand.once.Do(func() {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			stand.err = err
-			return
-		}
-		if stand.dir, stand.err = os.MkdirTemp("", "miotool-mockmiopen-"); stand.err != nil {
-			return
-		}
-		stand.path = filepath.Join(stand.dir, Soname)
-		out, err := exec.Command(gcc, "-shared", "-fPIC", "-O1", "-Wall", "-o", stand.path, "testdata/mockmiopen.c", "-lpthread").CombinedOutput()
-		if err != nil {
-			stand.err = fmt.Errorf("building the stand-in: %v\n%s", err, out)
-			stand.path = ""
-			return
-		}
-		if stand.lib, stand.err = Open(standInSpec(), Options{}); stand.err != nil {
-			return
-		}
-		h, err := purego.Dlopen(stand.path, gpulib.DlopenMode)
-		if err != nil {
-			stand.err = err
-			return
-		}
-		stand.err = gpulib.Bind(gpulib.Lookup(h), "stand-in libMIOpen", []gpulib.Symbol{
-			{Name: "mock_log", Addr: &stand.log},
-			{Name: "mock_log_reset", Addr: &stand.logReset},
-			{Name: "mock_fail_next", Addr: &stand.failNext},
-			{Name: "mock_set_compute", Addr: &stand.setCompute},
-			{Name: "mock_env_at_load", Addr: &stand.envAtLoad},
-			{Name: "mock_thread_device", Addr: &stand.threadDevice},
-			{Name: "mock_layout", Addr: &stand.layout},
-		})
-	})
-	if stand.path == "" {
-		t.Skipf("stand-in libMIOpen not built (no C compiler?): %v", stand.err)
-	}
-	if stand.err != nil {
-		t.Fatalf("stand-in libMIOpen: %v", stand.err)
-	}
-	gpulib.Call(stand.logReset)
-	return stand.lib
+	stand.Require(t)
+	stand.ResetLog()
+	return firstLib
 }
 
-func standInSpec() gpulib.SearchSpec {
-	return gpulib.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: []string{stand.dir}, SkipLoaderPath: true}
-}
-
-func standInLog() string {
-	buf := make([]byte, 1<<18)
-	n := gpulib.Call(stand.log, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-	return string(buf[:n])
-}
-
-// logLines returns the log lines that start with call.
-func logLines(call string) []string {
-	var out []string
-	for _, l := range strings.Split(standInLog(), "\n") {
-		if strings.HasPrefix(l, call+" ") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func failNext(call string, status Status) {
-	name := gpulib.CString(call)
-	gpulib.Call(stand.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(status))
-}
+func failNext(call string, status Status) { stand.FailNext(call, int32(status)) }
 
 // lockDevice locks the test goroutine to its OS thread for the rest of the
 // test and selects stand-in device ordinal there.
 func lockDevice(t *testing.T, ordinal int) *DeviceSelector {
 	t.Helper()
-	sel, err := OpenDeviceSelector(stand.path, ordinal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	if err := sel.Select(); err != nil {
-		t.Fatal(err)
-	}
+	sel, err := OpenDeviceSelector(stand.Path(), ordinal)
+	must(t, err)
+	dnntest.LockThread(t, sel.Select)
 	return sel
 }
 
-func devPtr(v []float32) hip.DevPtr { return hip.DevPtr(uintptr(unsafe.Pointer(&v[0]))) }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func wantStatus(t *testing.T, err error, want Status, what string) *Error {
-	t.Helper()
-	var e *Error
-	if !errors.As(err, &e) || e.Status != want {
-		t.Fatalf("%s: got %v, want status %s", what, err, want)
-	}
-	return e
-}
+var (
+	must       = gputest.Must
+	devPtr     = dnntest.DevPtr
+	wantStatus = dnntest.WantStatus[Status]
+	problem    = dnntest.Problem
+)

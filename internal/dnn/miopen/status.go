@@ -1,10 +1,10 @@
 package miopen
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
+	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip/gpulib"
 )
 
@@ -40,40 +40,14 @@ func (s Status) String() string {
 	return fmt.Sprintf("miopenStatus(%d)", int32(s))
 }
 
-// Error is an MIOpen call that returned a status other than success.
-type Error struct {
-	Op      string // the C function, e.g. miopenConvolutionForward
-	Status  Status
-	Message string // miopenGetErrorString's text, or a check made before the call
-}
-
-func (e *Error) Error() string {
-	s := fmt.Sprintf("%s: %s (%d)", e.Op, e.Status, int32(e.Status))
-	if m := strings.TrimSpace(e.Message); m != "" {
-		s += ": " + m
-	}
-	return s
-}
+// Error is an MIOpen call that returned a status other than success. Its
+// Message is miopenGetErrorString's text, or that of a check made before
+// the call; it may be empty.
+type Error = dnnlib.Error[Status]
 
 // StatusOf is the status of the first *Error in err's chain: success for
 // nil, StatusUnknownError for an error that is not MIOpen's.
-func StatusOf(err error) Status {
-	if err == nil {
-		return StatusSuccess
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Status
-	}
-	return StatusUnknownError
-}
-
-func (l *Library) check(op string, st int32) error {
-	if st == 0 {
-		return nil
-	}
-	return &Error{Op: op, Status: Status(st), Message: l.errorString(st)}
-}
+func StatusOf(err error) Status { return dnnlib.StatusOf(err, StatusUnknownError) }
 
 // errorString is the library's text for st, left out when it only repeats
 // the code's name.
@@ -86,5 +60,5 @@ func (l *Library) errorString(st int32) string {
 }
 
 func badArg(op, format string, args ...any) error {
-	return &Error{Op: op, Status: StatusBadParm, Message: fmt.Sprintf(format, args...)}
+	return dnnlib.BadArg(op, StatusBadParm, format, args...)
 }

@@ -6,17 +6,13 @@
  * convolution and the scaling on host memory so that the Go side's
  * argument order can be checked by results as well as by the log.
  *
- * Controls (mock_*) let a test read the log, fail the next call of a
- * function with a status, switch computation off (for addresses that are
- * not host memory), and read the struct layout the C compiler chose.
+ * Beside the controls of dnnstandin.h (the log, injected failures,
+ * computing on or off), mock_* let a test set the version the library
+ * reports, count retained contexts, read the thread's current context and
+ * read the struct layout the C compiler chose.
  */
-#include <pthread.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define STANDIN_BAD_PARAM 2000 /* CUDNN_STATUS_BAD_PARAM */
+#include "../../dnnlib/dnntest/dnnstandin.h"
 
 typedef int cudnnStatus_t;
 
@@ -30,107 +26,13 @@ typedef struct {
     int reserved[3];
 } cudnnConvolutionFwdAlgoPerf_t;
 
-enum { TENSOR = 1, FILTER = 2, CONV = 3, HANDLE = 4 };
-
-typedef struct {
-    int kind;
-    int alive;
-    void *ctx;
-    void *stream;
-} handle_t;
-
-typedef struct {
-    int kind;
-    int alive;
-    int format, dtype, n, c, h, w;
-} tensor_t;
-
-typedef struct {
-    int kind;
-    int alive;
-    int pad_h, pad_w, u, v, dil_h, dil_w, mode, ctype, math;
-} conv_t;
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char logbuf[1 << 18];
-static size_t loglen;
-static char fail_name[128];
-static int fail_status;
-static int compute = 1;
 static size_t version = 91400;
 static __thread void *current_ctx;
 static int ctx_retains;
 static int device_count = 2;
 
-static void logf_(const char *fmt, ...) {
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof line)
-        n = sizeof line - 1;
-    pthread_mutex_lock(&mu);
-    if (loglen + (size_t)n + 2 < sizeof logbuf) {
-        memcpy(logbuf + loglen, line, (size_t)n);
-        loglen += (size_t)n;
-        logbuf[loglen++] = '\n';
-        logbuf[loglen] = 0;
-    }
-    pthread_mutex_unlock(&mu);
-}
+/* ---- controls beyond dnnstandin.h's ---- */
 
-/* take_fail returns the status queued for name, once. */
-static int take_fail(const char *name) {
-    int st = 0;
-    pthread_mutex_lock(&mu);
-    if (fail_name[0] && strcmp(fail_name, name) == 0) {
-        st = fail_status;
-        fail_name[0] = 0;
-    }
-    pthread_mutex_unlock(&mu);
-    return st;
-}
-
-#define FAIL_POINT(name)                 \
-    do {                                 \
-        int st_ = take_fail(name);       \
-        if (st_) {                       \
-            logf_("%s failed=%d", name, st_); \
-            return st_;                  \
-        }                                \
-    } while (0)
-
-/* ---- controls ---- */
-
-int mock_log(char *dst, int cap) {
-    pthread_mutex_lock(&mu);
-    int n = (int)loglen;
-    if (n > cap - 1)
-        n = cap - 1;
-    memcpy(dst, logbuf, (size_t)n);
-    dst[n] = 0;
-    pthread_mutex_unlock(&mu);
-    return n;
-}
-
-void mock_log_reset(void) {
-    pthread_mutex_lock(&mu);
-    loglen = 0;
-    logbuf[0] = 0;
-    pthread_mutex_unlock(&mu);
-}
-
-void mock_fail_next(const char *name, int status) {
-    pthread_mutex_lock(&mu);
-    snprintf(fail_name, sizeof fail_name, "%s", name);
-    fail_status = status;
-    pthread_mutex_unlock(&mu);
-}
-
-void mock_set_compute(int on) { compute = on; }
 void mock_set_version(size_t v) { version = v; }
 int mock_ctx_retains(void) { return ctx_retains; }
 void *mock_current_ctx(void) { return current_ctx; }
@@ -210,66 +112,27 @@ void cudnnGetLastErrorString(char *message, size_t max_size) {
     last_error[0] = 0;
 }
 
-static int live(const void *p, int kind) {
-    return p != NULL && ((const tensor_t *)p)->kind == kind && ((const tensor_t *)p)->alive;
-}
-
 int cudnnCreate(handle_t **out) {
     FAIL_POINT("cudnnCreate");
     if (current_ctx == NULL)
         return fail(1001, "stand-in: no CUDA context is current on this thread");
-    handle_t *h = calloc(1, sizeof *h);
-    h->kind = HANDLE;
-    h->alive = 1;
+    handle_t *h = new_object(HANDLE, sizeof *h);
     h->ctx = current_ctx;
     *out = h;
     logf_("cudnnCreate handle=%p ctx=%p", (void *)h, h->ctx);
     return 0;
 }
 
-int cudnnDestroy(handle_t *h) {
-    if (!live(h, HANDLE))
-        return 2000;
-    h->alive = 0;
-    logf_("cudnnDestroy handle=%p", (void *)h);
-    return 0;
-}
+int cudnnDestroy(handle_t *h) { return destroy_handle(h, "cudnnDestroy"); }
 
 int cudnnSetStream(handle_t *h, void *stream) {
     FAIL_POINT("cudnnSetStream");
-    if (!live(h, HANDLE))
-        return 2000;
-    h->stream = stream;
-    logf_("cudnnSetStream handle=%p stream=%p", (void *)h, stream);
-    return 0;
+    return set_stream(h, stream, "cudnnSetStream");
 }
 
-int cudnnGetStream(handle_t *h, void **stream) {
-    if (!live(h, HANDLE))
-        return 2000;
-    *stream = h->stream;
-    return 0;
-}
+int cudnnGetStream(handle_t *h, void **stream) { return get_stream(h, stream); }
 
 /* ---- cudnn_ops.h ---- */
-
-static int create_desc(void **out, int kind, size_t size, const char *name) {
-    FAIL_POINT(name);
-    tensor_t *t = calloc(1, size);
-    t->kind = kind;
-    t->alive = 1;
-    *out = t;
-    logf_("%s desc=%p", name, (void *)t);
-    return 0;
-}
-
-static int destroy_desc(void *p, int kind, const char *name) {
-    if (!live(p, kind))
-        return 2000;
-    ((tensor_t *)p)->alive = 0;
-    logf_("%s desc=%p", name, p);
-    return 0;
-}
 
 int cudnnCreateTensorDescriptor(tensor_t **d) {
     return create_desc((void **)d, TENSOR, sizeof(tensor_t), "cudnnCreateTensorDescriptor");
@@ -328,26 +191,8 @@ int cudnnSetConvolutionMathType(conv_t *d, int math) {
     return 0;
 }
 
-static int out_size(int in, int pad, int fil, int stride, int dil) {
-    int span = dil * (fil - 1) + 1;
-    int num = in + 2 * pad - span;
-    return num < 0 ? 0 : num / stride + 1;
-}
-
-static void out_dims(const conv_t *cv, const tensor_t *x, const tensor_t *w, int *dims) {
-    dims[0] = x->n;
-    dims[1] = w->n;
-    dims[2] = out_size(x->h, cv->pad_h, w->h, cv->u, cv->dil_h);
-    dims[3] = out_size(x->w, cv->pad_w, w->w, cv->v, cv->dil_w);
-}
-
 int cudnnGetConvolution2dForwardOutputDim(const conv_t *cv, const tensor_t *x, const tensor_t *w, int *n, int *c, int *h, int *wd) {
-    if (!live(cv, CONV) || !live(x, TENSOR) || !live(w, FILTER))
-        return 2000;
-    int d[4];
-    out_dims(cv, x, w, d);
-    *n = d[0], *c = d[1], *h = d[2], *wd = d[3];
-    return 0;
+    return output_dim(cv, x, w, FILTER, n, c, h, wd);
 }
 
 /* check_problem validates the four descriptors of a forward convolution. */
@@ -431,31 +276,6 @@ int cudnnGetConvolutionForwardWorkspaceSize(handle_t *h, const tensor_t *x, cons
     return 0;
 }
 
-/* conv_host computes y = alpha*conv(x, w) + beta*y on host memory. */
-static void conv_host(const conv_t *cv, const tensor_t *xd, const float *x, const tensor_t *wd, const float *w,
-                      const tensor_t *yd, float *y, float alpha, float beta) {
-    int flip = cv->mode == 0; /* CUDNN_CONVOLUTION flips the filter */
-    for (int n = 0; n < yd->n; n++)
-        for (int k = 0; k < yd->c; k++)
-            for (int oh = 0; oh < yd->h; oh++)
-                for (int ow = 0; ow < yd->w; ow++) {
-                    double acc = 0;
-                    for (int c = 0; c < xd->c; c++)
-                        for (int r = 0; r < wd->h; r++)
-                            for (int s = 0; s < wd->w; s++) {
-                                int ih = oh * cv->u - cv->pad_h + r * cv->dil_h;
-                                int iw = ow * cv->v - cv->pad_w + s * cv->dil_w;
-                                if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w)
-                                    continue;
-                                int rr = flip ? wd->h - 1 - r : r, ss = flip ? wd->w - 1 - s : s;
-                                acc += (double)x[((n * xd->c + c) * xd->h + ih) * xd->w + iw] *
-                                       (double)w[((k * wd->c + c) * wd->h + rr) * wd->w + ss];
-                            }
-                    float *out = &y[((n * yd->c + k) * yd->h + oh) * yd->w + ow];
-                    *out = (float)(alpha * acc + (beta == 0 ? 0 : beta * *out));
-                }
-}
-
 int cudnnConvolutionForward(handle_t *h, const void *alpha, const tensor_t *xd, const void *x, const tensor_t *wd,
                             const void *w, const conv_t *cv, int algo, void *ws, size_t ws_size, const void *beta,
                             const tensor_t *yd, void *y) {
@@ -476,8 +296,7 @@ int cudnnConvolutionForward(handle_t *h, const void *alpha, const tensor_t *xd, 
         return fail(2000, "stand-in: algo %d needs %zu workspace bytes, got %zu", algo, workspace_for(algo), ws_size);
     if (cv->ctype != 0 || xd->dtype != 0 || xd->format != 0 || wd->format != 0)
         return fail(3000, "stand-in: only NCHW fp32");
-    if (compute)
-        conv_host(cv, xd, x, wd, w, yd, y, a, b);
+    conv_host(cv, cv->mode == 0 /* CUDNN_CONVOLUTION flips the filter */, xd, x, wd, w, yd, y, a, b);
     return 0;
 }
 
@@ -489,11 +308,6 @@ int cudnnScaleTensor(handle_t *h, const tensor_t *yd, void *y, const void *alpha
         return fail(2000, "stand-in: bad scale arguments");
     if (h->ctx != current_ctx)
         return fail(5001, "stand-in: the handle's context is not current on this thread");
-    if (compute) {
-        float *v = y;
-        size_t n = (size_t)yd->n * yd->c * yd->h * yd->w;
-        for (size_t i = 0; i < n; i++)
-            v[i] *= a;
-    }
+    scale_host(yd, y, a);
     return 0;
 }

@@ -9,14 +9,10 @@
  * At load it records the MIOpen variables of the environment, so a test
  * can tell whether the binding set them before the library initialised.
  */
-#include <pthread.h>
-#include <stdarg.h>
+#define STANDIN_BAD_PARAM 3 /* miopenStatusBadParm */
+#include "../../dnnlib/dnntest/dnnstandin.h"
+
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 typedef int miopenStatus_t;
 
@@ -37,33 +33,6 @@ typedef struct {
     int algorithm;
 } miopenConvSolution_t;
 
-enum { TENSOR = 1, CONV = 3, HANDLE = 4 };
-
-typedef struct {
-    int kind;
-    int alive;
-    void *stream;
-    int device;
-} handle_t;
-
-typedef struct {
-    int kind;
-    int alive;
-    int dtype, n, c, h, w;
-} tensor_t;
-
-typedef struct {
-    int kind;
-    int alive;
-    int mode, pad_h, pad_w, u, v, dil_h, dil_w;
-} conv_t;
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char logbuf[1 << 18];
-static size_t loglen;
-static char fail_name[128];
-static int fail_status;
-static int compute = 1;
 static __thread int thread_device;
 static char env_at_load[1024];
 
@@ -74,74 +43,8 @@ __attribute__((constructor)) static void record_env(void) {
              db ? db : "(unset)", off ? off : "(unset)");
 }
 
-static void logf_(const char *fmt, ...) {
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof line)
-        n = sizeof line - 1;
-    pthread_mutex_lock(&mu);
-    if (loglen + (size_t)n + 2 < sizeof logbuf) {
-        memcpy(logbuf + loglen, line, (size_t)n);
-        loglen += (size_t)n;
-        logbuf[loglen++] = '\n';
-        logbuf[loglen] = 0;
-    }
-    pthread_mutex_unlock(&mu);
-}
+/* ---- controls beyond dnnstandin.h's ---- */
 
-static int take_fail(const char *name) {
-    int st = 0;
-    pthread_mutex_lock(&mu);
-    if (fail_name[0] && strcmp(fail_name, name) == 0) {
-        st = fail_status;
-        fail_name[0] = 0;
-    }
-    pthread_mutex_unlock(&mu);
-    return st;
-}
-
-#define FAIL_POINT(name)                      \
-    do {                                      \
-        int st_ = take_fail(name);            \
-        if (st_) {                            \
-            logf_("%s failed=%d", name, st_); \
-            return st_;                       \
-        }                                     \
-    } while (0)
-
-/* ---- controls ---- */
-
-int mock_log(char *dst, int cap) {
-    pthread_mutex_lock(&mu);
-    int n = (int)loglen;
-    if (n > cap - 1)
-        n = cap - 1;
-    memcpy(dst, logbuf, (size_t)n);
-    dst[n] = 0;
-    pthread_mutex_unlock(&mu);
-    return n;
-}
-
-void mock_log_reset(void) {
-    pthread_mutex_lock(&mu);
-    loglen = 0;
-    logbuf[0] = 0;
-    pthread_mutex_unlock(&mu);
-}
-
-void mock_fail_next(const char *name, int status) {
-    pthread_mutex_lock(&mu);
-    snprintf(fail_name, sizeof fail_name, "%s", name);
-    fail_status = status;
-    pthread_mutex_unlock(&mu);
-}
-
-void mock_set_compute(int on) { compute = on; }
 const char *mock_env_at_load(void) { return env_at_load; }
 int mock_thread_device(void) { return thread_device; }
 
@@ -164,7 +67,9 @@ int hipSetDevice(int ordinal) {
     return 0;
 }
 
-/* ---- miopen.h ---- */
+/* ---- miopen.h ----
+ * MIOpen describes filters with tensor descriptors: the FILTER kind of
+ * dnnstandin.h is not used here. */
 
 miopenStatus_t miopenGetVersion(size_t *major, size_t *minor, size_t *patch) {
     *major = 3, *minor = 5, *patch = 1;
@@ -181,15 +86,9 @@ const char *miopenGetErrorString(miopenStatus_t st) {
     return "miopenStatusUnknown";
 }
 
-static int live(const void *p, int kind) {
-    return p != NULL && ((const tensor_t *)p)->kind == kind && ((const tensor_t *)p)->alive;
-}
-
 miopenStatus_t miopenCreateWithStream(handle_t **out, void *stream) {
     FAIL_POINT("miopenCreateWithStream");
-    handle_t *h = calloc(1, sizeof *h);
-    h->kind = HANDLE;
-    h->alive = 1;
+    handle_t *h = new_object(HANDLE, sizeof *h);
     h->stream = stream;
     h->device = thread_device;
     *out = h;
@@ -197,46 +96,11 @@ miopenStatus_t miopenCreateWithStream(handle_t **out, void *stream) {
     return 0;
 }
 
-miopenStatus_t miopenSetStream(handle_t *h, void *stream) {
-    if (!live(h, HANDLE))
-        return 3;
-    h->stream = stream;
-    logf_("miopenSetStream handle=%p stream=%p", (void *)h, stream);
-    return 0;
-}
+miopenStatus_t miopenSetStream(handle_t *h, void *stream) { return set_stream(h, stream, "miopenSetStream"); }
 
-miopenStatus_t miopenGetStream(handle_t *h, void **stream) {
-    if (!live(h, HANDLE))
-        return 3;
-    *stream = h->stream;
-    return 0;
-}
+miopenStatus_t miopenGetStream(handle_t *h, void **stream) { return get_stream(h, stream); }
 
-miopenStatus_t miopenDestroy(handle_t *h) {
-    if (!live(h, HANDLE))
-        return 3;
-    h->alive = 0;
-    logf_("miopenDestroy handle=%p", (void *)h);
-    return 0;
-}
-
-static int create_desc(void **out, int kind, size_t size, const char *name) {
-    FAIL_POINT(name);
-    tensor_t *t = calloc(1, size);
-    t->kind = kind;
-    t->alive = 1;
-    *out = t;
-    logf_("%s desc=%p", name, (void *)t);
-    return 0;
-}
-
-static int destroy_desc(void *p, int kind, const char *name) {
-    if (!live(p, kind))
-        return 3;
-    ((tensor_t *)p)->alive = 0;
-    logf_("%s desc=%p", name, p);
-    return 0;
-}
+miopenStatus_t miopenDestroy(handle_t *h) { return destroy_handle(h, "miopenDestroy"); }
 
 miopenStatus_t miopenCreateTensorDescriptor(tensor_t **d) {
     return create_desc((void **)d, TENSOR, sizeof(tensor_t), "miopenCreateTensorDescriptor");
@@ -273,27 +137,9 @@ miopenStatus_t miopenInitConvolutionDescriptor(conv_t *d, int mode, int pad_h, i
     return 0;
 }
 
-static int out_size(int in, int pad, int fil, int stride, int dil) {
-    int span = dil * (fil - 1) + 1;
-    int num = in + 2 * pad - span;
-    return num < 0 ? 0 : num / stride + 1;
-}
-
-static void out_dims(const conv_t *cv, const tensor_t *x, const tensor_t *w, int *d) {
-    d[0] = x->n;
-    d[1] = w->n;
-    d[2] = out_size(x->h, cv->pad_h, w->h, cv->u, cv->dil_h);
-    d[3] = out_size(x->w, cv->pad_w, w->w, cv->v, cv->dil_w);
-}
-
 miopenStatus_t miopenGetConvolutionForwardOutputDim(conv_t *cv, const tensor_t *x, const tensor_t *w, int *n, int *c, int *h,
                                                      int *wd) {
-    if (!live(cv, CONV) || !live(x, TENSOR) || !live(w, TENSOR))
-        return 3;
-    int d[4];
-    out_dims(cv, x, w, d);
-    *n = d[0], *c = d[1], *h = d[2], *wd = d[3];
-    return 0;
+    return output_dim(cv, x, w, TENSOR, n, c, h, wd);
 }
 
 /* check_problem validates a forward problem; it returns 3 (BadParm) or 7
@@ -329,28 +175,8 @@ miopenStatus_t miopenConvolutionForwardGetWorkSpaceSize(handle_t *h, const tenso
     return 0;
 }
 
-static void conv_host(const conv_t *cv, const tensor_t *xd, const float *x, const tensor_t *wd, const float *w,
-                      const tensor_t *yd, float *y, float alpha, float beta) {
-    for (int n = 0; n < yd->n; n++)
-        for (int k = 0; k < yd->c; k++)
-            for (int oh = 0; oh < yd->h; oh++)
-                for (int ow = 0; ow < yd->w; ow++) {
-                    double acc = 0;
-                    for (int c = 0; c < xd->c; c++)
-                        for (int r = 0; r < wd->h; r++)
-                            for (int s = 0; s < wd->w; s++) {
-                                int ih = oh * cv->u - cv->pad_h + r * cv->dil_h;
-                                int iw = ow * cv->v - cv->pad_w + s * cv->dil_w;
-                                if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w)
-                                    continue;
-                                acc += (double)x[((n * xd->c + c) * xd->h + ih) * xd->w + iw] *
-                                       (double)w[((k * wd->c + c) * wd->h + r) * wd->w + s];
-                            }
-                    float *out = &y[((n * yd->c + k) * yd->h + oh) * yd->w + ow];
-                    *out = (float)(alpha * acc + (beta == 0 ? 0 : beta * *out));
-                }
-}
-
+/* compute_ok: the stand-in computes miopenConvolution (mode 0, which does
+ * not flip the filter) on fp32 (miopenFloat, 1) only. */
 static int compute_ok(const conv_t *cv, const tensor_t *x) { return cv->mode == 0 && x->dtype == 1; }
 
 miopenStatus_t miopenFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t *xd, const void *x, const tensor_t *wd,
@@ -376,8 +202,7 @@ miopenStatus_t miopenFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t
         n = requested;
     memcpy(perf, all, (size_t)n * sizeof *perf);
     *returned = n;
-    if (compute)
-        conv_host(cv, xd, x, wd, w, yd, y, 1, 0);
+    conv_host(cv, 0, xd, x, wd, w, yd, y, 1, 0);
     const char *dir = getenv("MIOPEN_USER_DB_PATH");
     const char *off = getenv("MIOPEN_DEBUG_DISABLE_FIND_DB");
     if (dir && !(off && strcmp(off, "1") == 0)) {
@@ -408,8 +233,7 @@ miopenStatus_t miopenConvolutionForward(handle_t *h, const void *alpha, const te
         return 3;
     if (ws_size < workspace_for(algo) || (workspace_for(algo) && !ws))
         return 3;
-    if (compute)
-        conv_host(cv, xd, x, wd, w, yd, y, a, b);
+    conv_host(cv, 0, xd, x, wd, w, yd, y, a, b);
     return 0;
 }
 
@@ -494,8 +318,7 @@ miopenStatus_t miopenConvolutionForwardImmediate(handle_t *h, const tensor_t *wd
     const miopenConvSolution_t *s = solution_by_id(id);
     if (!s || !x || !w || !y || ws_size < s->workspace_size || !compute_ok(cv, xd))
         return 3;
-    if (compute)
-        conv_host(cv, xd, x, wd, w, yd, y, 1, 0);
+    conv_host(cv, 0, xd, x, wd, w, yd, y, 1, 0);
     return 0;
 }
 
@@ -506,11 +329,6 @@ miopenStatus_t miopenScaleTensor(handle_t *h, const tensor_t *yd, void *y, const
           h ? h->stream : NULL);
     if (!live(h, HANDLE) || !live(yd, TENSOR) || !y || !alpha)
         return 3;
-    if (compute) {
-        float *v = y;
-        size_t n = (size_t)yd->n * yd->c * yd->h * yd->w;
-        for (size_t i = 0; i < n; i++)
-            v[i] *= a;
-    }
+    scale_host(yd, y, a);
     return 0;
 }
