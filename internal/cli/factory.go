@@ -94,25 +94,15 @@ func (f *Factory) Verbosef(format string, args ...any) {
 	}
 }
 
-// Progress returns a reporter that rewrites one status line on stderr, or
-// a no-op when stderr is not a terminal or --no-progress is set. Call the
-// returned done func to clear the line.
+// Progress returns a reporter that draws a progress bar (count/total,
+// elapsed, ETA) on stderr, or a no-op when stderr is not a terminal or
+// --no-progress is set. Call the returned done func to clear the line.
 func (f *Factory) Progress(label string) (update func(done, total int), done func()) {
-	if f.Global.NoProgress || !f.IOStreams.IsStderrTTY() {
+	b := f.ProgressBar(label)
+	if b == nil {
 		return func(int, int) {}, func() {}
 	}
-	w := f.IOStreams.ErrOut
-	shown := false
-	update = func(n, total int) {
-		shown = true
-		fmt.Fprintf(w, "\r%s %d/%d", label, n, total)
-	}
-	done = func() {
-		if shown {
-			fmt.Fprint(w, "\r\x1b[K")
-		}
-	}
-	return update, done
+	return b.Update, b.Done
 }
 
 // shellQuote quotes an argument when a shell would split or expand it.

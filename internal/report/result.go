@@ -1,6 +1,8 @@
 // Package report is the result model every miotool check returns, and its
 // renderers: text tables for terminals and logs, Markdown for pull-request
-// testing sections, and JSON for machines.
+// testing sections, and JSON for machines. A SuiteResult gathers the runs
+// of many checks (on one host, or merged from several) into one Testing
+// Checklist, and is also written as JUnit XML for CI systems.
 package report
 
 import (
@@ -253,11 +255,12 @@ func (r *Result) Finish(v Verdict, summary string, end time.Time) {
 }
 
 // ChecklistRow is the PR "Testing Checklist" row for the result:
-// Test | Command | Devices | Status.
+// Test | Command | Devices | Status. The command is shown without its
+// output flags (see ChecklistCommand).
 func (r *Result) ChecklistRow() []string {
 	status := r.Verdict.Status()
 	if r.Status != "" {
 		status = r.Status
 	}
-	return []string{r.Check, r.Command, r.Device.Short(), status}
+	return []string{r.Check, ChecklistCommand(r.Command), r.Device.Short(), status}
 }

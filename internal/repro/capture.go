@@ -101,8 +101,8 @@ type CaptureCase struct {
 	// FindAttempts is how many finds it took to abandon a naive evaluation.
 	FindAttempts int
 	Detail       string
-	Counters          streams.Counters
-	Elapsed           time.Duration
+	Counters     streams.Counters
+	Elapsed      time.Duration
 }
 
 // Agrees reports whether the measured outcome is the expected one.

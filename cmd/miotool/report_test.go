@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/cli"
+	"miotool/internal/report"
+)
+
+// runReport runs a tree whose report command hands its options to runF.
+func (h *harness) runReport(runF func(*ReportOptions) error, args ...string) int {
+	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
+		root := cli.NewRootCmd(f)
+		root.AddCommand(NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReport(f, runF), NewCmdCompletion(f))
+		return root
+	})
+}
+
+// buildMiotool builds the real binary for the suite's checks to run.
+func buildMiotool(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build miotool with")
+	}
+	bin := filepath.Join(t.TempDir(), "miotool")
+	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/miotool")
+	cmd.Dir = moduleRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// withBinary points the report at bin and gives its checks an environment
+// of their own, so no check writes into the user's config directory.
+func withBinary(bin, home string) func(*ReportOptions) error {
+	return func(o *ReportOptions) error {
+		o.Executable = func() (string, error) { return bin, nil }
+		o.Environ = func() []string {
+			return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
+		}
+		return runReport(o)
+	}
+}
+
+func writeSuiteFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The report command against the real binary: statuses, exit codes, the
+// JUnit file, and JSON results of two hosts merged into one table. The
+// checks are rules probes of a few cells on the simulator: quick, and the
+// same verdict every time.
+func TestReportSuiteEndToEnd(t *testing.T) {
+	bin := buildMiotool(t)
+	dir := t.TempDir()
+	h200 := filepath.Join(moduleRoot(t), "configs", "rules", "h200-cuda.yaml")
+	changed := expectationWithOneChange(t, dir)
+	probe := "miotool rules --action malloc --spin 10ms --expect "
+	good := writeSuiteFile(t, dir, "good.yaml", `suite: small
+title: A small suite on the simulator
+checks:
+  - name: rules-differ
+    command: `+probe+changed+`
+    expect: FAIL
+  - name: rules-match
+    command: `+probe+h200+`
+    expect: PASS
+  - name: later
+    command: miotool stress-threads --runs 1
+    expect: PASS
+    skip: not in this test
+`)
+	bad := writeSuiteFile(t, dir, "bad.yaml", `checks:
+  - name: rules-match
+    command: `+probe+h200+`
+    expect: PASS
+  - name: typo
+    command: miotool rules --bogus
+    expect: PASS
+`)
+
+	t.Run("every check as expected: exit 0", func(t *testing.T) {
+		h := newHarness(t)
+		junit := filepath.Join(dir, "good.xml")
+		code := h.runReport(withBinary(bin, dir), "report", "--suite", good, "--backend", "sim", "--format", "markdown",
+			"--junit", junit, "--env", "GPU_MAX_HW_QUEUES=3", "--host", "hostA")
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, h.out, h.errOut)
+		}
+		for _, re := range []string{
+			`(?m)^### Suite small: PASS$`,
+			`(?m)^\| rules-differ +\| miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim +\| miotool simulated device \(cuda rules\) \(sim\) +\| Fails as expected \(1/1\) +\|$`,
+			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed \(1/1\) +\|$`,
+			`(?m)^\| later +\| .*\| none +\| Not run \(not in this test\) +\|$`,
+			`- \*\*Hosts:\*\* hostA`,
+		} {
+			if !regexp.MustCompile(re).MatchString(h.out.String()) {
+				t.Errorf("output lacks %s:\n%s", re, h.out)
+			}
+		}
+		data, err := os.ReadFile(junit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Skipped  int `xml:"skipped,attr"`
+		}
+		if err := xml.Unmarshal(data, &doc); err != nil || doc.Tests != 6 || doc.Failures != 0 || doc.Skipped != 2 {
+			t.Errorf("JUnit %+v, %v:\n%s", doc, err, data)
+		}
+	})
+
+	t.Run("one check not as expected: exit 1", func(t *testing.T) {
+		h := newHarness(t)
+		code := h.runReport(withBinary(bin, dir), "report", "--suite", bad, "--backend", "sim")
+		if code != 1 {
+			t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, h.out, h.errOut)
+		}
+		out := h.out.String()
+		if !strings.Contains(out, "Unexpected (expected PASS): ERROR 1/1") || !strings.Contains(out, "unknown flag: --bogus") {
+			t.Errorf("the failing check is not shown with its reason:\n%s", out)
+		}
+		if h.errOut.Len() != 0 {
+			t.Errorf("stderr %q: the table already says what failed", h.errOut)
+		}
+	})
+
+	t.Run("merge two hosts", func(t *testing.T) {
+		var files []string
+		for _, host := range []string{"hostA", "hostB"} {
+			h := newHarness(t)
+			if code := h.runReport(withBinary(bin, dir), "report", "--suite", good, "--backend", "sim", "--format", "json", "--host", host); code != 0 {
+				t.Fatalf("%s: exit %d: %s", host, code, h.errOut)
+			}
+			p := filepath.Join(dir, host+".json")
+			if err := os.WriteFile(p, h.out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, p)
+		}
+		h := newHarness(t)
+		if code := h.run(append([]string{"report", "merge", "--format", "markdown"}, files...)...); code != 0 {
+			t.Fatalf("merge: exit %d: %s", code, h.errOut)
+		}
+		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed \(2/2\) +\|$`)
+		if !row.MatchString(h.out.String()) || !strings.Contains(h.out.String(), "- **Hosts:** hostA, hostB") {
+			t.Errorf("merged table:\n%s", h.out)
+		}
+		// A failing host makes the merge exit 1.
+		failing := filepath.Join(dir, "failing.json")
+		hb := newHarness(t)
+		hb.runReport(withBinary(bin, dir), "report", "--suite", bad, "--backend", "sim", "--format", "json", "--host", "hostC")
+		if err := os.WriteFile(failing, hb.out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h = newHarness(t)
+		if code := h.run("report", "merge", files[0], failing); code != 1 {
+			t.Errorf("merge with a failing host: exit %d, want 1\n%s%s", code, h.out, h.errOut)
+		}
+	})
+}
+
+func TestReportUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	badSuite := writeSuiteFile(t, dir, "bad.yaml", "checks:\n  - name: a\n    command: find\n    expect: MAYBE\n")
+	goodSuite := writeSuiteFile(t, dir, "good.yaml", "checks:\n  - name: a\n    command: find\n    expect: PASS\n")
+	resultFile := writeSuiteFile(t, dir, "result.json", `{"schema":"miotool/result/v1","verdict":"PASS"}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report"}, "give a suite file with --suite FILE"},
+		{[]string{"report", "--suite", badSuite}, badSuite + `:4: check "a": expect: "MAYBE" is not a verdict`},
+		{[]string{"report", "--suite", filepath.Join(dir, "none.yaml")}, "none.yaml: no such file or directory"},
+		{[]string{"report", "--suite", goodSuite, "--repeat", "0"}, "--repeat 0: want 1 or more"},
+		{[]string{"report", "--suite", goodSuite, "--seed", "5"}, "--seed 5: the seed orders --shuffle"},
+		{[]string{"report", "--suite", goodSuite, "--cpu-load", "-1"}, "--cpu-load -1"},
+		{[]string{"report", "--suite", goodSuite, "--env", "GPU_MAX_HW_QUEUES"}, `--env "GPU_MAX_HW_QUEUES": want KEY=VALUE`},
+		{[]string{"report", "merge"}, "requires at least 1 arg"},
+		{[]string{"report", "merge", resultFile}, "single check's result"},
+		{[]string{"report", "merge", filepath.Join(dir, "none.json")}, "none.json: no such file or directory"},
+		{[]string{"report", "mrege"}, `unknown command "mrege" for "miotool report"`},
+		{[]string{"completion", "tcsh"}, `invalid argument "tcsh"`},
+	} {
+		h := newHarness(t)
+		h.f.OpenDevice = nil // nothing here may open a device
+		if code := h.run(tc.args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s", tc.args, code, h.errOut)
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(h.errOut.String(), "\n"), "\n")
+		if !strings.Contains(lines[0], tc.want) || len(lines) != 2 || !strings.HasPrefix(lines[1], "Run 'miotool") {
+			t.Errorf("%v: stderr is not one line containing %q plus a hint:\n%s", tc.args, tc.want, h.errOut)
+		}
+	}
+}
+
+func TestReportFlagsReachTheOptions(t *testing.T) {
+	h := newHarness(t)
+	var got *ReportOptions
+	code := h.runReport(func(o *ReportOptions) error { got = o; return nil },
+		"report", "--suite", "s.yaml", "--repeat", "20", "--shuffle", "--seed", "7", "--cpu-load", "2",
+		"--env", "GPU_MAX_HW_QUEUES=3", "--env", "A=1,B=2", "--junit", "out.xml", "--timeout", "90s", "--host", "node7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, h.errOut)
+	}
+	if got.SuiteFile != "s.yaml" || got.Repeat != 20 || !got.Shuffle || got.Seed != 7 || got.CPULoad != 2 ||
+		got.JUnit != "out.xml" || got.Timeout != 90*time.Second || got.Host != "node7" {
+		t.Errorf("options %+v", got)
+	}
+	var labels []string
+	for _, v := range got.variants {
+		labels = append(labels, v.Label)
+	}
+	if !slices.Equal(labels, []string{"GPU_MAX_HW_QUEUES=3", "A=1 B=2"}) {
+		t.Errorf("variants %q", labels)
+	}
+}
+
+func TestReportAndCompletionHelpHaveExamples(t *testing.T) {
+	for _, args := range [][]string{{"report", "--help"}, {"report", "merge", "--help"}, {"completion", "--help"}} {
+		h := newHarness(t)
+		if code := h.run(args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, h.errOut)
+		}
+		if !strings.Contains(h.out.String(), "Examples:") {
+			t.Errorf("%v: help has no Examples section:\n%s", args, h.out)
+		}
+	}
+}
+
+// A command's Markdown checklist row leaves the output flags out of its
+// Command column (every command's row comes from report.ChecklistRow; rules
+// is the check here that gives the same verdict on a busy machine).
+func TestMarkdownCommandColumnHasNoOutputFlags(t *testing.T) {
+	h := newHarness(t)
+	args := []string{"--no-progress", "rules", "--backend", "sim", "--format=markdown", "--action", "malloc", "--spin", "10ms"}
+	if code := h.run(args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, h.errOut)
+	}
+	row := regexp.MustCompile(`(?m)^\| rules +\| miotool rules --backend sim --action malloc --spin 10ms +\|`)
+	if !row.MatchString(h.out.String()) {
+		t.Errorf("no checklist row without output flags:\n%s", h.out)
+	}
+}
+
+// The suite result the report command writes reads back.
+func TestReportJSONReadsBack(t *testing.T) {
+	s := report.NewSuiteResult("x", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass,
+		Runs: []report.SuiteRun{{Host: "h", Iteration: 1, Order: 1, Verdict: report.Pass}}}}
+	ios, _, out, _ := cli.Test()
+	if err := writeSuite(ios, report.JSON, "", s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := report.ReadSuiteJSON(out)
+	if err != nil || back.Suite != "x" || len(back.Checks) != 1 || back.ExitCode() != 0 {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+}

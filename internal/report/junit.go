@@ -1,0 +1,202 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The JUnit XML layout that CI systems (Jenkins, GitLab, GitHub Actions
+// reporters, CircleCI) read: <testsuites> with one <testsuite> per
+// environment variant and one <testcase> per check.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Hostname   string          `xml:"hostname,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	// CDATA keeps the lines of a log readable in the file.
+	Text string `xml:",cdata"`
+}
+
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// WriteJUnit writes s as JUnit XML. A check that met its expectation is a
+// passing test case; one that did not is a <failure>, or an <error> when a
+// run produced no result; one the suite did not run is <skipped>. Each
+// case's <system-out> lists its runs.
+func WriteJUnit(w io.Writer, s *SuiteResult) error {
+	var variants []string
+	byVariant := map[string][]*SuiteCheck{}
+	for _, c := range s.Checks {
+		if _, ok := byVariant[c.Variant]; !ok {
+			variants = append(variants, c.Variant)
+		}
+		byVariant[c.Variant] = append(byVariant[c.Variant], c)
+	}
+	top := junitSuites{Name: s.Suite, Time: seconds(s.Duration)}
+	for _, v := range variants {
+		js := junitSuite{Name: s.Suite, Hostname: strings.Join(s.Hosts, ","), Timestamp: junitTime(s.Started)}
+		classname := "miotool." + s.Suite
+		if v != "" {
+			js.Name += " [" + v + "]"
+			classname += "[" + v + "]"
+			js.Properties = append(js.Properties, junitProperty{"environment", v})
+		}
+		if s.Tool.Version != "" {
+			js.Properties = append(js.Properties, junitProperty{"miotool.version", s.Tool.text()})
+		}
+		if s.File != "" {
+			js.Properties = append(js.Properties, junitProperty{"suite.file", s.File})
+		}
+		var total time.Duration
+		for _, c := range byVariant[v] {
+			jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Duration()), SystemOut: &junitText{xmlSafe(junitRuns(c))}}
+			total += c.Duration()
+			switch c.Outcome() {
+			case Skip:
+				jc.Skipped = &junitMessage{Message: c.Status()}
+				js.Skipped++
+			case Error:
+				jc.Error = &junitMessage{Message: c.Status(), Type: "ERROR", Text: xmlSafe(junitDetail(c))}
+				js.Errors++
+			case Fail:
+				jc.Failure = &junitMessage{Message: c.Status(), Type: "FAIL", Text: xmlSafe(junitDetail(c))}
+				js.Failures++
+			}
+			js.Tests++
+			js.Cases = append(js.Cases, jc)
+		}
+		js.Time = seconds(total)
+		top.Tests += js.Tests
+		top.Failures += js.Failures
+		top.Errors += js.Errors
+		top.Skipped += js.Skipped
+		top.Suites = append(top.Suites, js)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(top); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// junitTime is the timestamp JUnit readers expect: ISO 8601 without a zone
+// offset, in UTC.
+func junitTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05")
+}
+
+// junitRuns is a case's <system-out>: the command and one line per run.
+func junitRuns(c *SuiteCheck) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "command: %s\nexpect: %s\n", c.CommandLine(), c.Expect)
+	for _, r := range c.Runs {
+		fmt.Fprintf(&b, "run %d", r.Iteration)
+		if r.Host != "" {
+			fmt.Fprintf(&b, " on %s", r.Host)
+		}
+		if r.Device.Name != "" {
+			fmt.Fprintf(&b, " (%s)", r.Device.Short())
+		}
+		fmt.Fprintf(&b, ": %s in %s", r.Verdict, durationText(r.Duration))
+		if r.Summary != "" {
+			b.WriteString(": " + oneLine(r.Summary))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// junitDetail is the body of a <failure> or <error>: each unmet run's
+// summary and, for a run without a result, its standard error.
+func junitDetail(c *SuiteCheck) string {
+	var b strings.Builder
+	for _, r := range c.Runs {
+		if c.runMet(r) {
+			continue
+		}
+		fmt.Fprintf(&b, "run %d", r.Iteration)
+		if r.Host != "" {
+			fmt.Fprintf(&b, " on %s", r.Host)
+		}
+		fmt.Fprintf(&b, ": %s, expected %s", r.Verdict, c.Expect)
+		if r.Summary != "" {
+			b.WriteString(": " + oneLine(r.Summary))
+		}
+		b.WriteString("\n")
+		if r.Verdict == Error && r.StderrTail != "" {
+			b.WriteString(r.StderrTail)
+			if !strings.HasSuffix(r.StderrTail, "\n") {
+				b.WriteString("\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// xmlSafe replaces what XML 1.0 does not allow in character data, even in
+// CDATA (control characters such as a terminal's escape codes, invalid
+// UTF-8), with U+FFFD. Attribute values are escaped by encoding/xml.
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20, r == utf8.RuneError, r >= 0xD800 && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF:
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}

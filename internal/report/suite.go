@@ -1,0 +1,482 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SuiteSchemaVersion names the JSON layout of a SuiteResult. Like
+// SchemaVersion it changes only when a field is renamed or removed.
+const SuiteSchemaVersion = "miotool/suite/v1"
+
+// Tool identifies the miotool build that ran a suite.
+type Tool struct {
+	Version   string
+	Commit    string
+	GoVersion string
+}
+
+// SuiteOptions record how a suite was run.
+type SuiteOptions struct {
+	Repeat  int    // runs of each check per environment variant
+	Shuffle bool   // checks ran in a shuffled order
+	Seed    uint64 // the shuffle's seed (meaningful only with Shuffle)
+	CPULoad int    // busy CPU workers kept running beside the checks
+	// Variants are the environment variants run besides the baseline,
+	// e.g. "GPU_MAX_HW_QUEUES=3".
+	Variants []string
+}
+
+// SuiteResult is the outcome of a suite: every check with every run, on one
+// host or, after MergeSuites, on several.
+type SuiteResult struct {
+	Schema   string
+	Suite    string // the suite's name, e.g. "pr12265"
+	Title    string // one line that says what the suite covers
+	File     string // the suite file as given
+	Hosts    []string
+	Tool     Tool
+	Started  time.Time
+	Duration time.Duration
+	Options  SuiteOptions
+	// Sources are the files a merged result was read from.
+	Sources []string
+	Checks  []*SuiteCheck
+}
+
+// SuiteCheck is one check of a suite in one environment variant.
+type SuiteCheck struct {
+	Name string
+	// Command is the command line as run, without output flags, e.g.
+	// "miotool capture --mode=global --reclaim=lazy".
+	Command string
+	// Variant is the environment variant, e.g. "GPU_MAX_HW_QUEUES=3";
+	// empty for the baseline.
+	Variant string
+	// Env is every KEY=VALUE the suite set for the check's process (the
+	// suite's, the check's own and the variant's), in that order.
+	Env    []string
+	Expect Verdict
+	// Skip, when set, says why the check was not run.
+	Skip string
+	Runs []SuiteRun
+}
+
+// SuiteRun is one run of a check: one miotool process.
+type SuiteRun struct {
+	Host      string
+	Iteration int // which repetition, from 1
+	Order     int // the position in the order the suite ran its checks, from 1
+	Verdict   Verdict
+	ExitCode  int
+	Status    string // the child result's checklist status, when it set one
+	Summary   string
+	Backend   string
+	Device    Device
+	Started   time.Time
+	Duration  time.Duration
+	// StderrTail is the end of the process's standard error, kept for runs
+	// that did not meet the expectation.
+	StderrTail string
+}
+
+// NewSuiteResult starts a result for the named suite.
+func NewSuiteResult(suite string, start time.Time) *SuiteResult {
+	return &SuiteResult{Schema: SuiteSchemaVersion, Suite: suite, Started: start}
+}
+
+// runMet reports whether a run's verdict is the expected one.
+func (c *SuiteCheck) runMet(r SuiteRun) bool { return r.Verdict == c.Expect }
+
+// Met reports whether the check met its expectation: every run had the
+// expected verdict. A check the suite did not run counts as met, since
+// there is nothing against it.
+func (c *SuiteCheck) Met() bool {
+	if c.Skip != "" && len(c.Runs) == 0 {
+		return true
+	}
+	if len(c.Runs) == 0 {
+		return false
+	}
+	for _, r := range c.Runs {
+		if !c.runMet(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// NotRun reports whether the suite skipped the check.
+func (c *SuiteCheck) NotRun() bool { return c.Skip != "" && len(c.Runs) == 0 }
+
+// Test is the checklist's Test cell: the name, with the variant in brackets.
+func (c *SuiteCheck) Test() string {
+	if c.Variant == "" {
+		return c.Name
+	}
+	return c.Name + " [" + c.Variant + "]"
+}
+
+// CommandLine is the command with the environment the suite set, as one
+// would type it: "GPU_MAX_HW_QUEUES=3 miotool capture --mode=global".
+func (c *SuiteCheck) CommandLine() string {
+	if len(c.Env) == 0 {
+		return c.Command
+	}
+	return JoinCommandLine(c.Env) + " " + c.Command
+}
+
+// Duration is the time all runs took.
+func (c *SuiteCheck) Duration() time.Duration {
+	var d time.Duration
+	for _, r := range c.Runs {
+		d += r.Duration
+	}
+	return d
+}
+
+// Outcome is the check's verdict as a test: PASS when it met its
+// expectation, SKIP when it was not run, ERROR when it did not and a run
+// could not produce a result, FAIL otherwise.
+func (c *SuiteCheck) Outcome() Verdict {
+	switch {
+	case c.NotRun():
+		return Skip
+	case c.Met():
+		return Pass
+	}
+	for _, r := range c.Runs {
+		if r.Verdict == Error && c.Expect != Error {
+			return Error
+		}
+	}
+	return Fail
+}
+
+// Status is the checklist's Status cell, e.g. "Passed (20/20)", "Fails as
+// expected (3/3)", the child's own status such as "Fails with
+// --reclaim=lazy, passes with --reclaim=worker", or, when some run did not
+// meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
+func (c *SuiteCheck) Status() string {
+	n := len(c.Runs)
+	if n == 0 {
+		if c.Skip != "" {
+			return "Not run (" + c.Skip + ")"
+		}
+		return "Not run"
+	}
+	if c.Met() {
+		if s := c.Runs[0].Status; s != "" && c.sameStatus() {
+			if n > 1 {
+				s += fmt.Sprintf(" (%d/%d)", n, n)
+			}
+			return s
+		}
+		word := map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
+		return fmt.Sprintf("%s (%d/%d)", word, n, n)
+	}
+	hosts := c.hosts()
+	var parts []string
+	for _, v := range []Verdict{Error, Fail, Skip, Pass} {
+		var k int
+		var on []string
+		for _, r := range c.Runs {
+			if r.Verdict == v {
+				k++
+				if r.Host != "" && !slices.Contains(on, r.Host) {
+					on = append(on, r.Host)
+				}
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		part := fmt.Sprintf("%s %d/%d", v, k, n)
+		if len(hosts) > 1 && v != c.Expect {
+			part += " (" + strings.Join(on, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	return fmt.Sprintf("Unexpected (expected %s): %s", c.Expect, strings.Join(parts, ", "))
+}
+
+func (c *SuiteCheck) sameStatus() bool {
+	for _, r := range c.Runs[1:] {
+		if r.Status != c.Runs[0].Status {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *SuiteCheck) hosts() []string {
+	var hs []string
+	for _, r := range c.Runs {
+		if r.Host != "" && !slices.Contains(hs, r.Host) {
+			hs = append(hs, r.Host)
+		}
+	}
+	return hs
+}
+
+// SuiteTotals counts a suite's checks by outcome.
+type SuiteTotals struct {
+	Checks int // every check in every variant
+	Met    int // met their expectation (not counting those not run)
+	Unmet  int // did not
+	Errors int // of the unmet, those where a run produced no result
+	NotRun int // skipped by the suite
+}
+
+// Totals counts the checks by outcome.
+func (s *SuiteResult) Totals() SuiteTotals {
+	var t SuiteTotals
+	for _, c := range s.Checks {
+		t.Checks++
+		switch c.Outcome() {
+		case Pass:
+			t.Met++
+		case Skip:
+			t.NotRun++
+		case Error:
+			t.Unmet++
+			t.Errors++
+		default:
+			t.Unmet++
+		}
+	}
+	return t
+}
+
+// Verdict is PASS when every check met its expectation, FAIL otherwise.
+func (s *SuiteResult) Verdict() Verdict {
+	if s.Totals().Unmet > 0 {
+		return Fail
+	}
+	return Pass
+}
+
+// ExitCode is the suite's exit status: 0 when every check met its
+// expectation, 1 when one did not.
+func (s *SuiteResult) ExitCode() int { return s.Verdict().ExitCode() }
+
+// Summary is one line on the outcome.
+func (s *SuiteResult) Summary() string {
+	t := s.Totals()
+	var b strings.Builder
+	switch {
+	case t.Checks == 0:
+		b.WriteString("the suite has no checks")
+	case t.Unmet == 0:
+		fmt.Fprintf(&b, "every check met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
+	default:
+		fmt.Fprintf(&b, "%d of %d %s did not meet the expectation", t.Unmet, t.Checks-t.NotRun, plural(t.Checks-t.NotRun, "check", "checks"))
+		if t.Errors > 0 {
+			fmt.Fprintf(&b, " (%d without a result)", t.Errors)
+		}
+	}
+	if t.NotRun > 0 {
+		fmt.Fprintf(&b, "; %d not run", t.NotRun)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Checklist is the suite's Testing Checklist: Test | Command | Devices |
+// Status, one row per check and variant.
+func (s *SuiteResult) Checklist() *Table {
+	t := &Table{Columns: ChecklistColumns}
+	label := s.deviceLabeler()
+	for _, c := range s.Checks {
+		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), c.Status())
+	}
+	return t
+}
+
+// devicesCell lists the distinct devices a check's runs used.
+func (s *SuiteResult) devicesCell(c *SuiteCheck, label func(SuiteRun) string) string {
+	var ds []string
+	for _, r := range c.Runs {
+		if r.Device.Name == "" {
+			continue
+		}
+		if l := label(r); !slices.Contains(ds, l) {
+			ds = append(ds, l)
+		}
+	}
+	if len(ds) == 0 {
+		return "none"
+	}
+	return strings.Join(ds, ", ")
+}
+
+// deviceLabeler names a run's device as the checklist shows it. A device
+// name seen on more than one host is followed by the host ("NVIDIA H200
+// (sm_90) on node7"), so that a fleet's table tells the machines apart.
+func (s *SuiteResult) deviceLabeler() func(SuiteRun) string {
+	hostsOf := map[string][]string{}
+	for _, c := range s.Checks {
+		for _, r := range c.Runs {
+			short := r.Device.Short()
+			if !slices.Contains(hostsOf[short], r.Host) {
+				hostsOf[short] = append(hostsOf[short], r.Host)
+			}
+		}
+	}
+	return func(r SuiteRun) string {
+		short := r.Device.Short()
+		if len(hostsOf[short]) > 1 && r.Host != "" {
+			return short + " on " + r.Host
+		}
+		return short
+	}
+}
+
+// unmetRun is a run that did not meet its check's expectation.
+type unmetRun struct {
+	check *SuiteCheck
+	run   SuiteRun
+}
+
+// unmetRuns lists, in check order, the runs that did not meet their
+// check's expectation.
+func (s *SuiteResult) unmetRuns() []unmetRun {
+	var out []unmetRun
+	for _, c := range s.Checks {
+		for _, r := range c.Runs {
+			if !c.runMet(r) {
+				out = append(out, unmetRun{c, r})
+			}
+		}
+	}
+	return out
+}
+
+// optionsText describes how the suite ran, for the rendered header.
+func (s *SuiteResult) optionsText() string {
+	o := s.Options
+	var parts []string
+	switch {
+	case o.Repeat > 1:
+		parts = append(parts, fmt.Sprintf("each check %d times", o.Repeat))
+	default:
+		parts = append(parts, "each check once")
+	}
+	if o.Shuffle {
+		parts = append(parts, fmt.Sprintf("in shuffled order (seed %d)", o.Seed))
+	}
+	if o.CPULoad > 0 {
+		parts = append(parts, fmt.Sprintf("beside %d busy CPU %s", o.CPULoad, plural(o.CPULoad, "worker", "workers")))
+	}
+	if len(o.Variants) > 0 {
+		parts = append(parts, "in the baseline environment and with "+strings.Join(o.Variants, "; "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// text is "1.2.3 (commit c0ffee, go1.26.8)".
+func (t Tool) text() string {
+	var in []string
+	if t.Commit != "" {
+		in = append(in, "commit "+t.Commit)
+	}
+	if t.GoVersion != "" {
+		in = append(in, t.GoVersion)
+	}
+	if len(in) == 0 {
+		return t.Version
+	}
+	return t.Version + " (" + strings.Join(in, ", ") + ")"
+}
+
+// MergeSuites joins the suite results of several hosts into one, so that
+// a matrix run across a fleet becomes one table. sources names each
+// result (its file); a run without a host takes its source's base name as
+// host. Checks with the same name, command, variant, environment and
+// expectation become one row with the runs of every host.
+func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error) {
+	if len(results) == 0 {
+		return nil, errors.New("no suite results to merge")
+	}
+	if len(sources) != len(results) {
+		return nil, fmt.Errorf("%d sources for %d suite results", len(sources), len(results))
+	}
+	first := results[0]
+	m := &SuiteResult{
+		Schema:  SuiteSchemaVersion,
+		Title:   first.Title,
+		File:    first.File,
+		Tool:    first.Tool,
+		Options: first.Options,
+		Sources: slices.Clone(sources),
+	}
+	var names []string
+	var end time.Time
+	index := map[string]*SuiteCheck{}
+	for i, r := range results {
+		if !slices.Contains(names, r.Suite) {
+			names = append(names, r.Suite)
+		}
+		if r.Title != m.Title {
+			m.Title = ""
+		}
+		if r.File != m.File {
+			m.File = ""
+		}
+		if !r.Started.IsZero() {
+			if m.Started.IsZero() || r.Started.Before(m.Started) {
+				m.Started = r.Started
+			}
+			if e := r.Started.Add(r.Duration); e.After(end) {
+				end = e
+			}
+		}
+		fallbackHost := strings.TrimSuffix(filepath.Base(sources[i]), filepath.Ext(sources[i]))
+		for _, h := range r.Hosts {
+			if !slices.Contains(m.Hosts, h) {
+				m.Hosts = append(m.Hosts, h)
+			}
+		}
+		for _, c := range r.Checks {
+			key := strings.Join([]string{c.Name, c.Command, c.Variant, string(c.Expect), strings.Join(c.Env, "\x01")}, "\x00")
+			mc, ok := index[key]
+			if !ok {
+				mc = &SuiteCheck{Name: c.Name, Command: c.Command, Variant: c.Variant, Env: slices.Clone(c.Env), Expect: c.Expect, Skip: c.Skip}
+				index[key] = mc
+				m.Checks = append(m.Checks, mc)
+			}
+			if mc.Skip == "" && len(mc.Runs) == 0 {
+				mc.Skip = c.Skip
+			}
+			for _, run := range c.Runs {
+				if run.Host == "" {
+					run.Host = fallbackHost
+					if !slices.Contains(m.Hosts, fallbackHost) {
+						m.Hosts = append(m.Hosts, fallbackHost)
+					}
+				}
+				mc.Runs = append(mc.Runs, run)
+			}
+		}
+	}
+	for _, c := range m.Checks {
+		if len(c.Runs) > 0 {
+			c.Skip = "" // it ran somewhere
+		}
+	}
+	m.Suite = strings.Join(names, " + ")
+	if !m.Started.IsZero() {
+		m.Duration = end.Sub(m.Started)
+	}
+	return m, nil
+}

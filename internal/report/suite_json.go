@@ -1,0 +1,245 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// The miotool/suite/v1 layout (docs/report-schema.md). Fields marked
+// "derived" are written for readers' convenience and recomputed on reading.
+type jsonSuite struct {
+	Schema     string           `json:"schema"`
+	Suite      string           `json:"suite"`
+	Title      string           `json:"title,omitempty"`
+	File       string           `json:"file,omitempty"`
+	Hosts      []string         `json:"hosts"`
+	Miotool    jsonTool         `json:"miotool"`
+	Started    *time.Time       `json:"started,omitempty"`
+	DurationMS float64          `json:"duration_ms"`
+	Options    jsonSuiteOptions `json:"options"`
+	MergedFrom []string         `json:"merged_from,omitempty"`
+	Verdict    Verdict          `json:"verdict"`   // derived
+	ExitCode   int              `json:"exit_code"` // derived
+	Summary    string           `json:"summary"`   // derived
+	Totals     jsonTotals       `json:"totals"`    // derived
+	Checks     []jsonCheck      `json:"checks"`
+}
+
+type jsonTool struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	Go      string `json:"go,omitempty"`
+}
+
+type jsonSuiteOptions struct {
+	Repeat   int      `json:"repeat"`
+	Shuffle  bool     `json:"shuffle"`
+	Seed     *uint64  `json:"seed,omitempty"`
+	CPULoad  int      `json:"cpu_load"`
+	Variants []string `json:"env_variants"`
+}
+
+type jsonTotals struct {
+	Checks int `json:"checks"`
+	Met    int `json:"met"`
+	Unmet  int `json:"unmet"`
+	Errors int `json:"errors"`
+	NotRun int `json:"not_run"`
+}
+
+type jsonCheck struct {
+	Name    string    `json:"name"`
+	Test    string    `json:"test"` // derived
+	Command string    `json:"command"`
+	Variant string    `json:"variant,omitempty"`
+	Env     []string  `json:"env"`
+	Expect  Verdict   `json:"expect"`
+	Skip    string    `json:"skip,omitempty"`
+	Met     bool      `json:"met"`     // derived
+	Outcome Verdict   `json:"outcome"` // derived
+	Status  string    `json:"status"`  // derived
+	Devices string    `json:"devices"` // derived
+	Runs    []jsonRun `json:"runs"`
+}
+
+type jsonRun struct {
+	Host       string     `json:"host"`
+	Iteration  int        `json:"iteration"`
+	Order      int        `json:"order"`
+	Verdict    Verdict    `json:"verdict"`
+	ExitCode   int        `json:"exit_code"`
+	Met        bool       `json:"met"` // derived
+	Status     string     `json:"status,omitempty"`
+	Summary    string     `json:"summary"`
+	Backend    string     `json:"backend,omitempty"`
+	Device     jsonDevice `json:"device"`
+	Started    *time.Time `json:"started,omitempty"`
+	DurationMS float64    `json:"duration_ms"`
+	StderrTail string     `json:"stderr_tail,omitempty"`
+}
+
+func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// MarshalJSON encodes the suite result in the miotool/suite/v1 layout.
+func (s *SuiteResult) MarshalJSON() ([]byte, error) {
+	t := s.Totals()
+	j := jsonSuite{
+		Schema:     SuiteSchemaVersion,
+		Suite:      s.Suite,
+		Title:      s.Title,
+		File:       s.File,
+		Hosts:      append([]string{}, s.Hosts...),
+		Miotool:    jsonTool{Version: s.Tool.Version, Commit: s.Tool.Commit, Go: s.Tool.GoVersion},
+		Started:    timePtr(s.Started),
+		DurationMS: durationMS(s.Duration),
+		Options: jsonSuiteOptions{
+			Repeat:   s.Options.Repeat,
+			Shuffle:  s.Options.Shuffle,
+			CPULoad:  s.Options.CPULoad,
+			Variants: append([]string{}, s.Options.Variants...),
+		},
+		MergedFrom: s.Sources,
+		Verdict:    s.Verdict(),
+		ExitCode:   s.ExitCode(),
+		Summary:    s.Summary(),
+		Totals:     jsonTotals(t),
+		Checks:     make([]jsonCheck, len(s.Checks)),
+	}
+	if s.Options.Shuffle {
+		seed := s.Options.Seed
+		j.Options.Seed = &seed
+	}
+	label := s.deviceLabeler()
+	for i, c := range s.Checks {
+		jc := jsonCheck{
+			Name:    c.Name,
+			Test:    c.Test(),
+			Command: c.Command,
+			Variant: c.Variant,
+			Env:     append([]string{}, c.Env...),
+			Expect:  c.Expect,
+			Skip:    c.Skip,
+			Met:     c.Met(),
+			Outcome: c.Outcome(),
+			Status:  c.Status(),
+			Devices: s.devicesCell(c, label),
+			Runs:    make([]jsonRun, len(c.Runs)),
+		}
+		for k, r := range c.Runs {
+			jc.Runs[k] = jsonRun{
+				Host:       r.Host,
+				Iteration:  r.Iteration,
+				Order:      r.Order,
+				Verdict:    r.Verdict,
+				ExitCode:   r.ExitCode,
+				Met:        c.runMet(r),
+				Status:     r.Status,
+				Summary:    r.Summary,
+				Backend:    r.Backend,
+				Device:     jsonDevice(r.Device),
+				Started:    timePtr(r.Started),
+				DurationMS: durationMS(r.Duration),
+				StderrTail: r.StderrTail,
+			}
+		}
+		j.Checks[i] = jc
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes the miotool/suite/v1 layout. Derived fields are
+// ignored and recomputed from the runs.
+func (s *SuiteResult) UnmarshalJSON(data []byte) error {
+	var j jsonSuite
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	if j.Schema != SuiteSchemaVersion {
+		if j.Schema == SchemaVersion {
+			return fmt.Errorf("this is a single check's result (%s), not a suite result (%s); run checks through `miotool report --suite` to merge them", j.Schema, SuiteSchemaVersion)
+		}
+		return fmt.Errorf("suite result schema %q is not %q", j.Schema, SuiteSchemaVersion)
+	}
+	*s = SuiteResult{
+		Schema:   j.Schema,
+		Suite:    j.Suite,
+		Title:    j.Title,
+		File:     j.File,
+		Hosts:    j.Hosts,
+		Tool:     Tool{Version: j.Miotool.Version, Commit: j.Miotool.Commit, GoVersion: j.Miotool.Go},
+		Duration: fromMS(j.DurationMS),
+		Options: SuiteOptions{
+			Repeat:   j.Options.Repeat,
+			Shuffle:  j.Options.Shuffle,
+			CPULoad:  j.Options.CPULoad,
+			Variants: j.Options.Variants,
+		},
+		Sources: j.MergedFrom,
+	}
+	if j.Started != nil {
+		s.Started = *j.Started
+	}
+	if j.Options.Seed != nil {
+		s.Options.Seed = *j.Options.Seed
+	}
+	for i, jc := range j.Checks {
+		expect, err := ParseVerdict(string(jc.Expect))
+		if err != nil {
+			return fmt.Errorf("check %d (%s): expect: %w", i+1, jc.Name, err)
+		}
+		c := &SuiteCheck{Name: jc.Name, Command: jc.Command, Variant: jc.Variant, Env: jc.Env, Expect: expect, Skip: jc.Skip}
+		for k, jr := range jc.Runs {
+			v, err := ParseVerdict(string(jr.Verdict))
+			if err != nil {
+				return fmt.Errorf("check %d (%s) run %d: %w", i+1, jc.Name, k+1, err)
+			}
+			r := SuiteRun{
+				Host:       jr.Host,
+				Iteration:  jr.Iteration,
+				Order:      jr.Order,
+				Verdict:    v,
+				ExitCode:   jr.ExitCode,
+				Status:     jr.Status,
+				Summary:    jr.Summary,
+				Backend:    jr.Backend,
+				Device:     Device(jr.Device),
+				Duration:   fromMS(jr.DurationMS),
+				StderrTail: jr.StderrTail,
+			}
+			if jr.Started != nil {
+				r.Started = *jr.Started
+			}
+			c.Runs = append(c.Runs, r)
+		}
+		s.Checks = append(s.Checks, c)
+	}
+	return nil
+}
+
+// WriteSuiteJSON writes s as indented JSON followed by a newline.
+func WriteSuiteJSON(w io.Writer, s *SuiteResult) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(s)
+}
+
+// ReadSuiteJSON decodes one suite result written by WriteSuiteJSON.
+func ReadSuiteJSON(rd io.Reader) (*SuiteResult, error) {
+	var s SuiteResult
+	if err := json.NewDecoder(rd).Decode(&s); err != nil {
+		return nil, fmt.Errorf("reading suite result: %w", err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,321 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"miotool/internal/report"
+)
+
+// Flag is a global flag the runner passes on to every check that does not
+// set it itself, e.g. --backend sim.
+type Flag struct {
+	Name  string // without dashes
+	Value string
+}
+
+// Runner runs suites. Each run of a check is a process of Command followed
+// by the check's arguments and "--format json --no-progress"; its standard
+// output must be one miotool/result/v1 result.
+type Runner struct {
+	// Command is the miotool program and any arguments that go before a
+	// check's own: os.Executable() for real runs; tests re-execute their
+	// own binary.
+	Command []string
+	// Environ is the environment every check starts from (os.Environ()).
+	Environ []string
+	// Forward are flags for every check that does not set them.
+	Forward []Flag
+	Host    string
+	Tool    report.Tool
+	Now     func() time.Time
+	// Progress, when set, hears of each run as it starts (done runs so
+	// far, all runs, the check's name) and once more when all are done.
+	Progress func(done, total int, current string)
+	// WaitDelay is how long a killed check's output pipes may stay open
+	// (held by a grandchild) before the runner stops waiting; 0 means 5s.
+	WaitDelay time.Duration
+}
+
+// Options say how to run a suite.
+type Options struct {
+	Repeat  int  // runs of each check per variant; 0 counts as 1
+	Shuffle bool // shuffle each pass over the checks
+	Seed    uint64
+	CPULoad int // busy CPU workers kept running while the checks run
+	// Variants are environments to run the whole suite in again, after
+	// the baseline.
+	Variants []Variant
+	// Timeout, when positive, bounds every run in place of the file's
+	// timeouts.
+	Timeout time.Duration
+}
+
+// stderrTailBytes is how much of a check's standard error is kept.
+const stderrTailBytes = 4096
+
+// Run runs every check of f as opts says and returns the suite's result.
+// A cancelled ctx stops the suite: the result holds the runs made so far
+// and the error is ctx's.
+func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteResult, error) {
+	if len(r.Command) == 0 {
+		return nil, errors.New("suite runner: no miotool command to run checks with")
+	}
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	repeat := max(opts.Repeat, 1)
+	variants := append([]Variant{{}}, opts.Variants...)
+
+	res := report.NewSuiteResult(f.Name, now())
+	res.Title, res.File, res.Tool = f.Title, f.Path, r.Tool
+	if r.Host != "" {
+		res.Hosts = []string{r.Host}
+	}
+	res.Options = report.SuiteOptions{Repeat: repeat, Shuffle: opts.Shuffle, Seed: opts.Seed, CPULoad: opts.CPULoad}
+	for _, v := range opts.Variants {
+		res.Options.Variants = append(res.Options.Variants, v.Label)
+	}
+	// One result row per check and variant, in file order, whatever order
+	// they run in.
+	rows := make([][]*report.SuiteCheck, len(variants))
+	for vi, v := range variants {
+		for _, c := range f.Checks {
+			args := r.checkArgs(c)
+			row := &report.SuiteCheck{
+				Name:    c.Name,
+				Command: "miotool " + report.JoinCommandLine(args),
+				Variant: v.Label,
+				Env:     slices.Concat(f.Env, c.Env, v.Env),
+				Expect:  c.Expect,
+				Skip:    c.Skip,
+			}
+			rows[vi] = append(rows[vi], row)
+			res.Checks = append(res.Checks, row)
+		}
+	}
+
+	if opts.CPULoad > 0 {
+		stop := StartCPULoad(opts.CPULoad)
+		defer stop()
+	}
+	steps := Plan(f, len(variants), repeat, opts.Shuffle, opts.Seed)
+	var runErr error
+	for i, st := range steps {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		c := f.Checks[st.Check]
+		row := rows[st.Variant][st.Check]
+		if r.Progress != nil {
+			r.Progress(i, len(steps), row.Test())
+		}
+		timeout := c.Timeout
+		if timeout == 0 {
+			timeout = f.Timeout
+		}
+		if opts.Timeout > 0 {
+			timeout = opts.Timeout
+		}
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		run := r.runOnce(ctx, f.Workdir, r.checkArgs(c), row.Env, timeout, now)
+		if ctx.Err() != nil {
+			runErr = ctx.Err() // an interrupted run is no outcome
+			break
+		}
+		run.Iteration, run.Order, run.Host = st.Iteration, i+1, r.Host
+		if run.Verdict == c.Expect {
+			run.StderrTail = "" // kept only where someone will read it
+		}
+		row.Runs = append(row.Runs, run)
+	}
+	if r.Progress != nil && runErr == nil {
+		r.Progress(len(steps), len(steps), "")
+	}
+	res.Duration = now().Sub(res.Started)
+	return res, runErr
+}
+
+// checkArgs are the check's arguments plus the forwarded flags it does not
+// set itself.
+func (r *Runner) checkArgs(c Check) []string {
+	args := slices.Clone(c.Args)
+	for _, fl := range r.Forward {
+		if !setsFlag(c.Args, fl.Name) {
+			args = append(args, "--"+fl.Name, fl.Value)
+		}
+	}
+	return args
+}
+
+func setsFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// runOnce runs one miotool process and turns what it printed into a run.
+func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, timeout time.Duration, now func() time.Time) report.SuiteRun {
+	run := report.SuiteRun{Started: now()}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	full := slices.Concat(r.Command[1:], args, []string{"--format", "json", "--no-progress"})
+	cmd := exec.CommandContext(cctx, r.Command[0], full...)
+	cmd.Dir = dir
+	cmd.Env = mergeEnv(r.Environ, env)
+	stdout := &lockedBuffer{}
+	stderr := &tailBuffer{limit: stderrTailBytes}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// The check may start processes of its own (stress-threads does): a
+	// timeout ends the whole process group.
+	startOwnGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = r.WaitDelay
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = 5 * time.Second
+	}
+
+	err := cmd.Run()
+	run.Duration = now().Sub(run.Started)
+	run.StderrTail = stderr.String()
+	run.ExitCode = -1
+	if cmd.ProcessState != nil {
+		run.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	failed := func(format string, args ...any) report.SuiteRun {
+		run.Verdict = report.Error
+		run.Summary = fmt.Sprintf(format, args...)
+		if last := lastLine(run.StderrTail); last != "" {
+			run.Summary += ": " + last
+		}
+		return run
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case cmd.ProcessState == nil:
+		return failed("cannot start %s: %v", r.Command[0], err)
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return failed("no result within %v; the process was killed", timeout)
+	case err != nil && !errors.As(err, &exitErr):
+		return failed("running the check: %v", err)
+	}
+	result, perr := report.ReadJSON(bytes.NewReader(stdout.Bytes()))
+	if perr != nil {
+		return failed("%s without a result on standard output", exitText(cmd.ProcessState))
+	}
+	run.Status, run.Summary, run.Backend, run.Device = result.Status, result.Summary, result.Backend, result.Device
+	if want := result.Verdict.ExitCode(); run.ExitCode != want {
+		return failed("%s does not match its result's verdict %s (exit status %d)", exitText(cmd.ProcessState), result.Verdict, want)
+	}
+	run.Verdict = result.Verdict
+	return run
+}
+
+// mergeEnv is base with extra's variables set, later assignments winning.
+func mergeEnv(base, extra []string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	set := map[string]bool{}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !set[k] {
+			out = append(out, kv)
+		}
+	}
+	// Among extra, the last assignment of a name wins.
+	last := map[string]int{}
+	for i, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		last[k] = i
+	}
+	for i, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		if last[k] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\r\n\t "), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// lockedBuffer collects a check's standard output. The copying goroutine
+// of a killed check may outlive Wait by the wait delay, hence the lock.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes is a copy of what was written so far.
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+	cut   bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.limit; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+// String is the kept text, starting at a line boundary when the start was
+// cut off.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.buf)
+	if t.cut {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,443 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"miotool/internal/report"
+)
+
+// fakeChildEnv makes the test binary act as a fake miotool: the runner's
+// tests re-execute it as each check's process.
+const fakeChildEnv = "MIOTOOL_SUITE_FAKE_CHILD"
+
+// fakeLogEnv names a file the fake appends its arguments to, one line per
+// run, so tests see the order runs really happened in.
+const fakeLogEnv = "MIOTOOL_SUITE_FAKE_LOG"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeChildEnv) == "1" {
+		os.Exit(fakeMiotool(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeMiotool behaves as its first argument says and, like miotool with
+// --format json, prints one result on stdout and exits with its verdict's
+// code.
+func fakeMiotool(args []string) int {
+	n := len(args)
+	if n < 4 || !slices.Equal(args[n-3:], []string{"--format", "json", "--no-progress"}) {
+		fmt.Fprintf(os.Stderr, "fake miotool: the runner did not ask for --format json --no-progress: %q\n", args)
+		return 2
+	}
+	args = args[:n-3]
+	if p := os.Getenv(fakeLogEnv); p != "" {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		fmt.Fprintln(f, strings.Join(args, " "))
+		f.Close()
+	}
+	emit := func(v report.Verdict, status, summary string) int {
+		r := report.New(args[0], "miotool "+strings.Join(args, " ")+" --format json --no-progress", time.Now())
+		r.Backend = "sim"
+		r.Device = report.Device{Name: "Fake GPU", Arch: "fx1", Description: "Fake GPU (fx1, 1 CUs, sim)"}
+		r.Status = status
+		r.Finish(v, summary, time.Now())
+		if err := report.WriteJSON(os.Stdout, r); err != nil {
+			return 3
+		}
+		return v.ExitCode()
+	}
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	switch args[0] {
+	case "pass":
+		return emit(report.Pass, "", "all good")
+	case "fail":
+		return emit(report.Fail, "", "end capture: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)")
+	case "skip":
+		return emit(report.Skip, "", "backend cuda unavailable")
+	case "status":
+		return emit(report.Pass, arg(1), "matrix as expected")
+	case "echoenv":
+		return emit(report.Pass, "", arg(1)+"="+os.Getenv(arg(1)))
+	case "args":
+		return emit(report.Pass, "", strings.Join(args[1:], " "))
+	case "pwd":
+		wd, _ := os.Getwd()
+		return emit(report.Pass, "", wd)
+	case "usage":
+		fmt.Fprintln(os.Stderr, "miotool: --mode: unknown capture mode \"sideways\"")
+		fmt.Fprintln(os.Stderr, "Run 'miotool capture --help' for usage.")
+		return 2
+	case "garbage":
+		fmt.Println("hello, not JSON")
+		return 0
+	case "mismatch":
+		emit(report.Pass, "", "claims to pass")
+		return 1
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fatal error: concurrent map writes")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case "hang":
+		fmt.Fprintln(os.Stderr, "hanging on purpose")
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		<-c // the runner's timeout kills the process group with SIGKILL
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "fake miotool: unknown command %q\n", args[0])
+	return 2
+}
+
+func fakeRunner(t *testing.T, extraEnv ...string) *Runner {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A binary built with -race sleeps a second on exit unless told not to.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	return &Runner{
+		Command: []string{exe},
+		Environ: mergeEnv(os.Environ(), append([]string{fakeChildEnv + "=1", "GORACE=" + gorace}, extraEnv...)),
+		Host:    "testhost",
+		Tool:    report.Tool{Version: "test"},
+	}
+}
+
+func check(name string, expect report.Verdict, args ...string) Check {
+	return Check{Name: name, Args: args, Expect: expect}
+}
+
+func runSuite(t *testing.T, r *Runner, f *File, opts Options) *report.SuiteResult {
+	t.Helper()
+	if f.Name == "" {
+		f.Name = "test"
+	}
+	if f.Timeout == 0 {
+		f.Timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := r.Run(ctx, f, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+func TestRunnerClassifiesEachRun(t *testing.T) {
+	f := &File{Checks: []Check{
+		check("pass", report.Pass, "pass"),
+		check("expected-fail", report.Fail, "fail"),
+		check("own-status", report.Pass, "status", "Fails with --reclaim=lazy, passes with --reclaim=worker"),
+		check("unexpected-fail", report.Pass, "fail"),
+		check("crash", report.Pass, "crash"),
+		check("usage", report.Pass, "usage"),
+		check("garbage", report.Pass, "garbage"),
+		check("mismatch", report.Pass, "mismatch"),
+		check("expected-skip", report.Skip, "skip"),
+	}}
+	res := runSuite(t, fakeRunner(t), f, Options{})
+	want := map[string]struct {
+		verdict report.Verdict
+		summary string // contained in the run's summary
+		status  string
+		tail    bool // the stderr tail is kept
+	}{
+		"pass":            {report.Pass, "all good", "Passed (1/1)", false},
+		"expected-fail":   {report.Fail, "(901)", "Fails as expected (1/1)", false},
+		"own-status":      {report.Pass, "matrix as expected", "Fails with --reclaim=lazy, passes with --reclaim=worker", false},
+		"unexpected-fail": {report.Fail, "(901)", "Unexpected (expected PASS): FAIL 1/1", false}, // kept, but it printed none
+		"crash":           {report.Error, "killed by signal SIGKILL (killed) without a result on standard output: fatal error: concurrent map writes", "Unexpected (expected PASS): ERROR 1/1", true},
+		"usage":           {report.Error, "exit status 2 without a result on standard output: Run 'miotool capture --help' for usage.", "Unexpected (expected PASS): ERROR 1/1", true},
+		"garbage":         {report.Error, "exit status 0 without a result", "Unexpected (expected PASS): ERROR 1/1", false},
+		"mismatch":        {report.Error, "exit status 1 does not match its result's verdict PASS", "Unexpected (expected PASS): ERROR 1/1", false},
+		"expected-skip":   {report.Skip, "unavailable", "Skipped as expected (1/1)", false},
+	}
+	if len(res.Checks) != len(want) {
+		t.Fatalf("%d result rows, want %d", len(res.Checks), len(want))
+	}
+	for _, c := range res.Checks {
+		w := want[c.Name]
+		if len(c.Runs) != 1 {
+			t.Fatalf("%s: %d runs", c.Name, len(c.Runs))
+		}
+		r := c.Runs[0]
+		if r.Verdict != w.verdict || !strings.Contains(r.Summary, w.summary) || c.Status() != w.status {
+			t.Errorf("%s: verdict %s summary %q status %q; want %s, %q, %q", c.Name, r.Verdict, r.Summary, c.Status(), w.verdict, w.summary, w.status)
+		}
+		if (r.StderrTail != "") != w.tail {
+			t.Errorf("%s: stderr tail %q (kept: want %v)", c.Name, r.StderrTail, w.tail)
+		}
+		if r.Host != "testhost" || r.Iteration != 1 || r.Order == 0 {
+			t.Errorf("%s: host %q iteration %d order %d", c.Name, r.Host, r.Iteration, r.Order)
+		}
+		if r.Verdict != report.Error && r.Device.Name != "Fake GPU" {
+			t.Errorf("%s: device %+v", c.Name, r.Device)
+		}
+	}
+	if res.ExitCode() != report.ExitFail {
+		t.Errorf("suite exit %d, want 1 (checks missed their expectation)", res.ExitCode())
+	}
+	if res.Suite != "test" || !slices.Equal(res.Hosts, []string{"testhost"}) || res.Tool.Version != "test" {
+		t.Errorf("suite header %+v", res)
+	}
+}
+
+// One failing check makes the suite exit 1; without it, 0.
+func TestSuiteExitCode(t *testing.T) {
+	met := []Check{check("a", report.Pass, "pass"), check("b", report.Fail, "fail"),
+		{Name: "later", Args: []string{"crash"}, Expect: report.Pass, Skip: "not today"}}
+	res := runSuite(t, fakeRunner(t), &File{Checks: met}, Options{})
+	if res.ExitCode() != 0 {
+		t.Errorf("every check met its expectation: exit %d\n%+v", res.ExitCode(), res.Checks)
+	}
+	if c := res.Checks[2]; len(c.Runs) != 0 || c.Status() != "Not run (not today)" {
+		t.Errorf("skipped check ran: %+v", c)
+	}
+	res = runSuite(t, fakeRunner(t), &File{Checks: append(met, check("c", report.Pass, "fail"))}, Options{})
+	if res.ExitCode() != 1 {
+		t.Errorf("one check failed: exit %d", res.ExitCode())
+	}
+}
+
+func TestRunnerKillsAHungCheck(t *testing.T) {
+	c := check("hang", report.Pass, "hang")
+	c.Timeout = 300 * time.Millisecond
+	res := runSuite(t, fakeRunner(t), &File{Checks: []Check{c, check("after", report.Pass, "pass")}}, Options{})
+	r := res.Checks[0].Runs[0]
+	if r.Verdict != report.Error || !strings.Contains(r.Summary, "no result within 300ms; the process was killed: hanging on purpose") {
+		t.Errorf("hung check: %s %q", r.Verdict, r.Summary)
+	}
+	if res.Checks[1].Runs[0].Verdict != report.Pass {
+		t.Errorf("the suite did not go on after the hang: %+v", res.Checks[1].Runs)
+	}
+}
+
+func TestEnvVariantsReachTheChild(t *testing.T) {
+	f := &File{
+		Env: []string{"MIOPEN_NAIVE_TIMEOUT=300"},
+		Checks: []Check{
+			check("queues", report.Pass, "echoenv", "GPU_MAX_HW_QUEUES"),
+			check("timeout", report.Pass, "echoenv", "MIOPEN_NAIVE_TIMEOUT"),
+			{Name: "own", Args: []string{"echoenv", "MIOPEN_FIND_MODE"}, Expect: report.Pass, Env: []string{"MIOPEN_FIND_MODE=FAST"}},
+		},
+	}
+	var variants []Variant
+	for _, s := range []string{"GPU_MAX_HW_QUEUES=3", "GPU_MAX_HW_QUEUES=8,MIOPEN_NAIVE_TIMEOUT=0"} {
+		v, err := ParseVariant(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants = append(variants, v)
+	}
+	// The parent's own value is what the baseline sees; variants override it.
+	res := runSuite(t, fakeRunner(t, "GPU_MAX_HW_QUEUES=1"), f, Options{Variants: variants})
+	want := []struct{ test, summary, command string }{
+		{"queues", "GPU_MAX_HW_QUEUES=1", "MIOPEN_NAIVE_TIMEOUT=300 miotool echoenv GPU_MAX_HW_QUEUES"},
+		{"timeout", "MIOPEN_NAIVE_TIMEOUT=300", "MIOPEN_NAIVE_TIMEOUT=300 miotool echoenv MIOPEN_NAIVE_TIMEOUT"},
+		{"own", "MIOPEN_FIND_MODE=FAST", "MIOPEN_NAIVE_TIMEOUT=300 MIOPEN_FIND_MODE=FAST miotool echoenv MIOPEN_FIND_MODE"},
+		{"queues [GPU_MAX_HW_QUEUES=3]", "GPU_MAX_HW_QUEUES=3", "MIOPEN_NAIVE_TIMEOUT=300 GPU_MAX_HW_QUEUES=3 miotool echoenv GPU_MAX_HW_QUEUES"},
+		{"timeout [GPU_MAX_HW_QUEUES=3]", "MIOPEN_NAIVE_TIMEOUT=300", ""},
+		{"own [GPU_MAX_HW_QUEUES=3]", "MIOPEN_FIND_MODE=FAST", ""},
+		{"queues [GPU_MAX_HW_QUEUES=8 MIOPEN_NAIVE_TIMEOUT=0]", "GPU_MAX_HW_QUEUES=8", ""},
+		{"timeout [GPU_MAX_HW_QUEUES=8 MIOPEN_NAIVE_TIMEOUT=0]", "MIOPEN_NAIVE_TIMEOUT=0", ""},
+		{"own [GPU_MAX_HW_QUEUES=8 MIOPEN_NAIVE_TIMEOUT=0]", "MIOPEN_FIND_MODE=FAST", ""},
+	}
+	if len(res.Checks) != len(want) {
+		t.Fatalf("%d rows, want %d", len(res.Checks), len(want))
+	}
+	for i, w := range want {
+		c := res.Checks[i]
+		if c.Test() != w.test || c.Runs[0].Summary != w.summary {
+			t.Errorf("row %d: %s saw %q; want %s seeing %q", i, c.Test(), c.Runs[0].Summary, w.test, w.summary)
+		}
+		if w.command != "" && c.CommandLine() != w.command {
+			t.Errorf("row %d: command %q, want %q", i, c.CommandLine(), w.command)
+		}
+	}
+	if !slices.Equal(res.Options.Variants, []string{"GPU_MAX_HW_QUEUES=3", "GPU_MAX_HW_QUEUES=8 MIOPEN_NAIVE_TIMEOUT=0"}) {
+		t.Errorf("options %+v", res.Options)
+	}
+}
+
+// Repeated, shuffled runs happen in the order the seed gives, the same
+// order each time. (That another seed gives another order is Plan's test.)
+func TestRepeatAndShuffleAreDeterministic(t *testing.T) {
+	f := &File{}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		f.Checks = append(f.Checks, check(n, report.Pass, "args", n))
+	}
+	const repeat, seed = 2, 99
+	log := func() (string, *report.SuiteResult) {
+		p := filepath.Join(t.TempDir(), "log")
+		res := runSuite(t, fakeRunner(t, fakeLogEnv+"="+p), f, Options{Repeat: repeat, Shuffle: true, Seed: seed})
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(strings.ReplaceAll(string(data), "args ", ""), "\n", ""), res
+	}
+	first, res := log()
+	second, _ := log()
+	if first != second {
+		t.Errorf("seed %d ran %s, then %s", seed, first, second)
+	}
+	var planned strings.Builder
+	for _, st := range Plan(f, 1, repeat, true, seed) {
+		planned.WriteString(f.Checks[st.Check].Name)
+	}
+	if first != planned.String() {
+		t.Errorf("ran %s, the plan says %s", first, planned.String())
+	}
+	if first == "abcdabcd" {
+		t.Errorf("seed %d left the file order", seed)
+	}
+	// The result lists checks in file order; each run knows its pass and
+	// its place in the order.
+	byOrder := make([]string, len(f.Checks)*repeat)
+	for _, c := range res.Checks {
+		if len(c.Runs) != repeat {
+			t.Fatalf("%s: %d runs, want %d", c.Name, len(c.Runs), repeat)
+		}
+		for i, r := range c.Runs {
+			if r.Iteration != i+1 {
+				t.Errorf("%s: run %d has iteration %d", c.Name, i, r.Iteration)
+			}
+			byOrder[r.Order-1] = c.Name
+		}
+	}
+	if strings.Join(byOrder, "") != first {
+		t.Errorf("orders in the result give %s, the processes ran %s", strings.Join(byOrder, ""), first)
+	}
+	if !res.Options.Shuffle || res.Options.Seed != seed || res.Options.Repeat != repeat {
+		t.Errorf("options %+v", res.Options)
+	}
+}
+
+func TestRunnerForwardsFlagsAndWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	r := fakeRunner(t)
+	r.Forward = []Flag{{"backend", "sim"}, {"device", "1"}}
+	f := &File{Workdir: dir, Checks: []Check{
+		check("plain", report.Pass, "args", "x"),
+		check("own-backend", report.Pass, "args", "--backend=cuda"),
+		check("pwd", report.Pass, "pwd"),
+	}}
+	res := runSuite(t, r, f, Options{})
+	if got := res.Checks[0].Runs[0].Summary; got != "x --backend sim --device 1" {
+		t.Errorf("plain check got %q", got)
+	}
+	if got := res.Checks[1].Runs[0].Summary; got != "--backend=cuda --device 1" {
+		t.Errorf("a check's own --backend was overridden: %q", got)
+	}
+	if got := res.Checks[0].Command; got != "miotool args x --backend sim --device 1" {
+		t.Errorf("command cell %q", got)
+	}
+	wd, err := filepath.EvalSymlinks(res.Checks[2].Runs[0].Summary)
+	want, _ := filepath.EvalSymlinks(dir)
+	if err != nil || wd != want {
+		t.Errorf("check ran in %q, want %q", res.Checks[2].Runs[0].Summary, dir)
+	}
+}
+
+func TestInterruptStopsTheSuite(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := fakeRunner(t)
+	var seen []string
+	r.Progress = func(done, total int, current string) {
+		seen = append(seen, fmt.Sprintf("%d/%d %s", done, total, current))
+		if current == "second" {
+			cancel()
+		}
+	}
+	f := &File{Name: "x", Timeout: 30 * time.Second, Checks: []Check{check("first", report.Pass, "pass"), check("second", report.Pass, "pass"), check("third", report.Pass, "pass")}}
+	res, err := r.Run(ctx, f, Options{})
+	if err != context.Canceled {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if len(res.Checks[0].Runs) != 1 || len(res.Checks[1].Runs) != 0 || len(res.Checks[2].Runs) != 0 {
+		t.Errorf("runs after the interrupt: %d %d %d", len(res.Checks[0].Runs), len(res.Checks[1].Runs), len(res.Checks[2].Runs))
+	}
+	if res.Checks[1].Status() != "Not run" || res.ExitCode() != 1 {
+		t.Errorf("status %q exit %d", res.Checks[1].Status(), res.ExitCode())
+	}
+	if !slices.Equal(seen, []string{"0/3 first", "1/3 second"}) {
+		t.Errorf("progress %q", seen)
+	}
+}
+
+func TestProgressHearsEveryRun(t *testing.T) {
+	r := fakeRunner(t)
+	var seen []string
+	r.Progress = func(done, total int, current string) {
+		seen = append(seen, fmt.Sprintf("%d/%d %s", done, total, current))
+	}
+	v, _ := ParseVariant("A=1")
+	f := &File{Checks: []Check{check("p", report.Pass, "pass"), {Name: "s", Args: []string{"pass"}, Expect: report.Pass, Skip: "no"}}}
+	runSuite(t, r, f, Options{Repeat: 2, Variants: []Variant{v}})
+	want := []string{"0/4 p", "1/4 p", "2/4 p [A=1]", "3/4 p [A=1]", "4/4 "}
+	if !slices.Equal(seen, want) {
+		t.Errorf("progress %q, want %q", seen, want)
+	}
+}
+
+func TestStartCPULoad(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	stop := StartCPULoad(2)
+	if runtime.GOMAXPROCS(0) < 3 {
+		t.Errorf("GOMAXPROCS %d while 2 workers run, want at least 3", runtime.GOMAXPROCS(0))
+	}
+	rounds := stop()
+	if rounds == 0 {
+		t.Error("the workers did no work")
+	}
+	if stop() != rounds {
+		t.Error("a second stop changed the count")
+	}
+	if runtime.GOMAXPROCS(0) != before {
+		t.Errorf("GOMAXPROCS %d after stop, want %d", runtime.GOMAXPROCS(0), before)
+	}
+	if StartCPULoad(0)() != 0 {
+		t.Error("no workers did work")
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"PATH=/bin", "A=base", "B=base"}, []string{"A=suite", "C=check", "A=variant"})
+	want := []string{"PATH=/bin", "B=base", "C=check", "A=variant"}
+	if !slices.Equal(got, want) {
+		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+}
+
+func TestTailBufferKeepsWholeLastLines(t *testing.T) {
+	tb := &tailBuffer{limit: 16}
+	for i := range 10 {
+		fmt.Fprintf(tb, "line %d\n", i)
+	}
+	if got := tb.String(); got != "line 8\nline 9\n" {
+		t.Errorf("tail %q", got)
+	}
+}
