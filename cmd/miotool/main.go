@@ -32,6 +32,8 @@ func newRootCmd(f *cli.Factory) *cobra.Command {
 		NewCmdFind(f, nil),
 		NewCmdCapture(f, nil),
 		NewCmdReplay(f, nil),
+		NewCmdStress(f, nil),
+		NewCmdReport(f, nil), NewCmdCompletion(f), NewCmdGenMan(f),
 	)
 	return root
 }

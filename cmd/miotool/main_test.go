@@ -47,7 +47,8 @@ func (h *harness) runWith(runF func(*RulesOptions) error, args ...string) int {
 	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
 		root := cli.NewRootCmd(f)
 		root.AddCommand(NewCmdVersion(f, nil), NewCmdDoctor(f, nil), NewCmdRules(f, runF),
-			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil))
+			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil), NewCmdStress(f, nil),
+			NewCmdReport(f, nil), NewCmdCompletion(f), NewCmdGenMan(f))
 		return root
 	})
 }
@@ -262,14 +263,14 @@ func TestVersion(t *testing.T) {
 }
 
 // The Markdown output ends with the PR checklist row:
-// | rules | <command> | <device> | Passed |
+// | rules | <command without output flags> | <device> | Passed |
 func TestMarkdownChecklistRow(t *testing.T) {
 	h := newHarness(t)
 	args := []string{"rules", "--backend", "sim", "--action", "device-sync", "--spin", "10ms", "--format", "markdown"}
 	if code := h.run(args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
-	row := regexp.MustCompile(`(?m)^\| rules +\| miotool rules --backend sim --action device-sync --spin 10ms --format markdown +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
+	row := regexp.MustCompile(`(?m)^\| rules +\| miotool rules --backend sim --action device-sync --spin 10ms +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
 	if !row.MatchString(h.out.String()) {
 		t.Errorf("no checklist row:\n%s", h.out)
 	}

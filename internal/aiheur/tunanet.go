@@ -25,11 +25,17 @@ type tunaNetSpec struct {
 	supports   func(Problem) error
 }
 
+// BuiltinArch names the model set miotool fits to its own solvers
+// (conv.Solvers) from find results measured on a device; it is the
+// embedded default where no MIOpen model directory is found.
+const BuiltinArch = "miotool"
+
 var tunaNetSpecs = map[string]tunaNetSpec{
 	"gfx908": {statsSplit: "overall", supports: supportsGfx908},
 	"gfx90a": {statsSplit: "overall", supports: supportsGfx90aGfx942},
 	// gfx942 deliberately normalises with the test-split statistics.
-	"gfx942": {statsSplit: "test", supports: supportsGfx90aGfx942},
+	"gfx942":    {statsSplit: "test", supports: supportsGfx90aGfx942},
+	BuiltinArch: {statsSplit: "overall", supports: supportsBuiltin},
 }
 
 // TunaNetArchs lists the archs with a TunaNet model set.
@@ -104,6 +110,22 @@ func supportsGfx90aGfx942(p Problem) error {
 		return unsupported("bias (TunaNet needs none)")
 	}
 	return supportedPrecision(p)
+}
+
+// supportsBuiltin accepts what miotool's own solvers compute: forward FP32
+// NCHW convolutions without bias.
+func supportsBuiltin(p Problem) error {
+	switch {
+	case p.Direction != Forward:
+		return unsupported("direction %v (miotool's solvers are forward only)", p.Direction)
+	case p.DataType != "FP32":
+		return unsupported("data type %s (miotool's solvers are FP32 only)", p.DataType)
+	case p.Layout != "NCHW":
+		return unsupported("layout %s (miotool's solvers need NCHW)", p.Layout)
+	case p.Bias:
+		return unsupported("bias (miotool's solvers have none)")
+	}
+	return nil
 }
 
 // TunaNetMetadata is an <arch>_metadata.tn.model file, as MIOpen reads it.
@@ -276,6 +298,17 @@ func knownTunaNetFeature(name string) bool { return tunaNetFeatureNames[name] }
 
 // feature is one named TunaNet input, in forward convention.
 func (t *TunaNet) feature(name string, p Problem) (float32, error) {
+	v, err := t.Meta.feature(name, p)
+	if err != nil {
+		return 0, fmt.Errorf("TunaNet %s: %w", t.Arch, err)
+	}
+	return v, nil
+}
+
+// feature is the raw value of the named TunaNet input for p, in
+// forward convention; the encoded ones (Precision, Direction, Layout) use
+// the metadata's encodings.
+func (m *TunaNetMetadata) feature(name string, p Problem) (float32, error) {
 	encode := func(what string, enc map[string]int, key string) (float32, error) {
 		v, ok := enc[key]
 		if !ok {
@@ -284,60 +317,92 @@ func (t *TunaNet) feature(name string, p Problem) (float32, error) {
 				known = append(known, k)
 			}
 			sort.Strings(known)
-			return 0, unsupported("TunaNet %s has no encoding for %s %q (known: %s)", t.Arch, what, key, strings.Join(known, ", "))
+			return 0, unsupported("no encoding for %s %q (known: %s)", what, key, strings.Join(known, ", "))
 		}
 		return float32(v), nil
 	}
-	var v int
+	v, ok := numericFeature(name, p)
+	if ok {
+		return float32(v), nil
+	}
+	switch name {
+	case "Precision":
+		return encode("precision", m.Precision, p.DataType)
+	case "Direction":
+		return encode("direction", m.Direction, p.Direction.String())
+	case "Layout":
+		return encode("layout", m.Layout, p.Layout)
+	}
+	return 0, fmt.Errorf("unknown feature %q", name)
+}
+
+// numericFeature is a feature that is a number of the problem itself.
+func numericFeature(name string, p Problem) (int, bool) {
 	switch name {
 	case "Inp_0", "InChannels":
-		v = p.C
+		return p.C, true
 	case "Inp_2", "InHeight":
-		v = p.H
+		return p.H, true
 	case "Inp_3", "InWidth":
-		v = p.W
+		return p.W, true
 	case "Out_0", "OutChannels":
-		v = p.K
+		return p.K, true
 	case "Out_2", "OutHeight":
-		v = p.OutH()
+		return p.OutH(), true
 	case "Out_3", "OutWidth":
-		v = p.OutW()
+		return p.OutW(), true
 	case "Fil_1", "FilterDim1":
-		v = p.R
+		return p.R, true
 	case "Fil_2", "FilterDim2":
-		v = p.S
+		return p.S, true
 	case "Pad_1", "Padding1":
-		v = p.PadH
+		return p.PadH, true
 	case "Pad_2", "Padding2":
-		v = p.PadW
+		return p.PadW, true
 	case "Str_1", "Stride1":
-		v = p.StrideH
+		return p.StrideH, true
 	case "Str_2", "Stride2":
-		v = p.StrideW
+		return p.StrideW, true
 	case "Dil_1", "Dilation1":
-		v = p.DilationH
+		return p.DilationH, true
 	case "Dil_2", "Dilation2":
-		v = p.DilationW
+		return p.DilationW, true
 	case "BatchSize":
-		v = p.N
+		return p.N, true
 	case "GroupSize":
-		v = p.Groups
+		return p.Groups, true
 	case "InDepth", "OutDepth", "FilterDim0", "Stride0":
-		v = 1 // a 2D problem's depth dimension
+		return 1, true // a 2D problem's depth dimension
 	case "Padding0":
 		// MIOpen feeds 1 here, not the depth padding 0: the training data
 		// was generated that way, so the model expects it.
-		v = 1
-	case "Precision":
-		return encode("precision", t.Meta.Precision, p.DataType)
-	case "Direction":
-		return encode("direction", t.Meta.Direction, p.Direction.String())
-	case "Layout":
-		return encode("layout", t.Meta.Layout, p.Layout)
-	default:
-		return 0, fmt.Errorf("TunaNet %s: unknown feature %q", t.Arch, name)
+		return 1, true
 	}
-	return float32(v), nil
+	return 0, false
+}
+
+// RawFeatures is the model input for p before normalisation, in the order
+// of Features (conv_params_used_as_features).
+func (m *TunaNetMetadata) RawFeatures(p Problem) ([]float32, error) {
+	raw := make([]float32, len(m.Features))
+	for i, name := range m.Features {
+		v, err := m.feature(name, p)
+		if err != nil {
+			return nil, err
+		}
+		raw[i] = v
+	}
+	return raw, nil
+}
+
+// Normalize applies the metadata's statistics to raw features, in float32
+// as inference does: (raw - mean) / std.
+func (m *TunaNetMetadata) Normalize(raw []float32) []float32 {
+	out := make([]float32, len(raw))
+	for i, v := range raw {
+		out[i] = (v - m.Mean[i]) / m.Std[i]
+	}
+	return out
 }
 
 // Features returns the model input for p, raw and normalised with the
@@ -347,14 +412,12 @@ func (t *TunaNet) Features(p Problem) (raw, normalized []float32, err error) {
 		return nil, nil, err
 	}
 	raw = make([]float32, len(t.Meta.Features))
-	normalized = make([]float32, len(raw))
 	for i, name := range t.Meta.Features {
 		if raw[i], err = t.feature(name, p); err != nil {
 			return nil, nil, err
 		}
-		normalized[i] = (raw[i] - t.Meta.Mean[i]) / t.Meta.Std[i]
 	}
-	return raw, normalized, nil
+	return raw, t.Meta.Normalize(raw), nil
 }
 
 // SolverScore is one solver's logit from the model.

@@ -25,9 +25,16 @@
 //     single in-flight load of that key, publishes a new snapshot after the
 //     load (copy on write; model sets are small) and never replaces.
 //
-// Options.RaceWindow, off by default, sleeps between a miss's load and its
-// insert to widen the window in which another goroutine misses the same
-// key; Describe reports it so results printed with a cache say how it ran.
+// Options.RaceWindow, off by default, waits a random time of up to the
+// window between a miss's load and its insert. That widens the window in
+// which another goroutine misses the same key, and staggers the inserts of
+// goroutines that missed together, so that a replacement lands at a random
+// point of the other goroutine's use of its model rather than right after
+// its own insert. The wait spins instead of sleeping: a sleeping goroutine
+// can wake to find every CPU busy (with the simulated device's kernels, say)
+// and insert only once the others have stopped using their models, which
+// would hide the race it is meant to show. Describe reports the window so
+// results printed with a cache say how it ran.
 //
 // Keys follow the fix: (arch, solver) for TunaNet and KTN model sets, and
 // (path, key) for single fdeep models.
@@ -96,8 +103,9 @@ func (k FileKey) String() string { return k.Path + "#" + k.Key }
 
 // Options tune a cache.
 type Options struct {
-	// RaceWindow, when positive, sleeps between a miss's load and its
-	// insert. For demonstrations only; zero (off) is the default.
+	// RaceWindow, when positive, waits (spinning) a random time of up to
+	// this long between a miss's load and its insert. For demonstrations
+	// only; zero (off) is the default.
 	RaceWindow time.Duration
 }
 
@@ -152,15 +160,19 @@ var policyAccounts = map[Policy]string{
 func describe(p Policy, o Options) string {
 	window := "race window not widened"
 	if o.RaceWindow > 0 {
-		window = fmt.Sprintf("race window widened by %v between miss and insert", o.RaceWindow)
+		window = fmt.Sprintf("race window widened by %v (a random wait of up to that between miss and insert)", o.RaceWindow)
 	}
 	return policyAccounts[p] + "; " + window
 }
 
-// widen sleeps for the demonstration race window, if any.
+// widen waits for a random part of the demonstration race window, if any,
+// spinning so that the insert follows the wait at once.
 func widen(o Options) {
-	if o.RaceWindow > 0 {
-		time.Sleep(o.RaceWindow)
+	if o.RaceWindow <= 0 {
+		return
+	}
+	until := time.Now().Add(rand.N(o.RaceWindow + 1))
+	for time.Now().Before(until) {
 	}
 }
 

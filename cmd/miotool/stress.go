@@ -1,0 +1,277 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/aiheur"
+	"miotool/internal/aiheur/cache"
+	"miotool/internal/cli"
+	"miotool/internal/hip"
+	"miotool/internal/report"
+	"miotool/internal/repro"
+
+	// The embedded model: the default where no ROCm model directory is.
+	_ "miotool/internal/aiheur/builtin"
+)
+
+// StressOptions are the inputs of `miotool stress-threads`.
+type StressOptions struct {
+	cli.Scenario
+	Threads, Iters, Trials int
+	Runs, Jobs             int
+	Cache                  cache.Policy
+	ModelDir               string
+	RaceWindow             time.Duration
+	RunTimeout             time.Duration
+	// Child makes this process one run: the workload, then one result
+	// line on stdout. The parent passes it to the processes it starts.
+	Child bool
+
+	// Executable is the program the runs re-execute with their arguments;
+	// os.Executable when nil. Tests put a stand-in there.
+	Executable func(args []string) (repro.ChildCommand, error)
+}
+
+// NewCmdStress builds `miotool stress-threads`; runF, when set, replaces the run function.
+func NewCmdStress(f *cli.Factory, runF func(*StressOptions) error) *cobra.Command {
+	opts := &StressOptions{Scenario: cli.NewScenario(f)}
+	cmd := &cobra.Command{
+		Use:   "stress-threads",
+		Short: "Convolve from several threads at once through the AI heuristic's model cache (ROCM-27477)",
+		Long: `stress-threads is PyTorch's test_cudnn_multiple_threads_same_device made
+standalone, to reproduce MIOpen's AI-heuristic model-cache race (ROCM-27477) and
+check its fix. Each of --threads threads has its own library handle and stream on
+one device; they meet at a barrier, then each runs --iters iterations that
+convolve the previous output with a 1x1x2x2 weight of ones and divide it by 4,
+starting from a 1x1x2048x2048 input of ones. Every iteration is a new problem
+size, and its solver is chosen by the TunaNet heuristic, which takes its model
+from the process's model cache on every call, as MIOpen does. After each of
+--trials trials every thread's sum must be exactly (2048 - iters)^2 (1098304 for
+1000 iterations).
+
+--cache picks the cache: unlocked is the pre-fix pattern (two threads that miss
+together both load, and the second insert destroys the model the first is still
+running: a real use-after-free, which ends the process), locked is the fix (one
+mutex over find and insert), lockfree reads without a lock. The race is only
+possible while the cache is first populated, so every run is a fresh process:
+--runs runs, --jobs at a time, each ended by a watchdog after --run-timeout.
+A crash (a signal, or the Go runtime's fatal error) is counted by its signal,
+next to passes, wrong results and hangs. PASS only when every run passed.
+
+The model comes from --model-dir, by default an installed ROCm's
+share/miopen/db when there is one, else the model embedded in miotool (fitted to
+miotool's own solvers). --race-window widens the race on purpose, for
+demonstrations; it is off by default and printed with the result.`,
+		Example: `  # The pre-fix cache: crashes in some of 200 fresh processes
+  miotool stress-threads --cache=unlocked --runs 200
+
+  # The fix, the same number of runs
+  miotool stress-threads --cache=locked --runs 200 --jobs 2
+
+  # One run of the PyTorch test's defaults, as a PR checklist row
+  miotool stress-threads --format markdown`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
+			}
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			if opts.Child {
+				return runStressChild(opts)
+			}
+			return cli.ToolError(runStress(opts))
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Threads, "threads", repro.DefaultStressThreads, "threads, each with its own handle and stream")
+	fl.IntVar(&opts.Iters, "iters", repro.DefaultStressIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", repro.StressSize-1))
+	fl.IntVar(&opts.Trials, "trials", repro.DefaultStressTrials, "trials per run")
+	fl.IntVar(&opts.Runs, "runs", 1, "runs, each in a fresh process")
+	fl.IntVar(&opts.Jobs, "jobs", 1, "runs at a time")
+	fl.Var(cli.NewEnumValue(&opts.Cache, cache.Locked, cache.Policies...), "cache", "model cache policy: unlocked (pre-fix), locked (the fix) or lockfree")
+	fl.StringVar(&opts.ModelDir, "model-dir", "", "directory of MIOpen model files (default: an installed ROCm's share/miopen/db, else the embedded model)")
+	fl.DurationVar(&opts.RaceWindow, "race-window", 0, "widen the cache race on purpose: wait a random time of up to this long between a miss's load and its insert (demonstrations only; 0 = off)")
+	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, "watchdog: a run still going after this is killed and counted as a hang")
+	fl.BoolVar(&opts.Child, "child", false, "run the workload in this process and print one result line (used by the runs it starts)")
+	_ = fl.MarkHidden("child")
+	opts.AddDialectFlag(cmd)
+	return cmd
+}
+
+func (o *StressOptions) validate() error {
+	switch {
+	case o.Threads < 1 || o.Threads > 1024:
+		return cli.UsageErrorf("--threads %d: want 1 to 1024", o.Threads)
+	case o.Iters < 1 || o.Iters >= repro.StressSize:
+		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, repro.StressSize-1, repro.StressSize, repro.StressSize)
+	case o.Trials < 1:
+		return cli.UsageErrorf("--trials %d: want 1 or more", o.Trials)
+	case o.Runs < 1:
+		return cli.UsageErrorf("--runs %d: want 1 or more", o.Runs)
+	case o.Jobs < 1:
+		return cli.UsageErrorf("--jobs %d: want 1 or more", o.Jobs)
+	case o.RaceWindow < 0:
+		return cli.UsageErrorf("--race-window %v: want 0 (off) or a positive duration", o.RaceWindow)
+	case o.RunTimeout <= 0:
+		return cli.UsageErrorf("--run-timeout %v: want a positive duration", o.RunTimeout)
+	}
+	if o.ModelDir != "" {
+		info, err := os.Stat(o.ModelDir)
+		if err != nil {
+			return cli.UsageErrorf("--model-dir: %v", err)
+		}
+		if !info.IsDir() {
+			return cli.UsageErrorf("--model-dir %s: not a directory", o.ModelDir)
+		}
+	}
+	return nil
+}
+
+// models resolves the model directory (the flag, an installed ROCm, or the
+// embedded model) and describes the choice.
+func (o *StressOptions) models() (dir, described string, fsys fs.FS, err error) {
+	dir, source := aiheur.ModelDir(o.ModelDir)
+	fsys, err = aiheur.ModelFS(dir)
+	if err != nil {
+		return "", "", nil, err
+	}
+	switch source {
+	case aiheur.SourceEmbedded:
+		described = "the model embedded in miotool"
+	case aiheur.SourceFlag:
+		described = dir + " (--model-dir)"
+	default:
+		described = dir + " (" + source + ")"
+	}
+	return dir, described, fsys, nil
+}
+
+// childArgs are the arguments of one run's process: the parent's backend,
+// device and configuration, and this command's workload flags.
+func (o *StressOptions) childArgs(backend, modelDir string) []string {
+	args := []string{"--backend", backend, "--device", strconv.Itoa(o.Global.Device), "--no-progress"}
+	if o.Global.ConfigFile != "" {
+		args = append(args, "--config", o.Global.ConfigFile)
+	}
+	args = append(args, "stress-threads", "--child",
+		"--threads", strconv.Itoa(o.Threads), "--iters", strconv.Itoa(o.Iters), "--trials", strconv.Itoa(o.Trials),
+		"--cache", string(o.Cache), "--race-window", o.RaceWindow.String(), "--dialect", string(o.Dialect))
+	if modelDir != "" {
+		args = append(args, "--model-dir", modelDir)
+	}
+	return args
+}
+
+func osExecutable(args []string) (repro.ChildCommand, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return repro.ChildCommand{}, fmt.Errorf("finding miotool's own executable to start the runs: %w", err)
+	}
+	return repro.ChildCommand{Path: exe, Args: args}, nil
+}
+
+func runStress(opts *StressOptions) error {
+	start := opts.Now()
+	dev, r := opts.Open("stress-threads", start)
+	if dev == nil {
+		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	}
+	props := dev.Props()
+	// The runs open the device themselves; this process only names it.
+	if err := dev.Close(); err != nil {
+		return fmt.Errorf("closing the device: %w", err)
+	}
+	dir, described, fsys, err := opts.models()
+	if err != nil {
+		return err
+	}
+	// A model directory the user named that holds no usable model is a
+	// configuration error; a broken installed or embedded one is the tool's.
+	badModels := cli.ToolError
+	if opts.ModelDir != "" {
+		badModels = cli.UsageError
+	}
+	arch, err := repro.StressArch(fsys, props.Arch)
+	if err != nil {
+		return badModels(fmt.Errorf("%s: %w", described, err))
+	}
+	// Load the model once here, so a broken file is one clear error rather
+	// than a failure in every run.
+	tn, err := aiheur.LoadTunaNet(fsys, arch)
+	if err != nil {
+		return badModels(fmt.Errorf("%s: %w", described, err))
+	}
+	tn.Release()
+	caches, err := aiheur.NewCaches(opts.Cache, cache.Options{RaceWindow: opts.RaceWindow})
+	if err != nil {
+		return err
+	}
+	exe := opts.Executable
+	if exe == nil {
+		exe = osExecutable
+	}
+	child, err := exe(opts.childArgs(r.Backend, dir))
+	if err != nil {
+		return err
+	}
+	setup := repro.StressSetup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: repro.StressSize,
+		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: caches.Describe(),
+		Models: described, Arch: arch, Timeout: opts.RunTimeout}
+	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
+	update, done := opts.Progress("stress-threads: run")
+	update(0, opts.Runs)
+	runs, err := repro.RunStressRuns(opts.Context, child, repro.RunnerOptions{
+		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
+	})
+	done()
+	if err != nil {
+		return err
+	}
+	repro.FillStress(r, setup, runs, opts.Now())
+	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+}
+
+// runStressChild is one run: the workload in this process, its result as
+// one line on stdout. Exit 0 when every sum was right, 1 when one was not.
+func runStressChild(opts *StressOptions) error {
+	dev, sel, err := opts.OpenDevice(opts.Global.Backend, hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect, HWQueues: opts.Env.HWQueues})
+	if err != nil {
+		code := cli.ExitToolFailure
+		if cli.OpenVerdict(err) == report.Skip {
+			code = cli.ExitSkipped
+		}
+		return &cli.ExitError{Code: code, Err: err}
+	}
+	defer dev.Close()
+	opts.Verbosef("run on %s (%s)", dev.Props(), sel.Reason)
+	_, _, fsys, err := opts.models()
+	if err != nil {
+		return cli.ToolError(err)
+	}
+	run, err := repro.RunStress(opts.Context, dev, repro.StressOptions{
+		Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef,
+	})
+	if err != nil {
+		return cli.ToolError(err)
+	}
+	if err := repro.WriteStressRun(opts.IO.Out, run); err != nil {
+		return cli.ToolError(err)
+	}
+	if !run.OK() {
+		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("wrong sums"), Silent: true}
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""PyTorch's test_cudnn_multiple_threads_same_device, each run in a fresh process.
+
+Usage: pytorch-threads.py --runs N [--miotool-json FILE]
+
+Runs the test body (2 threads, a barrier, 3 trials of 1000 iterations of a
+2x2 convolution of ones and a division by 4 on a 1x1x2048x2048 input, each
+thread on its own CUDA stream, the sum checked) in N fresh Python processes
+one after another, and prints a Markdown table: runs, passes, failures, and
+the median, min and max wall time per run. With --miotool-json (the JSON
+result of `miotool stress-threads --target=cudnn` run with the same number of
+runs) it adds miotool's wall time per run from that result and the ratio.
+Standard library plus torch.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+BODY = r"""
+import threading, torch
+weight = torch.ones((1, 1, 2, 2), device="cuda")
+results = {}
+num_threads, trials, test_iters = 2, 3, 1000
+barrier = threading.Barrier(num_threads)
+with torch.backends.cudnn.flags(enabled=True):
+    def _worker(t):
+        my_stream = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        barrier.wait()
+        with torch.cuda.stream(my_stream):
+            for _ in range(test_iters):
+                results[t] = torch.nn.functional.conv2d(results[t], weight, padding=0)
+                results[t].div_(4.0)
+        torch.cuda.synchronize()
+    for _ in range(trials):
+        for t in range(num_threads):
+            results[t] = torch.ones((1, 1, 2048, 2048), device="cuda")
+        threads = [threading.Thread(target=_worker, args=(t,)) for t in range(num_threads)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        for t in range(num_threads):
+            s = results[t].sum().item()
+            if s != (2048 - test_iters) ** 2:
+                raise SystemExit(f"wrong sum {s}")
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--miotool-json")
+    a = ap.parse_args()
+    walls, passed, failed = [], 0, []
+    for i in range(a.runs):
+        t0 = time.monotonic()
+        p = subprocess.run([sys.executable, "-c", BODY], capture_output=True, text=True)
+        walls.append((time.monotonic() - t0) * 1000)
+        if p.returncode == 0:
+            passed += 1
+        else:
+            failed.append(f"run {i + 1}: exit {p.returncode}: {(p.stderr or p.stdout).strip().splitlines()[-1:]}")
+    import torch
+    med = statistics.median(walls)
+    print(f"PyTorch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; the test body in {a.runs} fresh processes, one after another")
+    print()
+    print("| harness | runs | passed | wall ms per run (median) | min - max |")
+    print("| --- | --- | --- | --- | --- |")
+    print(f"| PyTorch test body | {a.runs} | {passed} | {med:.0f} | {min(walls):.0f} - {max(walls):.0f} |")
+    if a.miotool_json:
+        r = json.load(open(a.miotool_json))
+        c = r.get("counters", {})
+        mw = c.get("wall ms per run (median)")
+        print(f"| miotool stress-threads --target=cudnn | {c.get('runs', '?')} | {c.get('passed', '?')} | {mw if mw is not None else '?'} | {c.get('wall ms per run (min)', '?')} - {c.get('wall ms per run (max)', '?')} |")
+        if mw:
+            print()
+            print(f"miotool / PyTorch, median wall time per fresh-process run: {mw / med:.2f}")
+    for f in failed:
+        print(f"- {f}")
+
+
+if __name__ == "__main__":
+    main()
