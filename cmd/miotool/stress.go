@@ -30,6 +30,11 @@ type StressOptions struct {
 	ModelDir               string
 	RaceWindow             time.Duration
 	RunTimeout             time.Duration
+	// Target runs the workload through a real library (miopen, cudnn)
+	// instead of miotool's handle and heuristic; Algo is how that library
+	// picks its algorithm.
+	Target repro.Target
+	Algo   repro.AlgoSelection
 	// Child makes this process one run: the workload, then one result
 	// line on stdout. The parent passes it to the processes it starts.
 	Child bool
@@ -85,6 +90,15 @@ demonstrations; it is off by default and printed with the result.`,
 			if err := opts.validate(); err != nil {
 				return err
 			}
+			if opts.Target != repro.TargetBuiltin {
+				for _, name := range []string{"cache", "model-dir", "race-window"} {
+					if cmd.Flags().Changed(name) {
+						return cli.UsageErrorf("--%s applies to --target=builtin only: a library uses its own heuristic and caches", name)
+					}
+				}
+			} else if cmd.Flags().Changed("algo") {
+				return cli.UsageErrorf("--algo applies to a library target (--target=miopen or cudnn)")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -104,6 +118,10 @@ demonstrations; it is off by default and printed with the result.`,
 	fl.StringVar(&opts.ModelDir, "model-dir", "", "directory of MIOpen model files (default: an installed ROCm's share/miopen/db, else the embedded model)")
 	fl.DurationVar(&opts.RaceWindow, "race-window", 0, "widen the cache race on purpose: wait a random time of up to this long between a miss's load and its insert (demonstrations only; 0 = off)")
 	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, "watchdog: a run still going after this is killed and counted as a hang")
+	fl.Var(cli.NewEnumValue(&opts.Target, repro.TargetBuiltin, repro.Targets...), "target",
+		"what runs the convolutions: builtin (miotool's handle and TunaNet heuristic), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
+	fl.Var(cli.NewEnumValue(&opts.Algo, repro.SelectHeuristic, repro.SelectHeuristic, repro.SelectFind), "algo",
+		"with a library target: how it picks each convolution's algorithm, heuristic or find")
 	fl.BoolVar(&opts.Child, "child", false, "run the workload in this process and print one result line (used by the runs it starts)")
 	_ = fl.MarkHidden("child")
 	opts.AddDialectFlag(cmd)
@@ -167,7 +185,11 @@ func (o *StressOptions) childArgs(backend, modelDir string) []string {
 	}
 	args = append(args, "stress-threads", "--child",
 		"--threads", strconv.Itoa(o.Threads), "--iters", strconv.Itoa(o.Iters), "--trials", strconv.Itoa(o.Trials),
-		"--cache", string(o.Cache), "--race-window", o.RaceWindow.String(), "--dialect", string(o.Dialect))
+		"--dialect", string(o.Dialect))
+	if o.Target != repro.TargetBuiltin {
+		return append(args, "--target", string(o.Target), "--algo", string(o.Algo))
+	}
+	args = append(args, "--cache", string(o.Cache), "--race-window", o.RaceWindow.String())
 	if modelDir != "" {
 		args = append(args, "--model-dir", modelDir)
 	}
@@ -184,14 +206,36 @@ func osExecutable(args []string) (repro.ChildCommand, error) {
 
 func runStress(opts *StressOptions) error {
 	start := opts.Now()
+	if opts.Target != repro.TargetBuiltin {
+		if err := repro.TargetAvailable(string(opts.Target)); err != nil {
+			r := cli.OpenFailedResult("stress-threads", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{}, err)
+			return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		}
+		defer repro.TargetCleanup()
+	}
 	dev, r := opts.Open("stress-threads", start)
 	if dev == nil {
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
 	}
 	props := dev.Props()
+	if opts.Target != repro.TargetBuiltin {
+		if err := repro.TargetSupports(string(opts.Target), dev); err != nil {
+			dev.Close()
+			r := cli.OpenFailedResult("stress-threads", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{Chosen: props.Backend}, err)
+			return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		}
+		for _, n := range repro.TargetNotes(opts.Target, dev) {
+			r.Note("%s", n)
+		}
+	}
 	// The runs open the device themselves; this process only names it.
 	if err := dev.Close(); err != nil {
 		return fmt.Errorf("closing the device: %w", err)
+	}
+	if opts.Target != repro.TargetBuiltin {
+		return runStressProcesses(opts, r, repro.StressSetup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+			Size: repro.StressSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
+			Library: fmt.Sprintf("%s, %s algorithm selection", opts.Target, opts.Algo)}, "")
 	}
 	dir, described, fsys, err := opts.models()
 	if err != nil {
@@ -218,17 +262,23 @@ func runStress(opts *StressOptions) error {
 	if err != nil {
 		return err
 	}
+	setup := repro.StressSetup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: repro.StressSize,
+		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: caches.Describe(),
+		Models: described, Arch: arch, Timeout: opts.RunTimeout}
+	return runStressProcesses(opts, r, setup, dir)
+}
+
+// runStressProcesses starts the runs, each a fresh miotool process, and
+// writes their tally.
+func runStressProcesses(opts *StressOptions, r *report.Result, setup repro.StressSetup, modelDir string) error {
 	exe := opts.Executable
 	if exe == nil {
 		exe = osExecutable
 	}
-	child, err := exe(opts.childArgs(r.Backend, dir))
+	child, err := exe(opts.childArgs(r.Backend, modelDir))
 	if err != nil {
 		return err
 	}
-	setup := repro.StressSetup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: repro.StressSize,
-		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: caches.Describe(),
-		Models: described, Arch: arch, Timeout: opts.RunTimeout}
 	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
 	update, done := opts.Progress("stress-threads: run")
 	update(0, opts.Runs)
@@ -256,6 +306,9 @@ func runStressChild(opts *StressOptions) error {
 	}
 	defer dev.Close()
 	opts.Verbosef("run on %s (%s)", dev.Props(), sel.Reason)
+	if opts.Target != repro.TargetBuiltin {
+		return runTargetStressChild(opts, dev)
+	}
 	_, _, fsys, err := opts.models()
 	if err != nil {
 		return cli.ToolError(err)
@@ -267,6 +320,33 @@ func runStressChild(opts *StressOptions) error {
 	if err != nil {
 		return cli.ToolError(err)
 	}
+	if err := repro.WriteStressRun(opts.IO.Out, run); err != nil {
+		return cli.ToolError(err)
+	}
+	if !run.OK() {
+		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("wrong sums"), Silent: true}
+	}
+	return nil
+}
+
+// runTargetStressChild is one run against a library: every trial in this
+// process, reported in the same line format as the builtin runs.
+func runTargetStressChild(opts *StressOptions, dev hip.Device) error {
+	t := string(opts.Target)
+	if err := repro.TargetAvailable(t); err != nil {
+		return &cli.ExitError{Code: cli.ExitSkipped, Err: err}
+	}
+	defer repro.TargetCleanup()
+	if err := repro.TargetSupports(t, dev); err != nil {
+		return &cli.ExitError{Code: cli.ExitSkipped, Err: err}
+	}
+	o := repro.DefaultTargetStress(opts.Target)
+	o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
+	res, err := repro.RunTargetStress(opts.Context, dev, o)
+	if err != nil {
+		return cli.ToolError(err)
+	}
+	run := res.AsStressRun()
 	if err := repro.WriteStressRun(opts.IO.Out, run); err != nil {
 		return cli.ToolError(err)
 	}

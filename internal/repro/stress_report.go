@@ -20,7 +20,10 @@ type StressSetup struct {
 	Cache string
 	// Models says where the TunaNet files came from; Arch is the set used.
 	Models, Arch string
-	Timeout      time.Duration
+	// Library, when set, is the real library that ran the convolutions
+	// (--target) and its algorithm selection; the cache fields are unused.
+	Library string
+	Timeout time.Duration
 }
 
 // StressTally counts the outcomes of a set of runs.
@@ -120,11 +123,15 @@ func FillStress(r *report.Result, s StressSetup, runs []RunOutcome, end time.Tim
 	}
 
 	fillStressTimes(r, runs)
-	r.Note("model cache: %s", s.Cache)
-	if s.RaceWindow > 0 {
-		r.Note("--race-window %v: the race window is widened on purpose (a random wait of up to that between a miss's load and its insert); results are not comparable with runs without it", s.RaceWindow)
+	if s.Library != "" {
+		r.Note("library: %s (its own heuristic and caches)", s.Library)
+	} else {
+		r.Note("model cache: %s", s.Cache)
+		if s.RaceWindow > 0 {
+			r.Note("--race-window %v: the race window is widened on purpose (a random wait of up to that between a miss's load and its insert); results are not comparable with runs without it", s.RaceWindow)
+		}
+		r.Note("heuristic: TunaNet %s from %s, queried for every convolution through the model cache", s.Arch, s.Models)
 	}
-	r.Note("heuristic: TunaNet %s from %s, queried for every convolution through the model cache", s.Arch, s.Models)
 	for _, o := range runs {
 		if o.Run != nil {
 			r.Note("solvers chosen in run %d: %s (%d convolutions the model did not cover)", o.Index+1, sortedCounts(o.Run.Solvers), o.Run.Fallbacks)
