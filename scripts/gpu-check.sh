@@ -134,20 +134,24 @@ run() {
 			fi
 			;;
 		stress)
-			echo -e "\n## stress-threads (ROCM-27477), 2 cores (taskset -c 0,1)" >>"$out"
+			echo -e "\n## stress-threads (ROCM-27477) on 2 cores (taskset -c 0,1), ${STRESS_RUNS:-200} fresh-process runs per cache policy" >>"$out"
 			for c in unlocked locked lockfree; do
 				section "$out" "stress-threads --cache=$c" taskset -c 0,1 $M stress-threads --cache=$c \
-					--runs "${STRESS_RUNS:-50}" --jobs 2 --format markdown
+					--runs "${STRESS_RUNS:-200}" --jobs 2 --format markdown
 			done
 			;;
 		targets)
 			echo -e "\n## Real-library target: cuDNN" >>"$out"
 			section "$out" "capture --target=cudnn" $M capture --target=cudnn --mode=all --format markdown
-			section "$out" "stress-threads --target=cudnn" $M stress-threads --target=cudnn --runs "${TARGET_RUNS:-10}" --jobs 2 --format markdown
-			if [ -x scripts/pytorch-threads.py ]; then
-				echo -e "\n### The PyTorch test body, same number of fresh-process runs\n" >>"$out"
-				python3 scripts/pytorch-threads.py --runs "${TARGET_RUNS:-10}" >>"$out" 2>>"$LOG"
-			fi
+			section "$out" "stress-threads --target=cudnn" $M stress-threads --target=cudnn --runs "${TARGET_RUNS:-10}" --jobs 1 --format markdown
+			echo -e "\n### miotool stress-threads --target=cudnn against the PyTorch test body, ${TARGET_RUNS:-10} fresh-process runs each, one at a time\n" >>"$out"
+			$M stress-threads --target=cudnn --runs "${TARGET_RUNS:-10}" --jobs 1 --format json >"$dir/target-stress.json" 2>>"$LOG"
+			echo '```' >>"$out"
+			echo "\$ $M stress-threads --target=cudnn --runs ${TARGET_RUNS:-10} --jobs 1 --format json > target-stress.json" >>"$out"
+			echo "\$ python3 scripts/pytorch-threads.py --runs ${TARGET_RUNS:-10} --miotool-json target-stress.json" >>"$out"
+			echo '```' >>"$out"
+			python3 scripts/pytorch-threads.py --runs "${TARGET_RUNS:-10}" --miotool-json "$dir/target-stress.json" >>"$out" 2>>"$LOG"
+			echo "[targets] pytorch comparison exit $?" | tee -a "$LOG"
 			;;
 		*)
 			echo "unknown section $s" >&2

@@ -50,6 +50,26 @@ with torch.backends.cudnn.flags(enabled=True):
 """
 
 
+def go_ms(d):
+    """A Go duration string (1.5s, 850ms, 1m2.5s, 300µs) in milliseconds."""
+    units = {"h": 3600e3, "m": 60e3, "s": 1e3, "ms": 1, "us": 1e-3, "µs": 1e-3, "ns": 1e-6}
+    total, num, i = 0.0, "", 0
+    while i < len(d):
+        ch = d[i]
+        if ch.isdigit() or ch == ".":
+            num += ch
+            i += 1
+            continue
+        for u in ("ms", "us", "µs", "ns", "h", "m", "s"):
+            if d.startswith(u, i):
+                total += float(num) * units[u]
+                num, i = "", i + len(u)
+                break
+        else:
+            raise ValueError(f"not a duration: {d}")
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
@@ -74,11 +94,17 @@ def main():
     if a.miotool_json:
         r = json.load(open(a.miotool_json))
         c = r.get("counters", {})
-        mw = c.get("wall ms per run (median)")
-        print(f"| miotool stress-threads --target=cudnn | {c.get('runs', '?')} | {c.get('passed', '?')} | {mw if mw is not None else '?'} | {c.get('wall ms per run (min)', '?')} - {c.get('wall ms per run (max)', '?')} |")
-        if mw:
+        row = None
+        for t in r.get("tables", []):
+            if t["title"].startswith("wall time per run"):
+                row = next((x["cells"] for x in t["rows"] if x["cells"][0] == "passed"), None)
+        if row and row[2] != "-":
+            mw, lo, hi = (go_ms(v) for v in row[2:5])
+            print(f"| miotool stress-threads --target=cudnn | {c.get('runs', '?')} | {c.get('passed', '?')} | {mw:.0f} | {lo:.0f} - {hi:.0f} |")
             print()
             print(f"miotool / PyTorch, median wall time per fresh-process run: {mw / med:.2f}")
+        else:
+            print(f"| miotool stress-threads --target=cudnn | {c.get('runs', '?')} | {c.get('passed', '?')} | no passed run | - |")
     for f in failed:
         print(f"- {f}")
 
