@@ -172,17 +172,32 @@ assemble() {
 		file=docs/results/$(echo "$name" | tr 'A-Z ' 'a-z-').md
 	fi
 	mkdir -p "$(dirname "$file")"
-	{
-		echo "# miotool on ${name:-the GPU}"
-		echo
-		echo "Written by \`scripts/gpu-check.sh\` from miotool's own output and benchmark output;"
-		echo "each section names the command that produced it and when it ran."
-		for f in "$dir"/sections-*.md; do
-			echo
-			echo "<!-- $(basename "$f") -->"
-			cat "$f"
-		done
-	} >"$file"
+	# Sections are the "## " blocks of every sections file, in run order;
+	# a section run again later replaces the earlier one, and each keeps
+	# the line that says when and where its run was.
+	python3 - "$file" "${name:-the GPU}" "$dir"/sections-*.md <<'PY'
+import sys
+out, name, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+blocks = {}
+for f in sorted(files):
+    lines = open(f).read().split("\n")
+    stamp = lines[0] if lines and lines[0].startswith("_Run at") else ""
+    head, body = None, []
+    for line in lines[1:] + ["## "]:
+        if line.startswith("## "):
+            if head is not None:
+                blocks.pop(head, None)
+                blocks[head] = (stamp, "\n".join(body).strip("\n"))
+            head, body = line, []
+        elif head is not None:
+            body.append(line)
+with open(out, "w") as w:
+    w.write(f"# miotool on {name}\n\n")
+    w.write("Written by `scripts/gpu-check.sh` from miotool's own output and benchmark output;\n")
+    w.write("each section names the command that produced it and the run it came from.\n")
+    for head, (stamp, body) in blocks.items():
+        w.write(f"\n{head}\n\n{stamp}\n\n{body}\n")
+PY
 	echo "wrote $file"
 }
 

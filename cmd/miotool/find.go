@@ -67,7 +67,7 @@ timed one) verified.`,
 			if err := opts.Complete(f, cmd); err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("find-mode") {
+			if !cmd.Flags().Changed("find-mode") && findModeSetInEnv(opts.Env) {
 				opts.FindMode = findModeFromEnv(opts.Env.FindMode)
 			}
 			if _, err := finder.ParseMode(opts.FindMode); err != nil {
@@ -84,12 +84,24 @@ timed one) verified.`,
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-long-%s")
 	fl := cmd.Flags()
-	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark) or fast (use a find-db record when there is one); default from MIOPEN_FIND_MODE")
+	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark) or fast (use a find-db record when there is one); MIOPEN_FIND_MODE, when set, gives the default (NORMAL is normal, the others fast)")
 	fl.IntVar(&opts.Samples, "samples", 7, "timed runs per solver after the warm-up")
 	fl.Var(cli.NewEnumValue(&opts.Reclaim, streams.Worker, streams.Policies...), "reclaim", "how abandoned streams are reclaimed: lazy, guarded or worker")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random input and weights")
 	opts.AddDialectFlag(cmd)
 	return cmd
+}
+
+// findModeSetInEnv reports whether MIOPEN_FIND_MODE was set (and usable).
+// Unset, find benchmarks: that is what the command is for, although
+// MIOpen's own default (dynamic hybrid) would take a find-db record.
+func findModeSetInEnv(env cli.RuntimeEnv) bool {
+	for _, s := range env.Settings {
+		if s.Name == cli.EnvFindMode {
+			return s.Source == cli.FromEnv
+		}
+	}
+	return false
 }
 
 // findModeFromEnv maps MIOPEN_FIND_MODE to find's modes: the hybrid modes

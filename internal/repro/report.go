@@ -40,6 +40,9 @@ func FillFind(r *report.Result, res *finder.Result, afterFind, afterTeardown str
 	if res.NaiveDeadlineMs > 0 {
 		r.Note("naive deadline %.4g ms (MIOPEN_NAIVE_TIMEOUT percent of the best time); find waited %.4g ms on it", res.NaiveDeadlineMs, res.NaiveWaitMs)
 	}
+	if res.NaiveAbandoned && afterTeardown.LastAbandonedFor > 0 {
+		r.Note("the abandoned naive evaluation ran on for %s after find moved on (until its stream was reclaimed)", afterTeardown.LastAbandonedFor.Round(time.Millisecond))
+	}
 	if res.DBRecord != "" {
 		verb := "find-db record written to"
 		if res.FromDB {

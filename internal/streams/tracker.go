@@ -88,8 +88,12 @@ type Counters struct {
 	ScratchFreed        int64 // pins released without error (a shared buffer counts per slot)
 	FreeErrors          int64 // pin releases and done-event destroys that failed
 	WorkerWakeups       int64
-	Draining            int
-	Streams             int
+	// LastAbandonedFor is, for the slot retired last, the time from its
+	// Abandon to its retirement: how long the abandoned work went on
+	// (plus the reclaim's own delay).
+	LastAbandonedFor time.Duration
+	Draining         int
+	Streams          int
 }
 
 type slotState int
@@ -107,6 +111,9 @@ type Slot struct {
 	pin    Pin
 	done   hip.Event
 	ticket uint64
+	// abandonedAt is when Abandon gave the slot up, to measure how long
+	// the abandoned work went on.
+	abandonedAt time.Time
 }
 
 // Stream is the slot's stream; valid until the slot is released or abandoned.
@@ -145,6 +152,7 @@ type Tracker struct {
 	// it without the lock.
 	pinned      atomic.Int64
 	pinnedBytes atomic.Int64
+	lastDrained atomic.Int64 // nanoseconds; see Counters.LastAbandonedFor
 
 	c counters
 	// firstRefusal is the first error a launch-path sweep met, kept so a
@@ -247,6 +255,7 @@ func (t *Tracker) Counters() Counters {
 		ScratchFreed:        t.c.freed.Load(),
 		FreeErrors:          t.c.freeErrors.Load(),
 		WorkerWakeups:       t.c.wakeups.Load(),
+		LastAbandonedFor:    time.Duration(t.lastDrained.Load()),
 		Draining:            draining,
 		Streams:             n,
 	}
@@ -369,7 +378,10 @@ func (t *Tracker) retireLocked(s *Slot) []Pin {
 	if s.done != 0 {
 		out = append(out, eventPin{t.dev, s.done})
 	}
-	s.pin, s.done, s.ticket, s.state = nil, 0, 0, slotFree
+	if !s.abandonedAt.IsZero() {
+		t.lastDrained.Store(int64(time.Since(s.abandonedAt)))
+	}
+	s.pin, s.done, s.ticket, s.state, s.abandonedAt = nil, 0, 0, slotFree, time.Time{}
 	t.draining--
 	close(t.retired)
 	t.retired = make(chan struct{})
@@ -483,7 +495,7 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 	}
 	t.tickets++
 	ticket := t.tickets
-	s.state, s.done, s.ticket = slotDraining, done, ticket
+	s.state, s.done, s.ticket, s.abandonedAt = slotDraining, done, ticket, time.Now()
 	t.draining++
 	if s.pin != nil {
 		t.pinned.Add(1)
