@@ -134,12 +134,9 @@ run() {
 			fi
 			;;
 		stress)
-			# Every run is a fresh process; with MIOTOOL_NVRTC=off each one loads the
-			# committed PTX (compiled once by the driver and kept in its cache)
-			# instead of compiling the kernels again with NVRTC.
 			echo -e "\n## stress-threads (ROCM-27477) on 2 cores (taskset -c 0,1), ${STRESS_RUNS:-200} fresh-process runs per cache policy" >>"$out"
 			for c in unlocked locked lockfree; do
-				section "$out" "stress-threads --cache=$c" env MIOTOOL_NVRTC=off taskset -c 0,1 $M stress-threads --cache=$c \
+				section "$out" "stress-threads --cache=$c" taskset -c 0,1 $M stress-threads --cache=$c \
 					--runs "${STRESS_RUNS:-200}" --jobs 2 --format markdown
 			done
 			;;

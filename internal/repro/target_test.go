@@ -515,3 +515,27 @@ func TestTargetStressReportsALibraryThatWillNotOpen(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestLibraryCheckAcceptsTheDriversRMSCriterion(t *testing.T) {
+	p := conv.Problem{N: 1, C: 4, H: 8, W: 8, K: 4, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
+	want := conv.Reference(p, conv.RandomTensor(p.InputElements(), 1), conv.RandomTensor(p.WeightElements(), 2))
+	got := append([]float32(nil), want...)
+	if err := libraryCheck(p, got, want); err != nil {
+		t.Fatalf("exact output refused: %v", err)
+	}
+	// One element off by more than the element-wise tolerance, RMS still tiny.
+	got[3] += 1e-3
+	if conv.Check(p, got, want).OK {
+		t.Fatal("the element-wise check should refuse this")
+	}
+	if err := libraryCheck(p, got, want); err == nil && conv.Check(p, got, want).RMS > conv.DriverRMSTolerance {
+		t.Fatal("accepted past the RMS tolerance")
+	}
+	// Garbage fails both.
+	for i := range got {
+		got[i] = 0
+	}
+	if err := libraryCheck(p, got, want); err == nil {
+		t.Fatal("zeros accepted")
+	}
+}
