@@ -176,9 +176,18 @@ assemble() {
 	# a section run again later replaces the earlier one, and each keeps
 	# the line that says when and where its run was.
 	python3 - "$file" "${name:-the GPU}" "$dir"/sections-*.md <<'PY'
+import re
 import sys
 out, name, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 blocks = {}
+
+
+def key(head):
+    # "## stress-threads (ROCM-27477) on 2 cores, 100 runs" and the same
+    # section with other counts are one section.
+    return re.split(r" \(|:|,", head, maxsplit=1)[0]
+
+
 for f in sorted(files):
     lines = open(f).read().split("\n")
     stamp = lines[0] if lines and lines[0].startswith("_Run at") else ""
@@ -186,8 +195,14 @@ for f in sorted(files):
     for line in lines[1:] + ["## "]:
         if line.startswith("## "):
             if head is not None:
-                blocks.pop(head, None)
-                blocks[head] = (stamp, "\n".join(body).strip("\n"))
+                text = "\n".join(body).strip("\n")
+                # A command whose exit status is missing was still running
+                # when the run was stopped at its time limit.
+                started = len(re.findall(r"^### .*\n\n```\n\$ [^\n]*\n```$", text, re.M))
+                if started > text.count("_exit status"):
+                    text += "\n\n_The last command above did not finish: the run was stopped at its time limit._"
+                blocks.pop(key(head), None)
+                blocks[key(head)] = (head, stamp, text)
             head, body = line, []
         elif head is not None:
             body.append(line)
@@ -195,7 +210,7 @@ with open(out, "w") as w:
     w.write(f"# miotool on {name}\n\n")
     w.write("Written by `scripts/gpu-check.sh` from miotool's own output and benchmark output;\n")
     w.write("each section names the command that produced it and the run it came from.\n")
-    for head, (stamp, body) in blocks.items():
+    for head, stamp, body in blocks.values():
         w.write(f"\n{head}\n\n{stamp}\n\n{body}\n")
 PY
 	echo "wrote $file"
