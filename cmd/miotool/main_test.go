@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,22 +54,10 @@ func (h *harness) runWith(runF func(*RulesOptions) error, args ...string) int {
 	})
 }
 
-func moduleRoot(t *testing.T) string {
+// moduleRoot is the directory holding go.mod.
+func moduleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
+	return testutil.ModuleRoot(t)
 }
 
 func TestEveryHelpHasExamples(t *testing.T) {

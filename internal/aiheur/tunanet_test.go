@@ -3,34 +3,16 @@ package aiheur
 import (
 	"errors"
 	"math"
+	"miotool/internal/testutil"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// modelsDir finds ../shared/miopen-models next to the module root, or skips.
+// modelsDir is ../shared/miopen-models beside the module, or skips.
 func modelsDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root not found; cannot locate shared/miopen-models")
-		}
-		dir = parent
-	}
-	models := filepath.Join(dir, "..", "shared", "miopen-models")
-	if _, err := os.Stat(filepath.Join(models, "gfx942.tn.model")); err != nil {
-		t.Skipf("MIOpen model files are not available at %s", models)
-	}
-	return models
+	return testutil.Shared(t, "miopen-models")
 }
 
 func loadTunaNet(t testing.TB, arch string) *TunaNet {

@@ -3,6 +3,7 @@ package conv
 import (
 	"fmt"
 	"math"
+	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"sync"
@@ -66,23 +67,10 @@ func poisoned(n int) []float32 {
 	return v
 }
 
-// moduleRoot walks up from the package directory to the directory holding go.mod.
+// moduleRoot is the directory holding go.mod.
 func moduleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
+	return testutil.ModuleRoot(t)
 }
 
 // sharedFile is <module root>/../shared/<rel>; the test is skipped when absent.

@@ -1,6 +1,7 @@
 package finddb
 
 import (
+	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,25 +12,7 @@ import (
 
 func sharedDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	s := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(s); err != nil {
-		t.Skipf("no ../shared beside the module (%v); skipping the real-data test", err)
-	}
-	return s
+	return testutil.Shared(t)
 }
 
 func TestParseRealSystemFindDB(t *testing.T) {

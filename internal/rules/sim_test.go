@@ -2,7 +2,7 @@ package rules_test
 
 import (
 	"context"
-	"os"
+	"miotool/internal/testutil"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,23 +12,10 @@ import (
 	"miotool/internal/rules"
 )
 
-// moduleRoot walks up from the package directory to the one with go.mod.
-func moduleRoot(t *testing.T) string {
+// moduleRoot is the directory holding go.mod.
+func moduleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
+	return testutil.ModuleRoot(t)
 }
 
 // The probe run against the simulator measures, in each dialect, exactly

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"errors"
+	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,22 +168,10 @@ func TestShippedSuites(t *testing.T) {
 	}
 }
 
-func moduleRoot(t *testing.T) string {
+// moduleRoot is the directory holding go.mod.
+func moduleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
+	return testutil.ModuleRoot(t)
 }
 
 func TestParseVariant(t *testing.T) {
