@@ -1,6 +1,7 @@
 // Package testutil finds, for tests, the module's root and the reference
-// data beside it (../shared: real MIOpen model files and find-dbs). Only
-// tests import it; the tool itself never reads ../shared.
+// data in the "shared" folder beside it (real MIOpen model files and
+// find-dbs). Only
+// tests import it; the tool itself never reads that folder.
 package testutil
 
 import (
@@ -29,7 +30,7 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
-// Shared is the path of elem under ../shared beside the module; the test
+// Shared is the path of elem in the shared folder beside the module; the test
 // is skipped, saying so, where that is absent.
 func Shared(t testing.TB, elem ...string) string {
 	t.Helper()
