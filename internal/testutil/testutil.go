@@ -1,7 +1,6 @@
 // Package testutil finds, for tests, the module's root and the reference
 // data in the "shared" folder beside it (real MIOpen model files and
-// find-dbs). Only
-// tests import it; the tool itself never reads that folder.
+// find-dbs). Only tests import it; the tool itself never reads that folder.
 package testutil
 
 import (
