@@ -68,6 +68,9 @@ type RunOutcome struct {
 	Run *StressRun
 	// Detail is one line: the crash's first line, or the error.
 	Detail string
+	// Excerpt, for a crash, is the runtime's report in one line: its first
+	// lines and where the crashing goroutine was (miotool's frames).
+	Excerpt string
 	// StderrTail is the end of the child's standard error.
 	StderrTail string
 }
@@ -231,6 +234,7 @@ func ClassifyRun(state *os.ProcessState, stdout, stderr []byte, timedOut bool) R
 		default:
 			out.Detail = "panic: " + strings.TrimSpace(panicked[1])
 		}
+		out.Excerpt = crashExcerpt(text)
 		switch sig := goSignalLine.FindStringSubmatch(text); {
 		case sig != nil:
 			out.Crash = sig[1]
@@ -265,6 +269,55 @@ func ClassifyRun(state *os.ProcessState, stdout, stderr []byte, timedOut bool) R
 		out.Detail += ": " + last
 	}
 	return out
+}
+
+// crashExcerpt condenses a Go crash report: its header lines (the fault
+// address, "fatal error: ...", "[signal ...]") and the first few frames of
+// the crashing goroutine outside the runtime, innermost first.
+func crashExcerpt(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "unexpected fault address") || strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	var head, frames []string
+	inStack := false
+	for _, l := range lines[start:] {
+		switch {
+		case !inStack && strings.HasPrefix(l, "goroutine "):
+			inStack = true
+		case !inStack:
+			if t := strings.TrimSpace(l); t != "" {
+				head = append(head, t)
+			}
+		case l == "":
+			if len(frames) > 0 {
+				return strings.Join(head, " | ") + " | at " + strings.Join(frames, " <- ")
+			}
+			inStack = false // a goroutine of the runtime's only; take the next one
+		case !strings.HasPrefix(l, "\t") && !isRuntimeFrame(l) && !strings.HasPrefix(l, "created by") && len(frames) < 4:
+			if i := strings.LastIndex(l, "("); i > 0 {
+				l = l[:i]
+			}
+			frames = append(frames, l)
+		}
+	}
+	if len(frames) > 0 {
+		return strings.Join(head, " | ") + " | at " + strings.Join(frames, " <- ")
+	}
+	return strings.Join(head, " | ")
+}
+
+// isRuntimeFrame reports a stack frame of the Go runtime itself, which
+// every crash shares (throw, sigpanic, the map's fatal).
+func isRuntimeFrame(l string) bool {
+	return strings.HasPrefix(l, "runtime.") || strings.HasPrefix(l, "internal/runtime/")
 }
 
 // SignalName is a signal's conventional name, e.g. "SIGSEGV".

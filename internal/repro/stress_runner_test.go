@@ -113,16 +113,19 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 		kind    RunKind
 		crash   string
 		detail  string
+		excerpt []string
 	}{
-		{"pass", time.Minute, RunPassed, "", ""},
-		{"wrong", time.Minute, RunWrong, "", "1 of 2 sums wrong"},
-		{"fault", time.Minute, RunCrashed, "SIGSEGV", "fatal error: fault"},
-		{"mapwrites", time.Minute, RunCrashed, "fatal error: concurrent map writes", "concurrent map writes"},
-		{"panic", time.Minute, RunCrashed, "panic", "panic: the model is gone"},
-		{"sigkill", time.Minute, RunCrashed, "SIGKILL", "killed by SIGKILL"},
-		{"error", time.Minute, RunError, "", "miotool: no device"},
+		{"pass", time.Minute, RunPassed, "", "", nil},
+		{"wrong", time.Minute, RunWrong, "", "1 of 2 sums wrong", nil},
+		{"fault", time.Minute, RunCrashed, "SIGSEGV", "fatal error: fault",
+			[]string{"unexpected fault address 0x", "fatal error: fault | [signal SIGSEGV", "at miotool/internal/repro.TestFakeStressChild <- testing.tRunner"}},
+		{"mapwrites", time.Minute, RunCrashed, "fatal error: concurrent map writes", "concurrent map writes",
+			[]string{"fatal error: concurrent map writes", "at miotool/internal/repro.TestFakeStressChild.func"}},
+		{"panic", time.Minute, RunCrashed, "panic", "panic: the model is gone", []string{"panic: the model is gone"}},
+		{"sigkill", time.Minute, RunCrashed, "SIGKILL", "killed by SIGKILL", nil},
+		{"error", time.Minute, RunError, "", "miotool: no device", nil},
 		// The watchdog is what this case tests, so its deadline is short.
-		{"hang", 2 * time.Second, RunHung, "", "killed by the watchdog"},
+		{"hang", 2 * time.Second, RunHung, "", "killed by the watchdog", nil},
 	} {
 		t.Run(tt.mode, func(t *testing.T) {
 			runs, err := RunStressRuns(context.Background(), fakeChild(t, tt.mode, fakeGateEnv+"="+gatePath),
@@ -134,6 +137,11 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 			if got.Kind != tt.kind || got.Crash != tt.crash || !strings.Contains(got.Detail, tt.detail) {
 				t.Errorf("kind %q crash %q detail %q; want %q %q, detail containing %q\nstderr: %s",
 					got.Kind, got.Crash, got.Detail, tt.kind, tt.crash, tt.detail, got.StderrTail)
+			}
+			for _, want := range tt.excerpt {
+				if !strings.Contains(got.Excerpt, want) {
+					t.Errorf("crash excerpt %q lacks %q", got.Excerpt, want)
+				}
 			}
 			if tt.kind == RunPassed || tt.kind == RunWrong {
 				if got.Run == nil || got.Run.Expected != 36 {
