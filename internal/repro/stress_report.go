@@ -75,8 +75,12 @@ func (t StressTally) CrashList() string { return sortedCounts(t.Crashes) }
 func FillStress(r *report.Result, s StressSetup, runs []RunOutcome, end time.Time) {
 	t := Tally(runs)
 	expected := StressExpectedSum(s.Size, s.Iters)
-	tab := r.AddTable(fmt.Sprintf("%s, each a fresh process: %s x %s x %s, --cache=%s",
-		plural(t.Runs, "run"), plural(s.Threads, "thread"), plural(s.Iters, "iteration"), plural(s.Trials, "trial"), s.Policy),
+	how := "--cache=" + string(s.Policy)
+	if s.Library != "" {
+		how = s.Library
+	}
+	tab := r.AddTable(fmt.Sprintf("%s, each a fresh process: %s x %s x %s, %s",
+		plural(t.Runs, "run"), plural(s.Threads, "thread"), plural(s.Iters, "iteration"), plural(s.Trials, "trial"), how),
 		"outcome", "runs", "first seen")
 	tab.FlagColumn = "failed"
 	first := func(match func(RunOutcome) bool) string {
@@ -144,7 +148,13 @@ func FillStress(r *report.Result, s StressSetup, runs []RunOutcome, end time.Tim
 	r.Note("expected sum per thread and trial: (%d - %d)^2 = %.0f", s.Size, s.Iters, expected)
 	r.Note("%d at a time; watchdog %v per run", s.Jobs, s.Timeout)
 	for _, o := range runs {
-		if o.Kind != RunPassed && o.StderrTail != "" {
+		if o.Kind == RunCrashed && o.Excerpt != "" {
+			r.Note("run %d crashed: %s", o.Index+1, o.Excerpt)
+			break
+		}
+	}
+	for _, o := range runs {
+		if o.Kind != RunPassed && o.Kind != RunCrashed && o.StderrTail != "" {
 			r.Note("run %d (%s) standard error ends: %s", o.Index+1, o.Kind, strings.ReplaceAll(o.StderrTail, "\n", " | "))
 			break
 		}

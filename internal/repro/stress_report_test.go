@@ -73,13 +73,14 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 	runs := []RunOutcome{
 		{Index: 0, Kind: RunPassed, Wall: 3 * time.Second, Run: &StressRun{Solvers: map[string]int{"A": 2, "B": 5}, CacheStats: cache.Stats{Replaced: 1}}},
 		{Index: 1, Kind: RunPassed, Wall: 1 * time.Second, Run: &StressRun{Solvers: map[string]int{"A": 7}}},
-		{Index: 2, Kind: RunCrashed, Crash: "SIGSEGV", Wall: 100 * time.Millisecond, StderrTail: "unexpected fault address 0x7f\nfatal error: fault"},
+		{Index: 2, Kind: RunCrashed, Crash: "SIGSEGV", Wall: 100 * time.Millisecond, Excerpt: "fatal error: fault | at fdeep.dense"},
+		{Index: 3, Kind: RunError, Wall: 100 * time.Millisecond, StderrTail: "loading the model\nno such file"},
 	}
 	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
 	FillStress(r, setup, runs, time.Unix(1, 0))
 	notes := strings.Join(r.Notes, "\n")
 	for _, want := range []string{"race window is widened on purpose", "TunaNet gfx942 from /opt/rocm/share/miopen/db", "B 5, A 2",
-		"replaced", "in 1 of the 2 runs that finished", "(2048 - 1000)^2 = 1098304", "run 3 (crashed) standard error ends: unexpected fault address 0x7f | fatal error: fault"} {
+		"replaced", "in 1 of the 2 runs that finished", "(2048 - 1000)^2 = 1098304", "run 3 crashed: fatal error: fault | at fdeep.dense", "run 4 (error) standard error ends: loading the model | no such file"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
@@ -88,7 +89,7 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 	if got := strings.Join(times.Rows[0].Cells, " "); got != "passed 2 2s 1s 3s" {
 		t.Errorf("passed times %q", got)
 	}
-	if got := strings.Join(times.Rows[1].Cells, " "); got != "all 3 1s 100ms 3s" {
+	if got := strings.Join(times.Rows[1].Cells, " "); got != "all 4 550ms 100ms 3s" {
 		t.Errorf("all times %q", got)
 	}
 	if n, _ := r.Counter("runs with a model replaced"); n != 1 {
