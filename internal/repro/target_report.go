@@ -75,11 +75,22 @@ func FillTargetCapture(r *report.Result, cases []TargetCaptureCase, d hip.Dialec
 		if len(passed) > 0 {
 			r.Status += fmt.Sprintf(", passes (%s)", strings.Join(passed, ", "))
 		}
-		var why []string
+		// Cases that failed for the same reason share one entry, so a
+		// library that fails everywhere alike says so once.
+		var reasons []string
+		labels := map[string][]string{}
 		for _, c := range cases {
 			if !c.Agrees() {
-				why = append(why, fmt.Sprintf("%s/%s: %s %s", c.Mode, c.Variant, codeCell(c.EndCapture, d), firstNonEmpty(c.FirstRefusal, c.Detail)))
+				reason := codeCell(c.EndCapture, d) + " " + firstNonEmpty(c.FirstRefusal, c.Detail)
+				if _, seen := labels[reason]; !seen {
+					reasons = append(reasons, reason)
+				}
+				labels[reason] = append(labels[reason], fmt.Sprintf("%s/%s", c.Mode, c.Variant))
 			}
+		}
+		why := make([]string, len(reasons))
+		for i, reason := range reasons {
+			why[i] = strings.Join(labels[reason], ", ") + ": " + reason
 		}
 		r.Finish(report.Fail, strings.Join(why, "; "), end)
 	}

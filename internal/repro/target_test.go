@@ -539,3 +539,38 @@ func TestLibraryCheckAcceptsTheDriversRMSCriterion(t *testing.T) {
 		t.Fatal("zeros accepted")
 	}
 }
+
+// A library that fails every case alike is summarised once, naming the
+// cases; different reasons stay apart, in the order first seen.
+func TestFillTargetCaptureGroupsIdenticalFailures(t *testing.T) {
+	wrong := "graph output: verification FAILED: RMS 4.1e-07"
+	mk := func(mode hip.CaptureMode, v Variant, end hip.Code, detail string) TargetCaptureCase {
+		c := TargetCaptureCase{Target: TargetCUDNN, Library: "libcudnn 9"}
+		c.Mode, c.Variant, c.Expected, c.Measured, c.EndCapture, c.Detail = mode, v, Pass, Fail, end, detail
+		return c
+	}
+	for _, tt := range []struct {
+		name  string
+		cases []TargetCaptureCase
+		want  string
+	}{
+		{"alike", []TargetCaptureCase{
+			mk(hip.CaptureModeGlobal, SameThread, hip.Success, wrong),
+			mk(hip.CaptureModeThreadLocal, SameThread, hip.Success, wrong),
+			mk(hip.CaptureModeRelaxed, SameThread, hip.Success, wrong),
+		}, "global/same-thread, thread-local/same-thread, relaxed/same-thread: CUDA_SUCCESS (0) " + wrong},
+		{"two reasons", []TargetCaptureCase{
+			mk(hip.CaptureModeGlobal, SameThread, hip.ErrStreamCaptureInvalidated, "query refused"),
+			mk(hip.CaptureModeThreadLocal, SameThread, hip.Success, wrong),
+			mk(hip.CaptureModeRelaxed, SameThread, hip.ErrStreamCaptureInvalidated, "query refused"),
+		}, "global/same-thread, relaxed/same-thread: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901) query refused; thread-local/same-thread: CUDA_SUCCESS (0) " + wrong},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := report.New("capture", "miotool capture --target=cudnn", time.Time{})
+			FillTargetCapture(r, tt.cases, hip.DialectCUDA, time.Time{})
+			if r.Verdict != report.Fail || r.Summary != tt.want {
+				t.Fatalf("verdict %s summary\n %q\nwant\n %q", r.Verdict, r.Summary, tt.want)
+			}
+		})
+	}
+}
