@@ -63,7 +63,7 @@ run() {
 	local M="$BIN/miotool --backend $BACKEND --no-progress"
 	local cores
 	cores=$(nproc)
-	echo "_Run at $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores CPU cores, sections: ${sections}; $("$BIN/miotool" version 2>/dev/null | tr '\n' ' ')_" >>"$out"
+	echo "_Run at $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $cores CPU cores, sections: ${sections}; $("$BIN/miotool" version --format markdown 2>/dev/null)_" >>"$out"
 	echo >>"$out"
 	for s in $sections; do
 		case $s in
