@@ -89,6 +89,7 @@ run() {
 			for p in dilated-strided pointwise-256-64; do
 				section "$out" "find --problem $p, PTX" env MIOTOOL_NVRTC=off MIOPEN_NAIVE_TIMEOUT=0 $M find --problem "$p" --samples 3 --format markdown
 			done
+			section "$out" "stress-threads, PTX" env MIOTOOL_NVRTC=off $M stress-threads --cache=locked --runs 4 --jobs 2 --format markdown
 			;;
 		capture)
 			echo -e "\n## capture: #12121 after an abandoned naive evaluation" >>"$out"

@@ -1,19 +1,18 @@
 package conv
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"strings"
 	"testing"
+
+	"miotool/internal/hip"
 )
 
 // The committed PTX must come from the committed kernels.cu: regenerate it
 // with scripts/gen-ptx.sh on a machine with NVRTC after changing the source.
 func TestCommittedPTXMatchesTheSource(t *testing.T) {
-	sum := fmt.Sprintf("%x", sha256.Sum256([]byte(kernelText)))
 	first, body, _ := strings.Cut(kernelPTX, "\n")
-	if !strings.HasPrefix(first, "// miotool: kernels.cu sha256 "+sum+",") {
-		t.Fatalf("internal/conv/kernels.ptx was not generated from this kernels.cu (sha256 %s); its header is %q: run scripts/gen-ptx.sh", sum, first)
+	if hip.MatchingPTX("kernels.cu", kernelText, kernelPTX) == "" {
+		t.Fatalf("internal/conv/kernels.ptx was not generated from this kernels.cu (sha256 %s); its header is %q: run scripts/gen-ptx.sh", hip.SourceSHA256(kernelText), first)
 	}
 	for _, k := range Source().Kernels {
 		if !strings.Contains(body, ".entry "+k) {

@@ -15,6 +15,13 @@ import (
 //go:embed stress_kernels.cu
 var stressKernelText string
 
+// stressKernelPTX is stress_kernels.cu compiled by NVRTC (tools/gen-ptx),
+// for machines without a runtime compiler. Its first line names the
+// source's hash.
+//
+//go:embed stress_kernels.ptx
+var stressKernelPTX string
+
 // DivKernel is the in-place division's entry point in stress_kernels.cu.
 const DivKernel = "div_scalar_inplace_f32"
 
@@ -27,6 +34,7 @@ var stressSource = sync.OnceValue(func() *hip.KernelSource {
 		Text:    stressKernelText,
 		Kernels: []string{DivKernel},
 		Twins:   map[string]hip.GoKernel{DivKernel: divTwin},
+		PTX:     hip.MatchingPTX("stress_kernels.cu", stressKernelText, stressKernelPTX),
 	}
 })
 
