@@ -173,9 +173,9 @@ assemble() {
 		file=docs/results/$(echo "$name" | tr 'A-Z ' 'a-z-').md
 	fi
 	mkdir -p "$(dirname "$file")"
-	# Sections are the "## " blocks of every sections file, in run order;
-	# a section run again later replaces the earlier one, and each keeps
-	# the line that says when and where its run was.
+	# Sections are the "## " blocks of every sections file, in the order
+	# they first ran; a section run again later replaces the earlier one in
+	# its place, and each keeps the line that says when and where its run was.
 	python3 - "$file" "${name:-the GPU}" "$dir"/sections-*.md <<'PY'
 import re
 import sys
@@ -202,7 +202,6 @@ for f in sorted(files):
                 started = len(re.findall(r"^### .*\n\n```\n\$ [^\n]*\n```$", text, re.M))
                 if started > text.count("_exit status"):
                     text += "\n\n_The last command above did not finish: the run was stopped at its time limit._"
-                blocks.pop(key(head), None)
                 blocks[key(head)] = (head, stamp, text)
             head, body = line, []
         elif head is not None:
