@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# sim-stress.sh: stress-threads (ROCM-27477) on the simulated device, every
+# model-cache policy, and the results file built from miotool's own output.
+#
+#   scripts/sim-stress.sh run OUTDIR [POLICY...]   # runs each policy, RUNS runs, 2 at a time
+#   scripts/sim-stress.sh stamp OUTDIR POLICY      # records this machine and BIN's version for an output made by BIN
+#   scripts/sim-stress.sh assemble OUTDIR [FILE]   # OUTDIR/stress-*.txt into docs/results/simulator.md
+#
+# POLICY is unlocked, locked or lockfree (default: all three); RUNS defaults
+# to 200, the number the pre-fix cache must crash in on a 2-core machine.
+# A simulated run is CPU-bound (about 25 s on one core of a 2-core
+# machine), so 200 runs take 40 to 50 minutes per policy. BIN (default
+# bin/miotool) is the binary; build it with scripts/gpu-check.sh build.
+# STRESS_ARGS adds flags to every stress-threads command (e.g. to try the
+# script quickly with "--iters 20 --trials 1"); they show in the output.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin/miotool}
+RUNS=${RUNS:-200}
+
+stamp() {
+	local dir=$1 policy=$2 cpu
+	cpu=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
+	echo "_On $(hostname), $(nproc) CPU cores (${cpu:-unknown CPU}); $("$BIN" version --format markdown 2>/dev/null)_" >"$dir/stress-$policy.stamp"
+}
+
+run() {
+	local dir=$1
+	shift
+	local policies=${*:-unlocked locked lockfree}
+	mkdir -p "$dir"
+	for p in $policies; do
+		case $p in unlocked | locked | lockfree) ;; *)
+			echo "unknown policy $p" >&2
+			return 2
+			;;
+		esac
+		stamp "$dir" "$p"
+		echo "[$p] $RUNS runs, 2 at a time, from $(date -u +%H:%M:%SZ)"
+		"$BIN" --backend sim --no-progress -v stress-threads --cache="$p" --runs "$RUNS" --jobs 2 ${STRESS_ARGS:-} \
+			>"$dir/stress-$p.txt" 2>"$dir/stress-$p.log"
+		echo "[$p] exit $? at $(date -u +%H:%M:%SZ)"
+	done
+}
+
+assemble() {
+	local dir=$1 file=${2:-docs/results/simulator.md}
+	mkdir -p "$(dirname "$file")"
+	{
+		echo "# miotool stress-threads on the simulated device"
+		echo
+		echo "Written by \`scripts/sim-stress.sh\` from miotool's own output: the"
+		echo "model-cache race of ROCM-27477 on a machine without a GPU, one section"
+		echo "per cache policy; each output names its command, setup and timing."
+		for p in unlocked locked lockfree; do
+			[ -s "$dir/stress-$p.txt" ] || continue
+			echo
+			echo "## --cache=$p"
+			echo
+			cat "$dir/stress-$p.stamp" 2>/dev/null || echo "_machine and version not recorded_"
+			echo
+			echo '```'
+			cat "$dir/stress-$p.txt"
+			echo '```'
+		done
+	} >"$file"
+	echo "wrote $file"
+}
+
+case ${1:-} in
+run)
+	[ $# -ge 2 ] || { echo "usage: $0 run OUTDIR [POLICY...]" >&2; exit 2; }
+	dir=$2
+	shift 2
+	run "$dir" "$@"
+	;;
+stamp)
+	[ $# -eq 3 ] || { echo "usage: $0 stamp OUTDIR POLICY" >&2; exit 2; }
+	stamp "$2" "$3"
+	;;
+assemble)
+	[ $# -ge 2 ] || { echo "usage: $0 assemble OUTDIR [FILE]" >&2; exit 2; }
+	assemble "$2" "${3:-}"
+	;;
+*)
+	echo "usage: $0 run OUTDIR [POLICY...] | stamp OUTDIR POLICY | assemble OUTDIR [FILE]" >&2
+	exit 2
+	;;
+esac
