@@ -223,10 +223,12 @@ func TestSuiteExitCode(t *testing.T) {
 
 func TestRunnerKillsAHungCheck(t *testing.T) {
 	c := check("hang", report.Pass, "hang")
-	c.Timeout = 300 * time.Millisecond
+	// The child must start and write its line before the timeout kills it:
+	// a wide margin for a loaded machine, and the test waits all of it.
+	c.Timeout = 5 * time.Second
 	res := runSuite(t, fakeRunner(t), &File{Checks: []Check{c, check("after", report.Pass, "pass")}}, Options{})
 	r := res.Checks[0].Runs[0]
-	if r.Verdict != report.Error || !strings.Contains(r.Summary, "no result within 300ms; the process was killed: hanging on purpose") {
+	if r.Verdict != report.Error || !strings.Contains(r.Summary, "no result within 5s; the process was killed: hanging on purpose") {
 		t.Errorf("hung check: %s %q", r.Verdict, r.Summary)
 	}
 	if res.Checks[1].Runs[0].Verdict != report.Pass {
