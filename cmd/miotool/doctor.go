@@ -37,7 +37,9 @@ compute units, runtime and driver versions), the effective runtime variables
 GPU_MAX_HW_QUEUES, MIOPEN_NAIVE_TIMEOUT, MIOPEN_USER_DB_PATH and
 MIOPEN_FIND_MODE with where each value came from, and the config file used.
 
-It exits 0 whenever it could print its report, also when no GPU runtime loads.`,
+It exits 0 when the chosen backend opened (with --backend auto the simulator
+counts, so a machine without a GPU passes) and 4 when the backend named with
+--backend did not open; the report is printed either way.`,
 		Example: `  miotool doctor
   miotool doctor --backend cuda
   GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,

@@ -170,11 +170,14 @@ func Diagnose(in DoctorInput) *report.Result {
 	conf.AddRow("miotool", fmt.Sprintf("%s (commit %s)", in.Build.Version, in.Build.Commit))
 	conf.AddRow("go", in.Build.GoVersion+" "+in.Build.Platform)
 
-	summary := fmt.Sprintf("backend %s on %s", sel.Chosen, r.Device.Short())
+	// A requested backend that does not open is a skip, as for every other
+	// command (exit 4), so that "doctor && ..." does not go on to a device
+	// that is not there; the tables above still say why.
 	if openErr != nil {
-		summary = "no backend opened: " + openErr.Error()
+		r.Finish(report.Skip, "no backend opened: "+openErr.Error(), in.Now())
+		return r
 	}
-	r.Finish(report.Pass, summary, in.Now())
+	r.Finish(report.Pass, fmt.Sprintf("backend %s on %s", sel.Chosen, r.Device.Short()), in.Now())
 	return r
 }
 
