@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh assemble OUTDIR [FILE]  # joins OUTDIR/sections-*.md into docs/results/<device>.md
 #   scripts/gpu-check.sh all                   # build, run every section, assemble
 #
-# Sections: doctor rules find verify capture replay bench cudnn stress targets.
+# Sections: doctor rules find verify capture replay bench heuristics cudnn stress targets.
 # Every table in the results comes from miotool's own output (--format
 # markdown) or from scripts/benchmedians.py and scripts/cudnn-compare.py over
 # raw benchmark output; nothing is written by hand. The machine needs the
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${BACKEND:-cuda}
 BIN=${BIN:-bin}
-ALL_SECTIONS="doctor rules find verify capture replay bench cudnn stress targets"
+ALL_SECTIONS="doctor rules find verify capture replay bench heuristics cudnn stress targets"
 
 build() {
 	set -e
@@ -26,8 +26,10 @@ build() {
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath \
 		-ldflags "-X main.commit=$commit" -o "$BIN/miotool" ./cmd/miotool
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/bench.test" ./internal/bench
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/cache.test" ./internal/aiheur/cache
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/builtin.test" ./internal/aiheur/builtin
 	set +e
-	echo "built $BIN/miotool and $BIN/bench.test ($commit)"
+	echo "built $BIN/miotool and the benchmarks $BIN/bench.test, cache.test, builtin.test ($commit)"
 }
 
 # section OUT TITLE COMMAND...: runs a miotool command, appends its markdown.
@@ -122,6 +124,28 @@ run() {
 					--ratio=BenchmarkRun/worker-pinned-$cores:BenchmarkRun/raw-launch-$cores \
 					--ratio=BenchmarkRun/lazy-pinned-$cores:BenchmarkRun/raw-launch-$cores \
 					--ratio=BenchmarkRun/guarded-pinned-$cores:BenchmarkRun/raw-launch-$cores
+			} >>"$out" 2>>"$LOG"
+			;;
+		heuristics)
+			echo -e "\n## Heuristic model cache and inference on the host CPU (medians of 6 runs)" >>"$out"
+			local hraw=$dir/heuristics-raw.txt
+			echo "[heuristics] running" | tee -a "$LOG"
+			"$BIN/cache.test" -test.run XXX -test.bench CacheHit -test.count 6 >"$hraw" 2>>"$LOG"
+			"$BIN/builtin.test" -test.run XXX -test.bench ScoresBuiltin -test.count 6 >>"$hraw" 2>>"$LOG"
+			local ratios=() g
+			for g in 1 2 8 64; do
+				ratios+=("--ratio=BenchmarkCacheHit/locked/goroutines=$g-$cores:BenchmarkCacheHit/lockfree/goroutines=$g-$cores")
+			done
+			{
+				echo
+				echo '```'
+				echo "\$ bin/cache.test -test.bench CacheHit -test.count 6    # a hit of the model cache, ns per Get with g goroutines asking at once"
+				echo "\$ bin/builtin.test -test.bench ScoresBuiltin -test.count 6    # one heuristic query: features, inference, ranking"
+				echo '```'
+				echo
+				grep -E '^(goos|goarch|cpu):' "$hraw" | awk '!seen[$0]++' | sed 's/^/    /'
+				echo
+				python3 scripts/benchmedians.py "$hraw" "${ratios[@]}"
 			} >>"$out" 2>>"$LOG"
 			;;
 		cudnn)
