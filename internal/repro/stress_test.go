@@ -18,6 +18,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/hip"
 	"miotool/internal/hip/sim"
+	"miotool/internal/testutil"
 )
 
 // The scenario on the simulator with small workloads: every thread's sum
@@ -130,25 +131,7 @@ func TestRunStressWithMIOpenModels(t *testing.T) {
 
 func miopenModels(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root not found")
-		}
-		dir = parent
-	}
-	models := filepath.Join(dir, "..", "shared", "miopen-models")
-	if _, err := os.Stat(filepath.Join(models, "gfx908.tn.model")); err != nil {
-		t.Skipf("MIOpen's model files are not at %s", models)
-	}
-	return models
+	return filepath.Dir(testutil.Shared(t, "miopen-models", "gfx908.tn.model"))
 }
 
 func TestStressArch(t *testing.T) {

@@ -1,12 +1,16 @@
-// Package testutil finds, for tests, the module's root and the reference
-// data in the "shared" folder beside it (real MIOpen model files and
-// find-dbs). Only tests import it; the tool itself never reads that folder.
+// Package testutil holds what several packages' tests share: the module's
+// root, the reference data in the "shared" folder beside it (real MIOpen
+// model files and find-dbs), and the check of a committed PTX file. Only
+// tests import it; the tool itself never reads that folder.
 package testutil
 
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"miotool/internal/hip"
 )
 
 // ModuleRoot walks up from the test's working directory (its package) to
@@ -38,4 +42,23 @@ func Shared(t testing.TB, elem ...string) string {
 		t.Skipf("%s is absent (%v); this test needs the reference data beside the module", p, err)
 	}
 	return p
+}
+
+// CommittedPTX fails the test unless ptx, the committed PTX of the source
+// file named file, was generated from text and has an entry for every
+// kernel, and unless the source hands it out (carried is its PTX field).
+func CommittedPTX(t testing.TB, file, text, ptx string, kernels []string, carried string) {
+	t.Helper()
+	first, body, _ := strings.Cut(ptx, "\n")
+	if hip.MatchingPTX(file, text, ptx) == "" {
+		t.Fatalf("the committed PTX was not generated from this %s (sha256 %s); its header is %q: run scripts/gen-ptx.sh", file, hip.SourceSHA256(text), first)
+	}
+	for _, k := range kernels {
+		if !strings.Contains(body, ".entry "+k) {
+			t.Errorf("the PTX of %s has no entry %s", file, k)
+		}
+	}
+	if carried == "" {
+		t.Errorf("the source of %s does not carry its PTX", file)
+	}
 }
