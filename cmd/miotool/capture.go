@@ -210,26 +210,17 @@ func runCapture(opts *CaptureOptions) error {
 // runTargetCapture is capture against a real library: its find on an empty
 // find-db, then a capture of its forward convolution.
 func runTargetCapture(opts *CaptureOptions, start time.Time) error {
-	t := string(opts.Target)
-	if err := repro.TargetAvailable(t); err != nil {
-		r := cli.OpenFailedResult("capture", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{}, err)
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
-	}
-	defer repro.TargetCleanup()
-	dev, r := opts.Open("capture", start)
+	dev, r, cleanup := openTarget(&opts.Scenario, "capture", opts.Target, start)
+	defer cleanup()
 	if dev == nil {
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
 	}
 	defer dev.Close()
-	if err := repro.TargetSupports(t, dev); err != nil {
-		r := cli.OpenFailedResult("capture", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{Chosen: dev.Props().Backend}, err)
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
-	}
 	p, name, err := opts.Problem.Resolve(dev.Props().Backend)
 	if err != nil {
 		return err
 	}
-	r.Note("target %s; problem %s %s", t, name, p)
+	r.Note("target %s; problem %s %s", opts.Target, name, p)
 	for _, n := range repro.TargetNotes(opts.Target, dev) {
 		r.Note("%s", n)
 	}
@@ -238,7 +229,7 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef,
 	})
 	if err != nil {
-		return fmt.Errorf("capture --target=%s: %w", t, err)
+		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
 	repro.FillTargetCapture(r, cases, dev.Dialect(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)

@@ -206,24 +206,22 @@ func osExecutable(args []string) (repro.ChildCommand, error) {
 
 func runStress(opts *StressOptions) error {
 	start := opts.Now()
+	var (
+		dev hip.Device
+		r   *report.Result
+	)
 	if opts.Target != repro.TargetBuiltin {
-		if err := repro.TargetAvailable(string(opts.Target)); err != nil {
-			r := cli.OpenFailedResult("stress-threads", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{}, err)
-			return cli.WriteResult(opts.IO, opts.Global.Format, r)
-		}
-		defer repro.TargetCleanup()
+		var cleanup func()
+		dev, r, cleanup = openTarget(&opts.Scenario, "stress-threads", opts.Target, start)
+		defer cleanup()
+	} else {
+		dev, r = opts.Open("stress-threads", start)
 	}
-	dev, r := opts.Open("stress-threads", start)
 	if dev == nil {
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
 	}
 	props := dev.Props()
 	if opts.Target != repro.TargetBuiltin {
-		if err := repro.TargetSupports(string(opts.Target), dev); err != nil {
-			dev.Close()
-			r := cli.OpenFailedResult("stress-threads", opts.CommandLine, start, opts.Now(), opts.Global.Backend, hip.Selection{Chosen: props.Backend}, err)
-			return cli.WriteResult(opts.IO, opts.Global.Format, r)
-		}
 		for _, n := range repro.TargetNotes(opts.Target, dev) {
 			r.Note("%s", n)
 		}
