@@ -43,10 +43,11 @@ type ReplayCase struct {
 // Agrees reports whether the measured outcome is the expected one.
 func (c ReplayCase) Agrees() bool { return c.Measured == c.Expected }
 
-// ExpectedReplay: only the worker policy releases scratch without a call
-// into the library; lazy also loses its capture under global mode.
+// ExpectedReplay: only a policy that reclaims off the launch path releases
+// scratch without a call into the library; lazy also loses its capture
+// under global mode.
 func ExpectedReplay(p streams.Policy) Outcome {
-	if p == streams.Worker {
+	if p.ReclaimsOffLaunchPath() {
 		return Pass
 	}
 	return Fail

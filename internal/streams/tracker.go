@@ -38,6 +38,12 @@ const (
 	Worker Policy = "worker"
 )
 
+// ReclaimsOffLaunchPath reports whether the policy reclaims abandoned
+// streams without help from the launch path, so that a workload which only
+// replays graphs (and never launches through the library) still gets its
+// scratch back.
+func (p Policy) ReclaimsOffLaunchPath() bool { return p == Worker }
+
 // Policies lists every policy in the order of the fix's history.
 var Policies = []Policy{Lazy, Guarded, Worker}
 
