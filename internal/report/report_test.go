@@ -212,9 +212,9 @@ func TestMarkdownChecklistOneRowPerResult(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"| Test   | Command ",
-		"| rules  | miotool rules --dialect cuda --expect configs/rules/h200-cuda.yaml | NVIDIA H200 (sm_90)",
+		"| rules  | `miotool rules --dialect cuda --expect configs/rules/h200-cuda.yaml` | NVIDIA H200 (sm_90)",
 		"| Failed |",
-		"| doctor | miotool doctor ",
+		"| doctor | `miotool doctor` ",
 		"| miotool simulated device (cuda rules) (sim) | Passed |",
 	} {
 		if !strings.Contains(out, want) {
