@@ -259,7 +259,7 @@ func TestMarkdownChecklistRow(t *testing.T) {
 	if code := h.run(args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
-	row := regexp.MustCompile(`(?m)^\| rules +\| miotool rules --backend sim --action device-sync --spin 10ms +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
+	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action device-sync --spin 10ms\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
 	if !row.MatchString(h.out.String()) {
 		t.Errorf("no checklist row:\n%s", h.out)
 	}
