@@ -48,7 +48,7 @@ func (h *harness) runWith(runF func(*RulesOptions) error, args ...string) int {
 	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
 		root := cli.NewRootCmd(f)
 		root.AddCommand(NewCmdVersion(f, nil), NewCmdDoctor(f, nil), NewCmdRules(f, runF),
-			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil), NewCmdStress(f, nil),
+			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil), NewCmdStress(f, nil), NewCmdHeuristic(f, nil),
 			NewCmdReport(f, nil), NewCmdCompletion(f), NewCmdGenMan(f))
 		return root
 	})
