@@ -33,6 +33,7 @@ func newRootCmd(f *cli.Factory) *cobra.Command {
 		NewCmdCapture(f, nil),
 		NewCmdReplay(f, nil),
 		NewCmdStress(f, nil),
+		NewCmdHeuristic(f, nil),
 		NewCmdReport(f, nil), NewCmdCompletion(f), NewCmdGenMan(f),
 	)
 	return root

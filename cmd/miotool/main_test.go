@@ -48,7 +48,7 @@ func (h *harness) runWith(runF func(*RulesOptions) error, args ...string) int {
 	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
 		root := cli.NewRootCmd(f)
 		root.AddCommand(NewCmdVersion(f, nil), NewCmdDoctor(f, nil), NewCmdRules(f, runF),
-			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil), NewCmdStress(f, nil),
+			NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReplay(f, nil), NewCmdStress(f, nil), NewCmdHeuristic(f, nil),
 			NewCmdReport(f, nil), NewCmdCompletion(f), NewCmdGenMan(f))
 		return root
 	})
@@ -259,7 +259,7 @@ func TestMarkdownChecklistRow(t *testing.T) {
 	if code := h.run(args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
-	row := regexp.MustCompile(`(?m)^\| rules +\| miotool rules --backend sim --action device-sync --spin 10ms +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
+	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action device-sync --spin 10ms\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
 	if !row.MatchString(h.out.String()) {
 		t.Errorf("no checklist row:\n%s", h.out)
 	}

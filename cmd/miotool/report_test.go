@@ -106,8 +106,8 @@ checks:
 		}
 		for _, re := range []string{
 			`(?m)^### Suite small: PASS$`,
-			`(?m)^\| rules-differ +\| miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim +\| miotool simulated device \(cuda rules\) \(sim\) +\| Fails as expected \(1/1\) +\|$`,
-			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed \(1/1\) +\|$`,
+			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Fails as expected \(1/1\) +\|$`,
+			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed \(1/1\) +\|$`,
 			`(?m)^\| later +\| .*\| none +\| Not run \(not in this test\) +\|$`,
 			`- \*\*Hosts:\*\* hostA`,
 		} {
@@ -257,7 +257,7 @@ func TestMarkdownCommandColumnHasNoOutputFlags(t *testing.T) {
 	if code := h.run(args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
-	row := regexp.MustCompile(`(?m)^\| rules +\| miotool rules --backend sim --action malloc --spin 10ms +\|`)
+	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action malloc --spin 10ms\x60 +\|`)
 	if !row.MatchString(h.out.String()) {
 		t.Errorf("no checklist row without output flags:\n%s", h.out)
 	}

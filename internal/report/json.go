@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ type jsonResult struct {
 	Schema        string           `json:"schema"`
 	Check         string           `json:"check"`
 	Command       string           `json:"command"`
+	RunID         string           `json:"run_id,omitempty"`
+	Host          string           `json:"host,omitempty"`
 	Backend       string           `json:"backend"`
 	BackendReason string           `json:"backend_reason"`
 	Device        jsonDevice       `json:"device"`
@@ -40,7 +43,39 @@ type jsonTable struct {
 	Rows    []jsonRow `json:"rows"`
 	// FlagColumn is kept so a decoded table renders as the original did.
 	FlagColumn string `json:"flag_column,omitempty"`
+	// Keys and Records are derived from the rows for jq and friends: each
+	// row as an object keyed by its column's FieldKey, the flag column
+	// included when a row is flagged.
+	Keys    []string     `json:"keys"`
+	Records []jsonRecord `json:"records"`
 }
+
+// jsonRecord is a row as an object whose keys keep the column order (a
+// Go map would sort them). It is derived: decoding ignores it.
+type jsonRecord struct{ keys, values []string }
+
+func (r jsonRecord) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // as WriteJSON writes every other string
+	b.WriteByte('{')
+	for i, k := range r.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := enc.Encode(k); err != nil {
+			return nil, err
+		}
+		b.WriteByte(':')
+		if err := enc.Encode(r.values[i]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (r *jsonRecord) UnmarshalJSON([]byte) error { return nil }
 
 type jsonRow struct {
 	Cells []string `json:"cells"`
@@ -53,6 +88,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Schema:        r.Schema,
 		Check:         r.Check,
 		Command:       r.Command,
+		RunID:         r.RunID,
+		Host:          r.Host,
 		Backend:       r.Backend,
 		BackendReason: r.BackendReason,
 		Device:        jsonDevice(r.Device),
@@ -65,9 +102,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Notes:         append([]string{}, r.Notes...),
 		Counters:      make(map[string]int64, len(r.Counters)),
 	}
-	if j.Schema == "" {
-		j.Schema = SchemaVersion
-	}
+	// Whatever layout the result was read in, it is written in this one.
+	j.Schema = SchemaVersion
 	if !r.Started.IsZero() {
 		t := r.Started
 		j.Started = &t
@@ -77,22 +113,40 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		for k, row := range t.Rows {
 			jt.Rows[k] = jsonRow{Cells: append([]string{}, row.Cells...), Flag: row.Flag}
 		}
+		header, rows := t.grid()
+		jt.Keys = recordKeys(header)
+		jt.Records = make([]jsonRecord, len(rows))
+		for k, row := range rows {
+			jt.Records[k] = jsonRecord{keys: jt.Keys, values: row}
+		}
 		j.Tables[i] = jt
 	}
 	for _, c := range r.Counters {
-		j.Counters[c.Name] = c.Value
+		base := FieldKey(c.Name)
+		if base == "" {
+			base = "counter"
+		}
+		key := base
+		for n := 2; ; n++ {
+			if _, taken := j.Counters[key]; !taken {
+				break
+			}
+			key = fmt.Sprintf("%s_%d", base, n)
+		}
+		j.Counters[key] = c.Value
 	}
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the miotool/result/v1 layout. Counters come back in
-// name order, since JSON objects carry no order.
+// UnmarshalJSON decodes the miotool/result/v2 layout, and v1 before it.
+// Counters come back in key order, named by their keys, since JSON
+// objects carry no order; records are derived and not read.
 func (r *Result) UnmarshalJSON(data []byte) error {
 	var j jsonResult
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.Schema != SchemaVersion {
+	if j.Schema != SchemaVersion && j.Schema != schemaV1 {
 		return fmt.Errorf("result schema %q is not %q", j.Schema, SchemaVersion)
 	}
 	if _, err := ParseVerdict(string(j.Verdict)); err != nil {
@@ -102,6 +156,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Schema:        j.Schema,
 		Check:         j.Check,
 		Command:       j.Command,
+		RunID:         j.RunID,
+		Host:          j.Host,
 		Backend:       j.Backend,
 		BackendReason: j.BackendReason,
 		Device:        Device(j.Device),

@@ -18,6 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 func sample() *Result {
 	start := time.Date(2026, 11, 29, 18, 30, 0, 0, time.UTC)
 	r := New("rules", "miotool rules --dialect cuda --expect configs/rules/h200-cuda.yaml", start)
+	r.RunID, r.Host = "R7QK2M4XW3N5P6Y8Z9A2B3C4D5", "node1"
 	r.Backend = "cuda"
 	r.BackendReason = "requested with --backend cuda"
 	r.Device = Device{Name: "NVIDIA H200", Arch: "sm_90", Description: "NVIDIA H200 (sm_90, 132 CUs, cuda)"}
@@ -212,9 +213,9 @@ func TestMarkdownChecklistOneRowPerResult(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"| Test   | Command ",
-		"| rules  | miotool rules --dialect cuda --expect configs/rules/h200-cuda.yaml | NVIDIA H200 (sm_90)",
+		"| rules  | `miotool rules --dialect cuda --expect configs/rules/h200-cuda.yaml` | NVIDIA H200 (sm_90)",
 		"| Failed |",
-		"| doctor | miotool doctor ",
+		"| doctor | `miotool doctor` ",
 		"| miotool simulated device (cuda rules) (sim) | Passed |",
 	} {
 		if !strings.Contains(out, want) {

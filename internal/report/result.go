@@ -6,14 +6,35 @@
 package report
 
 import (
+	"crypto/rand"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
 
 // SchemaVersion names the JSON layout of a Result. It changes only when a
-// field is renamed or removed; new fields may appear without a change.
-const SchemaVersion = "miotool/result/v1"
+// field is renamed or removed, or changes its meaning; new fields may
+// appear without a change.
+const SchemaVersion = "miotool/result/v2"
+
+// schemaV1 is the layout before counters were keyed in snake_case; it is
+// still read.
+const schemaV1 = "miotool/result/v1"
+
+// NewRunID returns an id no other run shares: 128 random bits as 26
+// base32 characters. Results carry one so that merging can tell the same
+// run read twice from two runs that look alike.
+func NewRunID() string { return rand.Text() }
+
+// hostname is the machine's name for results, "" when it cannot be read.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
 
 // Verdict is the outcome of a check.
 type Verdict string
@@ -186,6 +207,10 @@ type Result struct {
 	Schema  string
 	Check   string // e.g. "rules", "capture/global"
 	Command string // the command line used, e.g. "miotool rules --dialect cuda"
+	// RunID names this run of the check uniquely (NewRunID); Host is the
+	// machine it ran on.
+	RunID string
+	Host  string
 
 	Backend       string // "sim", "cuda", "hip"; empty when none opened
 	BackendReason string // how the backend was chosen
@@ -206,10 +231,11 @@ type Result struct {
 	Counters []Counter
 }
 
-// New starts a result for check, run by command, at start. The verdict
-// starts as PASS.
+// New starts a result for check, run by command, at start, with a new run
+// id and this machine's host name. The verdict starts as PASS.
 func New(check, command string, start time.Time) *Result {
-	return &Result{Schema: SchemaVersion, Check: check, Command: command, Verdict: Pass, Started: start}
+	return &Result{Schema: SchemaVersion, Check: check, Command: command, RunID: NewRunID(), Host: hostname(),
+		Verdict: Pass, Started: start}
 }
 
 // AddTable appends a table and returns it for filling.
@@ -235,14 +261,68 @@ func (r *Result) Count(name string, value int64) {
 	r.Counters = append(r.Counters, Counter{Name: name, Value: value})
 }
 
-// Counter returns a counter's value and whether it exists.
+// Counter returns a counter's value and whether it exists. The name may
+// be given as set ("wrong results") or as its JSON key ("wrong_results"),
+// since a result read from JSON has the keys as names.
 func (r *Result) Counter(name string) (int64, bool) {
 	for _, c := range r.Counters {
 		if c.Name == name {
 			return c.Value, true
 		}
 	}
+	key := FieldKey(name)
+	for _, c := range r.Counters {
+		if FieldKey(c.Name) == key {
+			return c.Value, true
+		}
+	}
 	return 0, false
+}
+
+// FieldKey is name as a JSON key that jq reads without quoting: ASCII
+// lower case, every other run of characters one underscore, none at
+// either end ("time (ms)" -> "time_ms", "end capture" -> "end_capture").
+// A name with no letter or digit gives "".
+func FieldKey(name string) string {
+	var b strings.Builder
+	gap := false
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case r >= 'A' && r <= 'Z':
+			r += 'a' - 'A'
+		default:
+			gap = b.Len() > 0
+			continue
+		}
+		if gap {
+			b.WriteByte('_')
+			gap = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// keys are the record keys of the columns: FieldKey of each title,
+// "column_N" for a title without one, and "_2", "_3" after a key already
+// taken.
+func recordKeys(header []string) []string {
+	keys := make([]string, len(header))
+	seen := map[string]bool{}
+	for i, h := range header {
+		k := FieldKey(h)
+		if k == "" {
+			k = fmt.Sprintf("column_%d", i+1)
+		}
+		base := k
+		for n := 2; seen[k]; n++ {
+			k = fmt.Sprintf("%s_%d", base, n)
+		}
+		seen[k] = true
+		keys[i] = k
+	}
+	return keys
 }
 
 // Finish sets the verdict, its one-line summary and the duration measured

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,8 +12,12 @@ import (
 )
 
 // SuiteSchemaVersion names the JSON layout of a SuiteResult. Like
-// SchemaVersion it changes only when a field is renamed or removed.
-const SuiteSchemaVersion = "miotool/suite/v1"
+// SchemaVersion it changes only when a field is renamed or removed, or
+// changes its meaning.
+const SuiteSchemaVersion = "miotool/suite/v2"
+
+// suiteSchemaV1 is the layout before run ids; it is still read.
+const suiteSchemaV1 = "miotool/suite/v1"
 
 // Tool identifies the miotool build that ran a suite.
 type Tool struct {
@@ -34,7 +40,10 @@ type SuiteOptions struct {
 // SuiteResult is the outcome of a suite: every check with every run, on one
 // host or, after MergeSuites, on several.
 type SuiteResult struct {
-	Schema   string
+	Schema string
+	// RunID names this suite run uniquely (NewRunID); a merged result has
+	// one of its own, and lists the runs it holds in MergedRuns.
+	RunID    string
 	Suite    string // the suite's name, e.g. "pr12265"
 	Title    string // one line that says what the suite covers
 	File     string // the suite file as given
@@ -45,7 +54,17 @@ type SuiteResult struct {
 	Options  SuiteOptions
 	// Sources are the files a merged result was read from.
 	Sources []string
-	Checks  []*SuiteCheck
+	// MergedRuns are the suite runs a merged result holds, each once.
+	MergedRuns []SuiteRunRef
+	Checks     []*SuiteCheck
+}
+
+// SuiteRunRef names one suite run inside a merged result.
+type SuiteRunRef struct {
+	RunID   string
+	Hosts   []string
+	Started time.Time
+	File    string // the file it was merged from
 }
 
 // SuiteCheck is one check of a suite in one environment variant.
@@ -84,9 +103,47 @@ type SuiteRun struct {
 	StderrTail string
 }
 
-// NewSuiteResult starts a result for the named suite.
+// NewSuiteResult starts a result for the named suite, with a new run id.
 func NewSuiteResult(suite string, start time.Time) *SuiteResult {
-	return &SuiteResult{Schema: SuiteSchemaVersion, Suite: suite, Started: start}
+	return &SuiteResult{Schema: SuiteSchemaVersion, RunID: NewRunID(), Suite: suite, Started: start}
+}
+
+// ran reports whether any check has a run.
+func (s *SuiteResult) ran() bool {
+	for _, c := range s.Checks {
+		if len(c.Runs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// runs are the suite runs s holds: those a merge recorded, else s itself.
+// A result written before run ids existed is named by a digest of its
+// runs, so that the same file read twice is still recognised.
+func (s *SuiteResult) runs() []SuiteRunRef {
+	if len(s.MergedRuns) > 0 {
+		return s.MergedRuns
+	}
+	id := s.RunID
+	if id == "" {
+		id = s.digest()
+	}
+	return []SuiteRunRef{{RunID: id, Hosts: slices.Clone(s.Hosts), Started: s.Started}}
+}
+
+// digest is "sha256:" and the first 128 bits of a hash over what makes
+// a run: the suite, hosts, start and every run of every check.
+func (s *SuiteResult) digest() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %s\n", s.Suite, s.Hosts, s.Started.Format(time.RFC3339Nano))
+	for _, c := range s.Checks {
+		fmt.Fprintf(h, "%q %q %q %q\n", c.Name, c.Command, c.Variant, c.Env)
+		for _, r := range c.Runs {
+			fmt.Fprintf(h, "%q %d %d %s %s %d %q\n", r.Host, r.Iteration, r.Order, r.Started.Format(time.RFC3339Nano), r.Verdict, r.Duration, r.Summary)
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // runMet reports whether a run's verdict is the expected one.
@@ -252,16 +309,20 @@ func (s *SuiteResult) Totals() SuiteTotals {
 	return t
 }
 
-// Verdict is PASS when every check met its expectation, FAIL otherwise.
+// Verdict is FAIL when a check did not meet its expectation, SKIP when
+// no check ran (or there are none: nothing passed), PASS otherwise.
 func (s *SuiteResult) Verdict() Verdict {
-	if s.Totals().Unmet > 0 {
+	switch {
+	case s.Totals().Unmet > 0:
 		return Fail
+	case !s.ran():
+		return Skip
 	}
 	return Pass
 }
 
 // ExitCode is the suite's exit status: 0 when every check met its
-// expectation, 1 when one did not.
+// expectation, 1 when one did not, 4 when no check ran.
 func (s *SuiteResult) ExitCode() int { return s.Verdict().ExitCode() }
 
 // Summary is one line on the outcome.
@@ -271,6 +332,8 @@ func (s *SuiteResult) Summary() string {
 	switch {
 	case t.Checks == 0:
 		b.WriteString("the suite has no checks")
+	case t.Unmet == 0 && !s.ran():
+		b.WriteString("no check ran")
 	case t.Unmet == 0:
 		fmt.Fprintf(&b, "every check met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
 	default:
@@ -362,6 +425,21 @@ func (s *SuiteResult) unmetRuns() []unmetRun {
 	return out
 }
 
+// describe is "on node1, started 2026-12-01T09:00:00Z".
+func (ref SuiteRunRef) describe() string {
+	var parts []string
+	if len(ref.Hosts) > 0 {
+		parts = append(parts, "on "+strings.Join(ref.Hosts, ", "))
+	}
+	if !ref.Started.IsZero() {
+		parts = append(parts, "started "+ref.Started.Format(time.RFC3339))
+	}
+	if len(parts) == 0 {
+		return "no host or start recorded"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // optionsText describes how the suite ran, for the rendered header.
 func (s *SuiteResult) optionsText() string {
 	o := s.Options
@@ -404,6 +482,11 @@ func (t Tool) text() string {
 // result (its file); a run without a host takes its source's base name as
 // host. Checks with the same name, command, variant, environment and
 // expectation become one row with the runs of every host.
+//
+// A result with no checks, or none that ran, is refused: it passed
+// nothing, and merged beside others it would read as a pass. So is a
+// suite run met a second time (by run id, in any input or inside a merged
+// one), which would otherwise count its runs twice. Errors name the file.
 func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error) {
 	if len(results) == 0 {
 		return nil, errors.New("no suite results to merge")
@@ -414,6 +497,7 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 	first := results[0]
 	m := &SuiteResult{
 		Schema:  SuiteSchemaVersion,
+		RunID:   NewRunID(),
 		Title:   first.Title,
 		File:    first.File,
 		Tool:    first.Tool,
@@ -423,7 +507,29 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 	var names []string
 	var end time.Time
 	index := map[string]*SuiteCheck{}
+	mergedFrom := map[string]string{} // run id -> the file it came from
 	for i, r := range results {
+		switch {
+		case len(r.Checks) == 0:
+			return nil, fmt.Errorf("%s: the suite result has no checks; it passed nothing, so it is not merged", sources[i])
+		case !r.ran():
+			return nil, fmt.Errorf("%s: no check of the suite result ran (%d checks, none with a run); it passed nothing, so it is not merged", sources[i], len(r.Checks))
+		}
+		for _, ref := range r.runs() {
+			if prev, dup := mergedFrom[ref.RunID]; dup {
+				what := fmt.Sprintf("%s and %s hold", prev, sources[i])
+				if prev == sources[i] {
+					what = sources[i] + " holds twice"
+				}
+				return nil, fmt.Errorf("%s the same suite run (run id %s, %s): merging it again would count its runs twice", what, ref.RunID, ref.describe())
+			}
+			mergedFrom[ref.RunID] = sources[i]
+			if ref.File == "" {
+				ref.File = sources[i]
+			}
+			ref.Hosts = slices.Clone(ref.Hosts)
+			m.MergedRuns = append(m.MergedRuns, ref)
+		}
 		if !slices.Contains(names, r.Suite) {
 			names = append(names, r.Suite)
 		}

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// The miotool/suite/v1 layout (docs/report-schema.md). Fields marked
+// The miotool/suite/v2 layout (docs/report-schema.md). Fields marked
 // "derived" are written for readers' convenience and recomputed on reading.
 type jsonSuite struct {
 	Schema     string           `json:"schema"`
+	RunID      string           `json:"run_id,omitempty"`
 	Suite      string           `json:"suite"`
 	Title      string           `json:"title,omitempty"`
 	File       string           `json:"file,omitempty"`
@@ -20,11 +21,19 @@ type jsonSuite struct {
 	DurationMS float64          `json:"duration_ms"`
 	Options    jsonSuiteOptions `json:"options"`
 	MergedFrom []string         `json:"merged_from,omitempty"`
+	MergedRuns []jsonRunRef     `json:"merged_runs,omitempty"`
 	Verdict    Verdict          `json:"verdict"`   // derived
 	ExitCode   int              `json:"exit_code"` // derived
 	Summary    string           `json:"summary"`   // derived
 	Totals     jsonTotals       `json:"totals"`    // derived
 	Checks     []jsonCheck      `json:"checks"`
+}
+
+type jsonRunRef struct {
+	RunID   string     `json:"run_id"`
+	Hosts   []string   `json:"hosts"`
+	Started *time.Time `json:"started,omitempty"`
+	File    string     `json:"file,omitempty"`
 }
 
 type jsonTool struct {
@@ -91,11 +100,12 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-// MarshalJSON encodes the suite result in the miotool/suite/v1 layout.
+// MarshalJSON encodes the suite result in the miotool/suite/v2 layout.
 func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	t := s.Totals()
 	j := jsonSuite{
 		Schema:     SuiteSchemaVersion,
+		RunID:      s.RunID,
 		Suite:      s.Suite,
 		Title:      s.Title,
 		File:       s.File,
@@ -119,6 +129,10 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	if s.Options.Shuffle {
 		seed := s.Options.Seed
 		j.Options.Seed = &seed
+	}
+	for _, ref := range s.MergedRuns {
+		j.MergedRuns = append(j.MergedRuns, jsonRunRef{RunID: ref.RunID, Hosts: append([]string{}, ref.Hosts...),
+			Started: timePtr(ref.Started), File: ref.File})
 	}
 	label := s.deviceLabeler()
 	for i, c := range s.Checks {
@@ -158,21 +172,22 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the miotool/suite/v1 layout. Derived fields are
-// ignored and recomputed from the runs.
+// UnmarshalJSON decodes the miotool/suite/v2 layout, and v1 before it.
+// Derived fields are ignored and recomputed from the runs.
 func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 	var j jsonSuite
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.Schema != SuiteSchemaVersion {
-		if j.Schema == SchemaVersion {
+	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV1 {
+		if j.Schema == SchemaVersion || j.Schema == schemaV1 {
 			return fmt.Errorf("this is a single check's result (%s), not a suite result (%s); run checks through `miotool report --suite` to merge them", j.Schema, SuiteSchemaVersion)
 		}
 		return fmt.Errorf("suite result schema %q is not %q", j.Schema, SuiteSchemaVersion)
 	}
 	*s = SuiteResult{
 		Schema:   j.Schema,
+		RunID:    j.RunID,
 		Suite:    j.Suite,
 		Title:    j.Title,
 		File:     j.File,
@@ -192,6 +207,16 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 	}
 	if j.Options.Seed != nil {
 		s.Options.Seed = *j.Options.Seed
+	}
+	for i, jr := range j.MergedRuns {
+		if jr.RunID == "" {
+			return fmt.Errorf("merged_runs[%d] has no run_id", i)
+		}
+		ref := SuiteRunRef{RunID: jr.RunID, Hosts: jr.Hosts, File: jr.File}
+		if jr.Started != nil {
+			ref.Started = *jr.Started
+		}
+		s.MergedRuns = append(s.MergedRuns, ref)
 	}
 	for i, jc := range j.Checks {
 		expect, err := ParseVerdict(string(jc.Expect))

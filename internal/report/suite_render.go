@@ -58,7 +58,9 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 		item("Started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
 	b.WriteString("\n#### Testing Checklist\n\n")
-	writePipeTable(&b, s.Checklist())
+	if err := writeMarkdownTable(&b, s.Checklist(), checklistCommandColumn); err != nil {
+		return err
+	}
 	if unmet := s.unmetRuns(); len(unmet) > 0 {
 		b.WriteString("#### Not as expected\n\n")
 		for _, u := range unmet {

@@ -25,6 +25,7 @@ func run(host string, it int, v Verdict, summary string, d time.Duration) SuiteR
 // variant, a check not run, and a command that needs quoting.
 func sampleSuite() *SuiteResult {
 	s := NewSuiteResult("pr12265", suiteStart)
+	s.RunID = "S2F4H6J8K2M4N6P8Q2R4T6V8W2"
 	s.Title = "Abandoned naive-evaluation streams are reclaimed outside graph captures"
 	s.File = "configs/suites/pr12265.yaml"
 	s.Hosts = []string{"node1"}

@@ -1,0 +1,121 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFieldKey(t *testing.T) {
+	for name, want := range map[string]string{
+		"reclaim":                    "reclaim",
+		"end capture":                "end_capture",
+		"time (ms)":                  "time_ms",
+		"Pinned after find":          "pinned_after_find",
+		"released after (median)":    "released_after_median",
+		"wrong results":              "wrong_results",
+		"  --weird--  name!":         "weird_name",
+		"µs per call":                "s_per_call",
+		"(?)":                        "",
+		"set-up errors":              "set_up_errors",
+		"already_snake_case_2":       "already_snake_case_2",
+		"runs with a model replaced": "runs_with_a_model_replaced",
+	} {
+		if got := FieldKey(name); got != want {
+			t.Errorf("FieldKey(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if got := recordKeys([]string{"a b", "A-B", "", "flag"}); strings.Join(got, ",") != "a_b,a_b_2,column_3,flag" {
+		t.Errorf("recordKeys = %v", got)
+	}
+}
+
+// The JSON answers jq's '.tables[0].records[] | select(.reclaim=="lazy")':
+// rows as objects keyed by the columns' snake_case keys, flag included,
+// details whole; counters keyed in snake_case.
+func TestJSONRecordsAndCounterKeys(t *testing.T) {
+	in := captureLike()
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schema string `json:"schema"`
+		RunID  string `json:"run_id"`
+		Tables []struct {
+			Keys    []string            `json:"keys"`
+			Records []map[string]string `json:"records"`
+		} `json:"tables"`
+		Counters map[string]int64 `json:"counters"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Schema != "miotool/result/v2" || doc.RunID == "" {
+		t.Errorf("schema %q run_id %q", doc.Schema, doc.RunID)
+	}
+	if got := strings.Join(doc.Tables[0].Keys, ","); got != "reclaim,mode,expected,measured,end_capture,detail,differs_from_expected" {
+		t.Errorf("keys %s", got)
+	}
+	var lazy []map[string]string
+	for _, rec := range doc.Tables[0].Records {
+		if rec["reclaim"] == "lazy" {
+			lazy = append(lazy, rec)
+		}
+	}
+	if len(lazy) != 1 || lazy[0]["measured"] != "FAIL" || lazy[0]["end_capture"] != "901" || lazy[0]["detail"] != in.Tables[0].Rows[0].Cells[5] {
+		t.Errorf("select(.reclaim==\"lazy\") = %v", lazy)
+	}
+	if got := doc.Tables[0].Records[1]["differs_from_expected"]; got != "expected PASS" {
+		t.Errorf("flag of the guarded row = %q", got)
+	}
+	if doc.Counters["reclaimed_by_callback"] != 2 || len(doc.Counters) != 2 {
+		t.Errorf("counters %v", doc.Counters)
+	}
+	for key := range doc.Counters {
+		if strings.ContainsAny(key, " -()") {
+			t.Errorf("counter key %q is not snake_case", key)
+		}
+	}
+	// Records follow the column order, as a reader scanning the file expects.
+	if i, j := strings.Index(buf.String(), `"reclaim": "lazy"`), strings.Index(buf.String(), `"mode": "global"`); i < 0 || j < i {
+		t.Errorf("record keys out of column order:\n%s", buf.String())
+	}
+	back, err := ReadJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := back.Counter("reclaimed by callback"); !ok || v != 2 {
+		t.Errorf("counter looked up by its name after a round trip: %d, %v", v, ok)
+	}
+	if back.RunID != in.RunID || back.Host != in.Host || len(back.Tables[0].Rows) != 3 {
+		t.Errorf("round trip: run %q host %q rows %d", back.RunID, back.Host, len(back.Tables[0].Rows))
+	}
+}
+
+func TestReadJSONAcceptsVersion1(t *testing.T) {
+	r, err := ReadJSON(strings.NewReader(`{"schema":"miotool/result/v1","check":"x","verdict":"FAIL","counters":{"wrong results":3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.Counter("wrong_results"); v != 3 || r.Verdict != Fail {
+		t.Errorf("v1 read as %+v", r)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil || !strings.Contains(buf.String(), `"schema": "miotool/result/v2"`) {
+		t.Errorf("a v1 result is written as v2: %v\n%s", err, buf.String())
+	}
+}
+
+func TestNewRunIDsDiffer(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		id := New("x", "", time.Time{}).RunID
+		if len(id) != 26 || seen[id] {
+			t.Fatalf("run id %q is short or repeated", id)
+		}
+		seen[id] = true
+	}
+}
