@@ -148,9 +148,9 @@ func (db *DB) add(n int, l *line) {
 			e, err := ParseItem(raw)
 			switch {
 			case err != nil:
-				warn("item %q of %s not understood (%v); kept as it is", clip(raw), key, err)
+				warn("item %q of %s not understood (%v); kept as it is", clip(raw), show(key), err)
 			case seen[e.Solver]:
-				warn("solver %s appears again for %s; the first is used, both are kept", e.Solver, key)
+				warn("solver %s appears again for %s; the first is used, both are kept", show(e.Solver), show(key))
 			default:
 				seen[e.Solver] = true
 				it.entry = &e
@@ -159,13 +159,13 @@ func (db *DB) add(n int, l *line) {
 		l.items = append(l.items, it)
 	}
 	if first, dup := db.byKey[key]; dup {
-		warn("key %s is also on line %d; that line is used (as MIOpen reads the first), both are kept", key, first+1)
+		warn("key %s is also on line %d; that line is used (as MIOpen reads the first), both are kept", show(key), first+1)
 		return
 	}
 	db.byKey[key] = len(db.lines) - 1
 	db.keys = append(db.keys, key)
 	if len(recordOf(l).Entries) == 0 {
-		warn("record %s has no usable entries", key)
+		warn("record %s has no usable entries", show(key))
 	}
 }
 
@@ -176,6 +176,16 @@ func clip(s string) string {
 		return s
 	}
 	return s[:max] + "..."
+}
+
+// show is s for a warning: as it is when printable ASCII, else quoted.
+func show(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return strconv.Quote(clip(s))
+		}
+	}
+	return clip(s)
 }
 
 // ParseItem reads one `Solver:time,workspace,algorithm` item.
