@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"miotool/internal/cli"
 	"miotool/internal/finddb"
+	"miotool/internal/finder"
 	"miotool/internal/testutil"
 )
 
@@ -156,7 +160,7 @@ func TestFindWithAFindDBItCannotWrite(t *testing.T) {
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
 				h := newHarness(t)
 				h.f.LookupEnv = lookup(map[string]string{"MIOPEN_USER_DB_PATH": tt.dir})
-				code := h.run("find", "--backend", "sim", "--problem", "naive-timeout-sim", "--samples", "1", "--no-progress", "--format", format)
+				code := h.run("find", "--backend", "sim", "-n", "1", "-c", "2", "-H", "5", "-W", "5", "-k", "2", "-y", "1", "-x", "1", "--samples", "1", "--no-progress", "--format", format)
 				if code != tt.code || !strings.Contains(h.errOut.String(), tt.why) {
 					t.Fatalf("exit %d (want %d); stderr lacks %q?\n%s\n%s", code, tt.code, tt.why, h.out, h.errOut)
 				}
@@ -281,5 +285,42 @@ func TestFindConcurrentWritersAndAKilledOne(t *testing.T) {
 	}
 	if info, _ := os.Stat(file); info.Mode().Perm() != 0o644 {
 		t.Errorf("mode %04o, want 0644", info.Mode().Perm())
+	}
+}
+
+// MIOPEN_FIND_MODE gives find its mode, each of MIOpen's to its own; the
+// flag wins over it.
+func TestFindModeFromTheEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		args []string
+		want finder.Mode
+	}{
+		{"", nil, finder.ModeNormal},
+		{"NORMAL", nil, finder.ModeNormal},
+		{"FAST", nil, finder.ModeFast},
+		{"hybrid", nil, finder.ModeHybrid},
+		{"5", nil, finder.ModeDynamicHybrid},
+		{"FAST", []string{"--find-mode", "dynamic-hybrid"}, finder.ModeDynamicHybrid},
+		{"3", []string{"--find-mode", "normal"}, finder.ModeNormal},
+	} {
+		h := newHarness(t)
+		env := map[string]string{}
+		if tt.env != "" {
+			env["MIOPEN_FIND_MODE"] = tt.env
+		}
+		h.f.LookupEnv = lookup(env)
+		var got finder.Mode
+		code := cli.Main(h.f, append([]string{"find", "--backend", "sim"}, tt.args...), func(f *cli.Factory) *cobra.Command {
+			root := cli.NewRootCmd(f)
+			root.AddCommand(NewCmdFind(f, func(o *FindOptions) error {
+				got, _ = finder.ParseMode(o.FindMode)
+				return nil
+			}))
+			return root
+		})
+		if code != 0 || got != tt.want {
+			t.Errorf("MIOPEN_FIND_MODE=%q %v: exit %d, mode %q, want %q\n%s", tt.env, tt.args, code, got, tt.want, h.errOut)
+		}
 	}
 }
