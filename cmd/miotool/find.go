@@ -1,16 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"time"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
 	"miotool/internal/finddb"
 	"miotool/internal/finder"
-	"miotool/internal/handle"
-	"miotool/internal/repro"
+	findscen "miotool/internal/scenario/find"
 	"miotool/internal/streams"
 )
 
@@ -39,9 +39,17 @@ overruns, the stream is abandoned with its kernel still running, and the
 tracker reclaims it (--reclaim). MIOPEN_NAIVE_TIMEOUT=0 times naive in full.
 
 Results are ranked, every timed solver's output is checked against a CPU
-reference, and the record goes to a user find-db in MIOpen's text format under
-MIOPEN_USER_DB_PATH. --find-mode fast takes a find-db record when there is one
-and skips benchmarking.
+reference, and the record is merged into the user find-db in MIOpen's text
+format under MIOPEN_USER_DB_PATH: miotool's items on the problem's line are
+added or updated, and every other line, item and byte of the file is kept
+as it was, with its mode and owner. A find-db that cannot be written is a
+warning; the result is printed all the same.
+
+--find-mode follows MIOpen's find modes. fast takes a find-db record naming
+one of miotool's solvers when there is one and otherwise falls back to
+immediate mode: the TunaNet heuristic ranks miotool's solvers and the first
+runs once, not benchmarked (and nothing is written). hybrid and
+dynamic-hybrid take a record too, and benchmark when there is none.
 
 The problem comes from MIOpenDriver's flags (-n -c -H -W -k -y -x -p -q -u -v
 -l -j -g, or their long names; -v is the stride here, as in MIOpenDriver, so
@@ -60,6 +68,9 @@ timed one) verified.`,
   miotool find --problem resnet50-conv4
   miotool find --problem resnet50-conv4 --find-mode fast
 
+  # Use MIOpen's own user find-db folder: its records are kept as they are
+  MIOPEN_USER_DB_PATH=~/.config/miopen miotool find --problem resnet50-conv4
+
   # Time naive in full, as before the time bound existed
   MIOPEN_NAIVE_TIMEOUT=0 miotool find --problem naive-timeout-sim`,
 		Args: cobra.NoArgs,
@@ -68,13 +79,10 @@ timed one) verified.`,
 				return err
 			}
 			if !cmd.Flags().Changed("find-mode") && findModeSetInEnv(opts.Env) {
-				opts.FindMode = findModeFromEnv(opts.Env.FindMode)
+				opts.FindMode = strconv.Itoa(int(opts.Env.FindMode))
 			}
-			if _, err := finder.ParseMode(opts.FindMode); err != nil {
-				return cli.UsageErrorf("--find-mode: %v", err)
-			}
-			if opts.Samples < 1 {
-				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
+			if err := opts.Validate(); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -84,7 +92,7 @@ timed one) verified.`,
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-long-%s")
 	fl := cmd.Flags()
-	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark) or fast (use a find-db record when there is one); MIOPEN_FIND_MODE, when set, gives the default (NORMAL is normal, the others fast)")
+	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark), fast (a find-db record, else the immediate-mode heuristic, no benchmark), hybrid or dynamic-hybrid (a find-db record, else benchmark); MIOPEN_FIND_MODE, when set, gives the default")
 	fl.IntVar(&opts.Samples, "samples", 7, "timed runs per solver after the warm-up")
 	fl.Var(cli.NewEnumValue(&opts.Reclaim, streams.Worker, streams.Policies...), "reclaim", "how abandoned streams are reclaimed: lazy, guarded or worker")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random input and weights")
@@ -104,13 +112,22 @@ func findModeSetInEnv(env cli.RuntimeEnv) bool {
 	return false
 }
 
-// findModeFromEnv maps MIOPEN_FIND_MODE to find's modes: the hybrid modes
-// use the find-db when it has the problem, as fast does.
-func findModeFromEnv(m cli.FindMode) string {
-	if m == cli.FindModeNormal {
-		return string(finder.ModeNormal)
+// Validate checks what can be checked before the device opens: the find
+// mode, the sample count, and a user-db folder that is a file (a usage
+// error, rather than a warning after a long benchmark).
+func (o *FindOptions) Validate() error {
+	if _, err := finder.ParseMode(o.FindMode); err != nil {
+		return cli.UsageErrorf("--find-mode: %v", err)
 	}
-	return string(finder.ModeFast)
+	if o.Samples < 1 {
+		return cli.UsageErrorf("--samples %d: want 1 or more", o.Samples)
+	}
+	if o.Env.UserDBPath != "" {
+		if err := finddb.CheckDir(o.Env.UserDBPath); errors.Is(err, finddb.ErrNotAFolder) {
+			return cli.UsageErrorf("%s=%v", cli.EnvUserDBPath, err)
+		}
+	}
+	return nil
 }
 
 func runFind(opts *FindOptions) error {
@@ -124,57 +141,21 @@ func runFind(opts *FindOptions) error {
 	if err != nil {
 		return err
 	}
-	if name != "" {
-		r.Note("problem %s: %s", name, p)
-	} else {
-		r.Note("problem: %s", p)
-	}
-	h, err := handle.New(dev, handle.Options{Policy: opts.Reclaim, MaxDraining: streams.MaxDrainingFor(opts.Env.HWQueues)})
-	if err != nil {
-		return err
-	}
-	ts, err := finder.NewTensors(dev, p, nil, opts.Seed)
-	if err != nil {
-		h.Close()
-		return err
-	}
 	mode, _ := finder.ParseMode(opts.FindMode)
-	props := dev.Props()
-	db := ""
-	if opts.Env.UserDBPath != "" {
-		db = finddb.UserFile(opts.Env.UserDBPath, props.Arch, props.ComputeUnits, props.Backend)
-	}
 	update, done := opts.Progress("find:")
-	steps := 0
-	res, ferr := finder.Find(opts.Context, h, ts, finder.Options{
-		NaiveTimeoutPct: opts.Env.NaiveTimeoutPercent,
-		Samples:         opts.Samples,
-		Mode:            mode,
-		UserDB:          db,
-		Verify:          true,
-		Log: func(format string, args ...any) {
-			steps++
-			update(steps, 0)
-			opts.Verbosef(format, args...)
+	o := findscen.Options{
+		Problem: p, ProblemName: name, Mode: mode, Samples: opts.Samples, Reclaim: opts.Reclaim,
+		HWQueues: opts.Env.HWQueues, NaiveTimeoutPct: opts.Env.NaiveTimeoutPercent, Seed: opts.Seed,
+		DBDir: opts.Env.UserDBPath, Progress: update, Logf: opts.Verbosef,
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(opts.IO.ErrOut, "miotool: warning: "+format+"\n", args...)
 		},
-	})
+	}
+	out, err := findscen.Run(opts.Context, dev, o)
 	done()
-	afterFind := h.Tracker().Counters()
-	// Teardown waits for the abandoned evaluation: after find, on purpose.
-	teardownStart := time.Now()
-	cerr := h.Close()
-	terr := ts.Free()
-	if ferr != nil {
-		return fmt.Errorf("find: %w", ferr)
+	if err != nil {
+		return err
 	}
-	if cerr != nil {
-		return fmt.Errorf("handle teardown: %w", cerr)
-	}
-	if terr != nil {
-		return terr
-	}
-	r.Note("teardown (waits for abandoned evaluations) took %s", time.Since(teardownStart).Round(time.Millisecond))
-	r.Note("reclaim policy %s, backlog cap %d (GPU_MAX_HW_QUEUES=%d)", opts.Reclaim, streams.MaxDrainingFor(opts.Env.HWQueues), opts.Env.HWQueues)
-	repro.FillFind(r, res, afterFind, h.Tracker().Counters(), opts.Now())
+	findscen.Fill(r, o, out, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

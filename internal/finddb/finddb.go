@@ -1,22 +1,23 @@
-// Package finddb reads and writes find-dbs in MIOpen's text format: one
-// `KEY=Solver:time,workspace,algorithm;...` line per problem. It reads
-// MIOpen's own system and user find-dbs and writes miotool's user find-db
-// atomically, under a lock, without losing valid records of a damaged file.
+// Package finddb reads and merges find-dbs in MIOpen's text format (one
+// `KEY=Solver:time,workspace,algorithm;...` line per problem) without
+// altering a byte it did not change.
+//
+// A find-db is the user's file, often shared with MIOpen itself, so the
+// parser keeps every line as it was read: comments, blank lines, lines and
+// items it does not understand, CRLF line ends, a cut-off last line, a
+// duplicate key's later line and a duplicate solver item all come back
+// unchanged and in place from Bytes. Merging a record adds or updates only
+// the items of the solvers it names. StoreFile does that on disk, under a
+// lock, with an atomic replace that keeps the file's mode and owner.
 package finddb
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // Entry is one solver's result for a problem.
@@ -27,7 +28,14 @@ type Entry struct {
 	Algorithm string
 }
 
-// Record is every entry stored for one problem key.
+// Item is the entry in MIOpen's format, `Solver:time,workspace,algorithm`.
+// Times use six significant digits, as iostream's default precision prints
+// them.
+func (e Entry) Item() string {
+	return fmt.Sprintf("%s:%s,%d,%s", e.Solver, strconv.FormatFloat(e.TimeMs, 'g', 6, 64), e.Workspace, e.Algorithm)
+}
+
+// Record is the entries stored for one problem key.
 type Record struct {
 	Key     string
 	Entries []Entry
@@ -46,239 +54,318 @@ func (r Record) Sorted() []Entry {
 	return out
 }
 
-// Line is the record in MIOpen's format, without the newline. Times use
-// six significant digits, as iostream's default precision prints them.
+// Line is the record in MIOpen's format, without the line end.
 func (r Record) Line() string {
-	var b strings.Builder
-	b.WriteString(r.Key)
-	b.WriteByte('=')
+	items := make([]string, len(r.Entries))
 	for i, e := range r.Entries {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		fmt.Fprintf(&b, "%s:%s,%d,%s", e.Solver, strconv.FormatFloat(e.TimeMs, 'g', 6, 64), e.Workspace, e.Algorithm)
+		items[i] = e.Item()
 	}
-	return b.String()
+	return r.Key + "=" + strings.Join(items, ";")
 }
 
-// Warning is a line that could not be used.
+// Warning is something in the file that miotool does not use, and keeps.
 type Warning struct {
 	Path string
 	Line int
 	Msg  string
 }
 
-func (w Warning) String() string { return fmt.Sprintf("%s:%d: %s", w.Path, w.Line, w.Msg) }
+func (w Warning) String() string {
+	return fmt.Sprintf("%s:%d: %s", filepath.Base(w.Path), w.Line, w.Msg)
+}
 
-// DB is a find-db loaded in memory: records in file order, by key.
+// item is one ';'-separated item of a record line: its text as read, and
+// the entry when it is one miotool understands and uses.
+type item struct {
+	raw   string
+	entry *Entry
+}
+
+// line is one line of the file: its text without the line end, the line
+// end itself ("\n", "\r\n", or "" for a last line cut off before its
+// newline), and, for a record line, its key and items.
+type line struct {
+	text  string
+	eol   string
+	key   string
+	items []item // nil unless the line is KEY=...
+}
+
+func (l *line) isRecord() bool { return l.items != nil }
+
+// DB is a find-db in memory: every line of the file, in order, and the
+// first line of each key (the one MIOpen reads).
 type DB struct {
 	Path     string
-	records  []Record
+	lines    []*line
 	byKey    map[string]int
+	keys     []string // in order of their first line
 	Warnings []Warning
 }
 
-// Parse reads a find-db. Ill-formed lines are skipped with a warning naming
-// them; items within a line that do not parse are skipped the same way;
-// duplicate solver ids keep the first; a later line for the same key
-// replaces the earlier one (as a rewritten file would have it).
-func Parse(path string, r io.Reader) (*DB, error) {
+// Parse reads a find-db's bytes. It never fails: what it does not
+// understand it keeps, with a warning, and Bytes gives data back exactly.
+func Parse(path string, data []byte) *DB {
 	db := &DB{Path: path, byKey: map[string]int{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
+	for n := 1; len(data) > 0; n++ {
+		l := &line{}
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l.text, l.eol, data = string(data[:i]), "\n", data[i+1:]
+			if strings.HasSuffix(l.text, "\r") {
+				l.text, l.eol = l.text[:len(l.text)-1], "\r\n"
+			}
+		} else {
+			l.text, data = string(data), nil
 		}
-		rec, warns := parseLine(line)
-		for _, w := range warns {
-			db.Warnings = append(db.Warnings, Warning{path, n, w})
-		}
-		if rec == nil {
-			continue
-		}
-		if i, ok := db.byKey[rec.Key]; ok {
-			db.records[i] = *rec
-			continue
-		}
-		db.byKey[rec.Key] = len(db.records)
-		db.records = append(db.records, *rec)
+		db.add(n, l)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return db, nil
+	return db
 }
 
-func parseLine(line string) (*Record, []string) {
-	key, content, ok := strings.Cut(line, "=")
-	if !ok || key == "" {
-		return nil, []string{"ill-formed record (no KEY=...), skipped"}
+// add classifies a parsed line and records what miotool will not use.
+func (db *DB) add(n int, l *line) {
+	db.lines = append(db.lines, l)
+	warn := func(format string, args ...any) {
+		db.Warnings = append(db.Warnings, Warning{db.Path, n, fmt.Sprintf(format, args...)})
 	}
-	rec := &Record{Key: key}
-	var warns []string
+	if l.eol == "" {
+		warn("last line has no line end (cut off?); kept as it is")
+	}
+	key, content, ok := strings.Cut(l.text, "=")
+	trimmed := strings.TrimSpace(l.text)
+	switch {
+	case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+		return
+	case !ok || key == "":
+		warn("not a KEY=... record; kept as it is")
+		return
+	}
+	l.key = key
 	seen := map[string]bool{}
-	for _, item := range strings.Split(content, ";") {
-		if item == "" {
-			continue
+	for _, raw := range strings.Split(content, ";") {
+		it := item{raw: raw}
+		if raw != "" {
+			e, err := ParseItem(raw)
+			switch {
+			case err != nil:
+				warn("item %q of %s not understood (%v); kept as it is", clip(raw), show(key), err)
+			case seen[e.Solver]:
+				warn("solver %s appears again for %s; the first is used, both are kept", show(e.Solver), show(key))
+			default:
+				seen[e.Solver] = true
+				it.entry = &e
+			}
 		}
-		id, vals, ok := strings.Cut(item, ":")
-		if !ok || id == "" {
-			warns = append(warns, fmt.Sprintf("item %q of %s has no solver id, skipped", item, key))
-			continue
-		}
-		e, err := parseValues(id, vals)
-		if err != nil {
-			warns = append(warns, fmt.Sprintf("item %q of %s: %v, skipped", id, key, err))
-			continue
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		rec.Entries = append(rec.Entries, e)
+		l.items = append(l.items, it)
 	}
-	if len(rec.Entries) == 0 {
-		return nil, append(warns, fmt.Sprintf("record %s has no usable entries, skipped", key))
+	if first, dup := db.byKey[key]; dup {
+		warn("key %s is also on line %d; that line is used (as MIOpen reads the first), both are kept", show(key), first+1)
+		return
 	}
-	return rec, warns
+	db.byKey[key] = len(db.lines) - 1
+	db.keys = append(db.keys, key)
+	if len(recordOf(l).Entries) == 0 {
+		warn("record %s has no usable entries", show(key))
+	}
 }
 
-func parseValues(id, vals string) (Entry, error) {
+// clip shortens a long item for a warning.
+func clip(s string) string {
+	const max = 60
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
+
+// show is s for a warning: as it is when printable ASCII, else quoted.
+func show(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return strconv.Quote(clip(s))
+		}
+	}
+	return clip(s)
+}
+
+// ParseItem reads one `Solver:time,workspace,algorithm` item.
+func ParseItem(raw string) (Entry, error) {
+	id, vals, ok := strings.Cut(raw, ":")
+	if !ok || id == "" {
+		return Entry{}, fmt.Errorf("no solver id")
+	}
 	f := strings.Split(vals, ",")
 	if len(f) != 3 {
 		return Entry{}, fmt.Errorf("want time,workspace,algorithm, got %d fields", len(f))
 	}
 	t, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || t < 0 {
-		return Entry{}, fmt.Errorf("bad time %q", f[0])
+	if err != nil || !decimal(f[0]) || t < 0 {
+		return Entry{}, fmt.Errorf("bad time %q", clip(f[0]))
 	}
 	ws, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || ws < 0 {
-		return Entry{}, fmt.Errorf("bad workspace %q", f[1])
+	if err != nil || !digits(f[1]) {
+		return Entry{}, fmt.Errorf("bad workspace %q", clip(f[1]))
 	}
 	if f[2] == "" {
-		return Entry{}, errors.New("empty algorithm")
+		return Entry{}, fmt.Errorf("empty algorithm")
 	}
 	return Entry{Solver: id, TimeMs: t, Workspace: ws, Algorithm: f[2]}, nil
 }
 
-// Load reads the find-db at path; a missing file is an empty db.
-func Load(path string) (*DB, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return &DB{Path: path, byKey: map[string]int{}}, nil
+// decimal reports whether s is written as iostream writes a float (no
+// hex, infinities, NaN or digit separators, which ParseFloat accepts).
+func decimal(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !strings.ContainsRune("0123456789.eE+-", rune(s[i])) {
+			return false
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return Parse(path, f)
+	return s != ""
 }
 
-// Len is the number of records.
-func (db *DB) Len() int { return len(db.records) }
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
 
-// Records returns every record in file order.
-func (db *DB) Records() []Record { return append([]Record(nil), db.records...) }
+func recordOf(l *line) Record {
+	r := Record{Key: l.key}
+	for _, it := range l.items {
+		if it.entry != nil {
+			r.Entries = append(r.Entries, *it.entry)
+		}
+	}
+	return r
+}
 
-// Lookup returns the record for key.
+// Len is the number of distinct keys.
+func (db *DB) Len() int { return len(db.keys) }
+
+// Lines is the number of lines in the file.
+func (db *DB) Lines() int { return len(db.lines) }
+
+// Records returns each key's record (its first line), in file order.
+func (db *DB) Records() []Record {
+	out := make([]Record, len(db.keys))
+	for i, k := range db.keys {
+		out[i] = recordOf(db.lines[db.byKey[k]])
+	}
+	return out
+}
+
+// Lookup returns the entries miotool understands on key's first line; a
+// key whose line holds none is still found, with no entries.
 func (db *DB) Lookup(key string) (Record, bool) {
 	i, ok := db.byKey[key]
 	if !ok {
 		return Record{}, false
 	}
-	return db.records[i], true
+	return recordOf(db.lines[i]), true
 }
 
-// Store replaces (or appends) the record for rec.Key in memory.
-func (db *DB) Store(rec Record) {
+// Merge adds rec's entries to the first line of rec.Key, replacing the
+// item of each solver rec names and appending the others; every other
+// item keeps its bytes. A key with no line gets a new last line, in the
+// file's line-end style. It reports whether anything changed.
+func (db *DB) Merge(rec Record) bool {
+	if len(rec.Entries) == 0 {
+		return false
+	}
 	if db.byKey == nil {
 		db.byKey = map[string]int{}
 	}
-	if i, ok := db.byKey[rec.Key]; ok {
-		db.records[i] = rec
-		return
+	i, ok := db.byKey[rec.Key]
+	if !ok {
+		db.appendLine(rec)
+		return true
 	}
-	db.byKey[rec.Key] = len(db.records)
-	db.records = append(db.records, rec)
+	l := db.lines[i]
+	changed := false
+	for _, e := range rec.Entries {
+		e := e
+		it := item{raw: e.Item(), entry: &e}
+		if j := indexOf(l.items, e.Solver); j >= 0 {
+			if l.items[j].raw != it.raw {
+				l.items[j], changed = it, true
+			}
+			continue
+		}
+		changed = true
+		switch n := len(l.items); {
+		case n == 1 && l.items[0].raw == "": // KEY= with nothing after it
+			l.items[0] = it
+		case l.items[n-1].raw == "": // keep a trailing ';' trailing
+			l.items = append(l.items[:n-1], it, l.items[n-1])
+		default:
+			l.items = append(l.items, it)
+		}
+	}
+	if changed {
+		raws := make([]string, len(l.items))
+		for j, it := range l.items {
+			raws[j] = it.raw
+		}
+		l.text = l.key + "=" + strings.Join(raws, ";")
+	}
+	return changed
 }
 
-// Bytes serializes the db, one line per record.
+// indexOf is the index of the item miotool uses for solver, or -1.
+func indexOf(items []item, solver string) int {
+	for j, it := range items {
+		if it.entry != nil && it.entry.Solver == solver {
+			return j
+		}
+	}
+	return -1
+}
+
+func (db *DB) appendLine(rec Record) {
+	eol := "\n"
+	for j := len(db.lines) - 1; j >= 0; j-- {
+		if db.lines[j].eol != "" {
+			eol = db.lines[j].eol
+			break
+		}
+	}
+	if n := len(db.lines); n > 0 && db.lines[n-1].eol == "" {
+		db.lines[n-1].eol = eol
+	}
+	l := &line{text: rec.Line(), eol: eol, key: rec.Key}
+	for _, e := range rec.Entries {
+		e := e
+		l.items = append(l.items, item{raw: e.Item(), entry: &e})
+	}
+	db.byKey[rec.Key] = len(db.lines)
+	db.keys = append(db.keys, rec.Key)
+	db.lines = append(db.lines, l)
+}
+
+// Bytes is the file: every line as read, except what Merge changed.
 func (db *DB) Bytes() []byte {
 	var b bytes.Buffer
-	for _, r := range db.records {
-		b.WriteString(r.Line())
-		b.WriteByte('\n')
+	for _, l := range db.lines {
+		b.WriteString(l.text)
+		b.WriteString(l.eol)
 	}
 	return b.Bytes()
 }
 
-// StoreFile writes rec into the find-db at path: under an exclusive lock it
-// re-reads the file, replaces the record's line and renames a complete
-// temporary file over the original, so a crash leaves either the old or the
-// new file and concurrent writers do not lose each other's records. Lines
-// of the old file that did not parse are dropped, and reported.
-func StoreFile(path string, rec Record, lockTimeout time.Duration) ([]Warning, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create find-db folder: %w", err)
-	}
-	unlock, err := lockFile(path+".lock", lockTimeout)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	db, err := Load(path)
-	if err != nil {
-		return nil, err
-	}
-	db.Store(rec)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return db.Warnings, fmt.Errorf("write find-db: %w", err)
-	}
-	_, werr := tmp.Write(db.Bytes())
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return db.Warnings, fmt.Errorf("write find-db %s: %w", path, werr)
-	}
-	return db.Warnings, nil
-}
-
-// lockFile takes an exclusive advisory lock, retrying until timeout.
-func lockFile(path string, timeout time.Duration) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("find-db lock: %w", err)
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
+// Summary is at most max warnings as strings, then how many more there are.
+func Summary(warns []Warning, max int) []string {
+	var out []string
+	for i, w := range warns {
+		if i == max {
+			out = append(out, fmt.Sprintf("%s: %d more lines or items kept but not used", filepath.Base(w.Path), len(warns)-max))
+			break
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("find-db lock %s: %w", path, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		out = append(out, w.String())
 	}
+	return out
 }
 
 // Basename is MIOpen's db base name for a device: the arch, then "_" and

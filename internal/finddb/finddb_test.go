@@ -1,28 +1,74 @@
 package finddb
 
 import (
-	"miotool/internal/testutil"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"miotool/internal/testutil"
 )
 
-func sharedDir(t *testing.T) string {
+// realSample is MIOpen's system find-db for gfx942 with 304 CUs.
+func realSample(t testing.TB) []byte {
 	t.Helper()
-	return testutil.Shared(t)
-}
-
-func TestParseRealSystemFindDB(t *testing.T) {
-	path := filepath.Join(sharedDir(t), "miopen-db", "gfx942130.HIP.fdb.txt")
-	db, err := Load(path)
+	data, err := os.ReadFile(testutil.Shared(t, "miopen-db", "gfx942130.HIP.fdb.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if db.Len() != 9600 {
-		t.Fatalf("records = %d, want 9600", db.Len())
+	return data
+}
+
+// sharedKey is in the real sample, with four MIOpen solvers and none of
+// miotool's.
+const sharedKey = "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F"
+
+// garbage is what a user's find-db may hold besides records, each kept.
+var garbage = []string{
+	"# a comment=with an equals sign",
+	"",
+	"   ",
+	"KEY=",
+	"k1=A:notatime,0,algo;B:2,0,algoB",
+	"k2=A:1,0;B:0.0516391234,16,algoB",
+	"k3=A:1,0,x;A:9,0,y",
+	"\x00\xff\xfebinary=\x01:\x02",
+	"=no key",
+	"no equals sign at all",
+	"k4=A:1,0,x;;B:2,0,y;",
+	"k5=A:0x1p-2,0,x;B:inf,0,y;C:1,-1,z;D:1,0,",
+	sharedKey + "=Mine:1,0,dup-key-line-is-kept",
+}
+
+// withGarbage interleaves garbage lines into data (one every 700 lines),
+// makes one line CRLF and cuts the last line off before its newline.
+func withGarbage(data []byte) []byte {
+	lines := strings.SplitAfter(string(data), "\n")
+	var b strings.Builder
+	g := 0
+	for i, l := range lines {
+		if i%700 == 0 && g < len(garbage) {
+			b.WriteString(garbage[g] + "\n")
+			g++
+		}
+		if i == 5 {
+			l = strings.TrimSuffix(l, "\n") + "\r\n"
+		}
+		b.WriteString(l)
+	}
+	for ; g < len(garbage); g++ {
+		b.WriteString(garbage[g] + "\n")
+	}
+	b.WriteString("cut-off=Solver:0.12,0,miopenConvolutionFwdAlgoGEMM;Other:0.1")
+	return []byte(b.String())
+}
+
+func TestParseRealSystemFindDB(t *testing.T) {
+	raw := realSample(t)
+	db := Parse("gfx942130.HIP.fdb.txt", raw)
+	if db.Len() != 9600 || db.Lines() != 9600 {
+		t.Fatalf("keys = %d, lines = %d, want 9600 each", db.Len(), db.Lines())
 	}
 	if len(db.Warnings) != 0 {
 		t.Fatalf("unexpected warnings on a valid file: %v", db.Warnings[:min(3, len(db.Warnings))])
@@ -35,137 +81,150 @@ func TestParseRealSystemFindDB(t *testing.T) {
 	if best.Solver != "GemmBwd1x1_stride1" || best.TimeMs != 0.06515 || best.Algorithm != "miopenConvolutionBwdDataAlgoGEMM" {
 		t.Fatalf("best = %+v", best)
 	}
-	// Every line survives a write/read round trip byte for byte.
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := string(db.Bytes()); got != string(raw) {
-		a, b := strings.Split(got, "\n"), strings.Split(string(raw), "\n")
-		for i := range min(len(a), len(b)) {
-			if a[i] != b[i] {
-				t.Fatalf("line %d differs:\n got %s\nwant %s", i+1, a[i], b[i])
-			}
-		}
-		t.Fatalf("lengths differ: %d vs %d lines", len(a), len(b))
+	if !bytes.Equal(db.Bytes(), raw) {
+		t.Fatal("the real find-db does not round-trip byte for byte")
 	}
 }
 
-func TestParseSkipsDamagedLines(t *testing.T) {
+// The user's file comes back byte for byte, garbage and all, and a merge
+// changes only the line of the key it writes, or appends one.
+func TestRoundTripWithGarbageKeepsEveryByte(t *testing.T) {
+	orig := withGarbage(realSample(t))
+	db := Parse("u.ufdb.txt", orig)
+	if got := db.Bytes(); !bytes.Equal(got, orig) {
+		t.Fatalf("parse -> write is not the identity (%d bytes in, %d out)", len(orig), len(got))
+	}
+	if len(db.Warnings) < len(garbage)-3 {
+		t.Errorf("only %d warnings for %d garbage lines: %v", len(db.Warnings), len(garbage), db.Warnings)
+	}
+
+	// A new key: the original bytes, a newline after the cut-off line, the
+	// new line.
+	added := Record{Key: "1-2-2-1x1-1-2-2-1-0x0-1x1-1x1-0-NCHW-FP32-F", Entries: []Entry{{"GemmFwd1x1Tiled", 0.25, 0, "miopenConvolutionFwdAlgoGEMM"}}}
+	if !db.Merge(added) {
+		t.Fatal("merging a new key changed nothing")
+	}
+	want := string(orig) + "\n" + added.Line() + "\n"
+	if got := string(db.Bytes()); got != want {
+		t.Fatalf("after appending, the file is not the original plus one line:\n...%q", got[max(0, len(got)-300):])
+	}
+
+	// A key MIOpen already has: MIOpen's four items stay, byte for byte,
+	// and in place; miotool's go after them; the later duplicate line of
+	// the key is untouched.
+	before := db.Bytes()
+	mine := Record{Key: sharedKey, Entries: []Entry{{"ConvImplicitGemmTiledFwd", 1.5, 0, "miopenConvolutionFwdAlgoImplicitGEMM"}}}
+	if !db.Merge(mine) {
+		t.Fatal("merging into a shared key changed nothing")
+	}
+	after := db.Bytes()
+	a, b := strings.SplitAfter(string(before), "\n"), strings.SplitAfter(string(after), "\n")
+	if len(a) != len(b) {
+		t.Fatalf("line count changed: %d -> %d", len(a), len(b))
+	}
+	changed := 0
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		changed++
+		if !strings.HasPrefix(a[i], sharedKey+"=") || b[i] != strings.TrimSuffix(a[i], "\n")+";"+mine.Entries[0].Item()+"\n" {
+			t.Errorf("line %d:\n was %q\n now %q", i+1, a[i], b[i])
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d lines changed, want 1", changed)
+	}
+	rec, _ := Parse("u", after).Lookup(sharedKey)
+	if len(rec.Entries) != 5 || rec.Sorted()[0].Solver != "GemmFwd1x1_0_1" {
+		t.Fatalf("shared key after the merge: %+v", rec)
+	}
+}
+
+func TestMergeChangesOnlyItsOwnItems(t *testing.T) {
+	mine := Entry{"S", 0.5, 8, "algoS"}
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{"new key after a CRLF file", "a=X:1,0,x\r\n", "a=X:1,0,x\r\nk=S:0.5,8,algoS\r\n"},
+		{"new key after a cut-off line", "a=X:1,0,x", "a=X:1,0,x\nk=S:0.5,8,algoS\n"},
+		{"empty file", "", "k=S:0.5,8,algoS\n"},
+		{"own item updated in place, others keep every digit", "k=X:0.0516391234,0,x;S:9,0,old;Y:1e-3,0,y\n", "k=X:0.0516391234,0,x;S:0.5,8,algoS;Y:1e-3,0,y\n"},
+		{"appended after unknown items", "k=X:1,0,x;junk\r\n", "k=X:1,0,x;junk;S:0.5,8,algoS\r\n"},
+		{"KEY= gets its first item", "k=\n", "k=S:0.5,8,algoS\n"},
+		{"a trailing ';' stays trailing", "k=X:1,0,x;\n", "k=X:1,0,x;S:0.5,8,algoS;\n"},
+		{"duplicate item: the used one changes, the later is kept", "k=S:1,0,a;S:2,0,b\n", "k=S:0.5,8,algoS;S:2,0,b\n"},
+		{"unreadable own item kept, a readable one appended", "k=S:bad,0,a\n", "k=S:bad,0,a;S:0.5,8,algoS\n"},
+		{"duplicate key: the first line changes", "k=X:1,0,x\nk=Y:1,0,y\n", "k=X:1,0,x;S:0.5,8,algoS\nk=Y:1,0,y\n"},
+		{"comment mentioning the key is not the key", "#k=X:1,0,x\n", "#k=X:1,0,x\nk=S:0.5,8,algoS\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db := Parse("u", []byte(tt.in))
+			db.Merge(Record{Key: "k", Entries: []Entry{mine}})
+			if got := string(db.Bytes()); got != tt.want {
+				t.Fatalf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+	db := Parse("u", []byte("k=S:0.5,8,algoS\n"))
+	if db.Merge(Record{Key: "k", Entries: []Entry{mine}}) {
+		t.Error("merging the same item reported a change")
+	}
+}
+
+func TestParseNotesWhatItDoesNotUse(t *testing.T) {
 	in := strings.Join([]string{
-		"k1=A:1.5,0,algoA;B:0.5,16,algoB",
-		"garbage without equals",
-		"=A:1,0,x",
-		"k2=A:notanumber,0,x;B:2,0,algoB",
-		"k3=A:1,0,x;A:9,0,y",
-		"k4=A:1,0",
-		"",
+		"k1=A:1.5,0,algoA;B:0.5,16,algoB", // 1: fine
+		"garbage without equals",          // 2
+		"=A:1,0,x",                        // 3
+		"k2=A:notanumber,0,x;B:2,0,algoB", // 4
+		"k3=A:1,0,x;A:9,0,y",              // 5
+		"k4=A:1,0",                        // 6: field count, and no usable entries
+		"# comment",                       // 7: quiet
+		"",                                // 8: quiet
+		"k1=C:1,0,c",                      // 9: duplicate key
+		"cut=A:1,0,x",                     // 10: no newline
 	}, "\n")
-	db, err := Parse("u.ufdb.txt", strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
+	db := Parse("/some/dir/u.ufdb.txt", []byte(in))
+	if got := string(db.Bytes()); got != in {
+		t.Fatalf("not the identity: %q", got)
 	}
 	tests := []struct {
-		key     string
-		want    int
-		present bool
+		key       string
+		solvers   string
+		firstTime float64
 	}{
-		{"k1", 2, true}, {"k2", 1, true}, {"k3", 1, true}, {"k4", 0, false},
+		{"k1", "A B", 1.5}, {"k2", "B", 2}, {"k3", "A", 1}, {"k4", "", 0},
 	}
 	for _, tt := range tests {
 		r, ok := db.Lookup(tt.key)
-		if ok != tt.present || len(r.Entries) != tt.want {
-			t.Errorf("%s: present=%v entries=%d, want %v %d", tt.key, ok, len(r.Entries), tt.present, tt.want)
+		var names []string
+		for _, e := range r.Entries {
+			names = append(names, e.Solver)
+		}
+		if !ok || strings.Join(names, " ") != tt.solvers || len(r.Entries) > 0 && r.Entries[0].TimeMs != tt.firstTime {
+			t.Errorf("%s: found=%v entries %+v, want solvers %q", tt.key, ok, r.Entries, tt.solvers)
 		}
 	}
-	if r, _ := db.Lookup("k3"); r.Entries[0].TimeMs != 1 {
-		t.Errorf("duplicate id kept the later value: %+v", r.Entries)
-	}
-	lines := map[int]bool{}
+	lines := map[int]string{}
 	for _, w := range db.Warnings {
-		lines[w.Line] = true
+		lines[w.Line] += w.Msg + " | "
 		if !strings.HasPrefix(w.String(), "u.ufdb.txt:") {
 			t.Errorf("warning does not name the file: %s", w)
 		}
 	}
-	for _, l := range []int{2, 3, 4, 6} {
-		if !lines[l] {
-			t.Errorf("no warning for line %d: %v", l, db.Warnings)
+	for l, want := range map[int]string{2: "not a KEY", 3: "not a KEY", 4: "not understood", 5: "appears again", 6: "no usable entries", 9: "also on line 1", 10: "no line end"} {
+		if !strings.Contains(lines[l], want) {
+			t.Errorf("line %d: warnings %q lack %q", l, lines[l], want)
 		}
 	}
-}
-
-func TestStoreFileKeepsOtherRecordsAndIsAtomic(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db", "x.ufdb.txt")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("old=S:1,0,a\nbroken line\nkeep=S:2,0,a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	warns, err := StoreFile(path, Record{Key: "old", Entries: []Entry{{"T", 0.25, 8, "b"}}}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(warns) != 1 || warns[0].Line != 2 {
-		t.Fatalf("warnings = %v, want one for line 2", warns)
-	}
-	got, _ := os.ReadFile(path)
-	if string(got) != "old=T:0.25,8,b\nkeep=S:2,0,a\n" {
-		t.Fatalf("file = %q", got)
-	}
-	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.tmp*"))
-	if len(left) != 0 {
-		t.Fatalf("temporary files left behind: %v", left)
-	}
-}
-
-func TestStoreFileConcurrentWritersLoseNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.ufdb.txt")
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := "k" + string(rune('a'+i))
-			if _, err := StoreFile(path, Record{Key: key, Entries: []Entry{{"S", float64(i), 0, "a"}}}, 10*time.Second); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	db, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if db.Len() != 16 {
-		t.Fatalf("records = %d, want 16", db.Len())
-	}
-}
-
-func TestStoreFileUnwritable(t *testing.T) {
-	if os.Geteuid() == 0 {
-		// Root ignores permission bits; use a path under a regular file.
-		f := filepath.Join(t.TempDir(), "file")
-		if err := os.WriteFile(f, nil, 0o644); err != nil {
-			t.Fatal(err)
+	for _, l := range []int{1, 7, 8} {
+		if lines[l] != "" {
+			t.Errorf("line %d warned: %s", l, lines[l])
 		}
-		if _, err := StoreFile(filepath.Join(f, "x.ufdb.txt"), Record{Key: "k", Entries: []Entry{{"S", 1, 0, "a"}}}, time.Second); err == nil {
-			t.Fatal("want an error for a path under a regular file")
-		}
-		return
 	}
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o500); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := StoreFile(filepath.Join(dir, "x.ufdb.txt"), Record{Key: "k", Entries: []Entry{{"S", 1, 0, "a"}}}, time.Second); err == nil {
-		t.Fatal("want an error for a read-only folder")
+	if s := Summary(db.Warnings, 2); len(s) != 3 || !strings.Contains(s[2], "more") {
+		t.Errorf("summary %q", s)
 	}
 }
 
@@ -181,5 +240,8 @@ func TestBasename(t *testing.T) {
 		if got := Basename(tt.arch, tt.cu); got != tt.want {
 			t.Errorf("Basename(%s, %d) = %s, want %s", tt.arch, tt.cu, got, tt.want)
 		}
+	}
+	if got := UserFile("/d", "gfx942", 304, "hip"); got != filepath.Join("/d", "gfx942130.HIP.ufdb.txt") {
+		t.Errorf("UserFile = %s", got)
 	}
 }

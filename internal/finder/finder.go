@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"miotool/internal/conv"
@@ -19,25 +20,42 @@ import (
 	"miotool/internal/hip"
 )
 
-// Mode is the find mode.
+// Mode is the find mode, as MIOpen defines them: normal benchmarks; fast
+// takes a find-db hit and on a miss falls back to immediate mode (the
+// heuristic) without benchmarking; hybrid and dynamic-hybrid take a hit and
+// benchmark on a miss. (MIOpen's dynamic hybrid benchmarks only solvers
+// that need no tuning; miotool's all need none, so it equals hybrid here.)
 type Mode string
 
-// Find modes: normal benchmarks; fast takes a find-db hit and skips it.
+// Find modes.
 const (
-	ModeNormal Mode = "normal"
-	ModeFast   Mode = "fast"
+	ModeNormal        Mode = "normal"
+	ModeFast          Mode = "fast"
+	ModeHybrid        Mode = "hybrid"
+	ModeDynamicHybrid Mode = "dynamic-hybrid"
 )
 
-// ParseMode accepts normal or fast (and MIOpen's numbers 1 and 2).
+// Modes lists the find modes.
+var Modes = []Mode{ModeNormal, ModeFast, ModeHybrid, ModeDynamicHybrid}
+
+// ParseMode accepts a mode's name in any case ("_" for "-" too) or
+// MIOpen's number for it (1, 2, 3, 5).
 func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "normal", "NORMAL", "1":
+	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-") {
+	case "normal", "1":
 		return ModeNormal, nil
-	case "fast", "FAST", "2":
+	case "fast", "2":
 		return ModeFast, nil
+	case "hybrid", "3":
+		return ModeHybrid, nil
+	case "dynamic-hybrid", "5":
+		return ModeDynamicHybrid, nil
 	}
-	return "", fmt.Errorf("unknown find mode %q (want normal or fast)", s)
+	return "", fmt.Errorf("unknown find mode %q (want normal, fast, hybrid or dynamic-hybrid; or 1, 2, 3, 5)", s)
 }
+
+// usesDB reports whether the mode takes a find-db hit instead of benchmarking.
+func (m Mode) usesDB() bool { return m != ModeNormal }
 
 // DefaultNaiveTimeoutPct is MIOpen's default naive deadline, in percent of
 // the best time so far.
@@ -69,9 +87,24 @@ type Options struct {
 	Solvers []*conv.Solver
 	// Verify checks outputs against the CPU reference (on when true).
 	Verify bool
+	// Immediate ranks solver names best first for p, as MIOpen's
+	// immediate mode does with its heuristic (TunaNet); fast mode uses it
+	// on a find-db miss. It returns an error wrapping ErrNoHeuristic when
+	// the heuristic does not cover p; nil takes the first applicable solver.
+	Immediate func(p conv.Problem) ([]string, error)
 	// Log, when set, receives one line per step.
 	Log func(format string, args ...any)
+	// Warn, when set, receives each warning as it happens (the result's
+	// Warnings keep them too).
+	Warn func(format string, args ...any)
 }
+
+// ErrNoHeuristic marks a problem the immediate-mode heuristic does not cover.
+var ErrNoHeuristic = errors.New("the heuristic does not cover this problem")
+
+// dbLockTimeout bounds the wait for another writer's find-db lock, as
+// MIOpen's 60 s file lock does.
+const dbLockTimeout = 60 * time.Second
 
 // Entry is one solver's line in the result.
 type Entry struct {
@@ -92,7 +125,16 @@ type Result struct {
 	Key     string
 	Entries []Entry // ranked: ok by time, then the rest
 	Chosen  string
-	FromDB  bool
+	Mode    Mode
+	// FromDB: the chosen solver came from a find-db hit, not benchmarked.
+	FromDB bool
+	// Immediate: fast mode missed the find-db and the immediate-mode
+	// heuristic chose, without benchmarking; ImmediateRank is its ranking
+	// of miotool's applicable solvers (nil: it did not cover the problem).
+	Immediate     bool
+	ImmediateRank []string
+	// Lookup says what the find-db held for the key when the mode looked.
+	Lookup string
 	// Verified is true when the chosen solver's output matched the reference.
 	Verified bool
 	// NaiveDeadlineMs is the naive deadline (0 when the timed path did
@@ -102,9 +144,22 @@ type Result struct {
 	NaiveAbandoned  bool
 	Elapsed         time.Duration
 	DBPath          string
-	DBRecord        string
-	DBWarnings      []string
+	// DBRecord is the record used (a hit) or merged into the find-db.
+	DBRecord string
+	// DBWritten: DBRecord was merged into the file at DBPath.
+	DBWritten bool
+	// DBWarnings are lines and items of the file that miotool keeps but
+	// does not use (at most a few, then a count).
+	DBWarnings []string
+	// DBErr is why the find-db could not be read or written; the result
+	// stands without it.
+	DBErr error
+	// Warnings is every warning, in order, each a sentence.
+	Warnings []string
 }
+
+// maxDBWarnings is how many lines of a damaged find-db are named.
+const maxDBWarnings = 5
 
 // WithinBound reports whether find waited on naive no longer than its
 // deadline plus a margin for polling and scheduling (the deadline again, at
@@ -139,7 +194,9 @@ func (r *Result) FailedVerification() []string {
 	return out
 }
 
-// Find evaluates the problem's solvers on h with the data in ts.
+// Find evaluates the problem's solvers on h with the data in ts. A find-db
+// that cannot be read or written does not fail it: the result stands, with
+// the reason in DBErr and Warnings.
 func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Samples <= 0 {
@@ -160,18 +217,47 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 		logf = func(string, ...any) {}
 	}
 	p := ts.Problem
-	res := &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB}
-
-	if opts.Mode == ModeFast && opts.UserDB != "" {
-		ok, err := findFromDB(ctx, h, ts, solvers, opts, res, logf)
-		if err != nil {
-			return nil, err
+	res := &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB, Mode: opts.Mode}
+	warn := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		res.Warnings = append(res.Warnings, msg)
+		if opts.Warn != nil {
+			opts.Warn("%s", msg)
 		}
-		if ok {
+	}
+	dbWarned := false
+	noteDB := func(ws []finddb.Warning) {
+		if dbWarned || len(ws) == 0 {
+			return
+		}
+		dbWarned = true
+		res.DBWarnings = finddb.Summary(ws, maxDBWarnings)
+		for _, w := range res.DBWarnings {
+			warn("find-db: %s", w)
+		}
+	}
+
+	if opts.Mode.usesDB() {
+		hit, err := lookupDB(opts.UserDB, p, solvers, res, noteDB)
+		if err != nil {
+			res.DBErr = err
+			warn("find-db not read (%v); treated as a miss", err)
+		}
+		if hit != nil {
+			if err := runFromDB(ctx, h, ts, hit, opts, res, logf); err != nil {
+				return nil, err
+			}
 			res.Elapsed = time.Since(start)
 			return res, nil
 		}
-		logf("fast mode: no find-db record for %s; benchmarking", res.Key)
+		if opts.Mode == ModeFast {
+			if err := runImmediate(ctx, h, ts, solvers, opts, res, logf, warn); err != nil {
+				return nil, err
+			}
+			res.Elapsed = time.Since(start)
+			return res, nil
+		}
+		logf("%s mode: find-db: %s; benchmarking", opts.Mode, res.Lookup)
 	}
 
 	var naive []*conv.Solver
@@ -228,14 +314,15 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 				rec.Entries = append(rec.Entries, finddb.Entry{Solver: e.Solver, TimeMs: e.TimeMs, Workspace: int64(e.Workspace), Algorithm: e.Algorithm})
 			}
 		}
-		warns, err := finddb.StoreFile(opts.UserDB, rec, 60*time.Second)
-		for _, w := range warns {
-			res.DBWarnings = append(res.DBWarnings, w.String())
-		}
-		if err != nil {
-			return res, err
-		}
 		res.DBRecord = rec.Line()
+		warns, err := finddb.StoreFile(opts.UserDB, rec, dbLockTimeout)
+		noteDB(warns)
+		if err != nil {
+			res.DBErr = err
+			warn("find-db not written (%v); the result stands without it", err)
+		} else {
+			res.DBWritten = true
+		}
 	}
 	return res, nil
 }
@@ -254,48 +341,175 @@ func rank(es []Entry) {
 	})
 }
 
-// findFromDB serves fast mode: the best applicable solver of the user
-// find-db record, run once and verified, without benchmarking.
-func findFromDB(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []*conv.Solver, opts Options, res *Result, logf func(string, ...any)) (bool, error) {
-	db, err := finddb.Load(opts.UserDB)
+// dbHit is the find-db entry a hit uses.
+type dbHit struct {
+	solver *conv.Solver
+	entry  finddb.Entry
+	rec    finddb.Record
+}
+
+// lookupDB reads the user find-db for p's key and returns the fastest
+// entry of one of miotool's applicable solvers, or nil on a miss (a key
+// whose entries name none of them is a miss too). It sets res.Lookup.
+func lookupDB(path string, p conv.Problem, solvers []*conv.Solver, res *Result, noteDB func([]finddb.Warning)) (*dbHit, error) {
+	if path == "" {
+		res.Lookup = "no user find-db"
+		return nil, nil
+	}
+	db, err := finddb.Load(path)
 	if err != nil {
-		return false, fmt.Errorf("read the find-db: %w", err)
+		res.Lookup = "not read"
+		return nil, err
 	}
-	for _, w := range db.Warnings {
-		res.DBWarnings = append(res.DBWarnings, w.String())
-	}
+	noteDB(db.Warnings)
 	rec, ok := db.Lookup(res.Key)
 	if !ok {
-		return false, nil
+		res.Lookup = "no record for this key"
+		return nil, nil
 	}
 	byName := map[string]*conv.Solver{}
 	for _, s := range solvers {
 		byName[s.Name] = s
 	}
+	known := 0
 	for _, de := range rec.Sorted() {
 		s := byName[de.Solver]
-		if s == nil || !s.IsApplicable(ts.Problem) {
+		if s == nil {
 			continue
 		}
-		logf("fast mode: find-db names %s (%.4g ms)", s.Name, de.TimeMs)
-		e := Entry{Solver: s.Name, Algorithm: s.Algorithm, TimeMs: de.TimeMs, Workspace: s.Workspace(ts.Problem), Status: StatusOK, Detail: "from find-db"}
-		if err := runPlan(h, h.Stream(), s, ts, ts.Y); err != nil {
-			return false, err
+		known++
+		if s.IsApplicable(p) {
+			res.Lookup = fmt.Sprintf("%s for this key, %s used", plural(len(rec.Entries), "entry", "entries"), s.Name)
+			return &dbHit{solver: s, entry: de, rec: rec}, nil
 		}
-		if err := h.Device().StreamSynchronize(h.Stream()); err != nil {
-			return false, err
+	}
+	switch {
+	case len(rec.Entries) == 0:
+		res.Lookup = "no usable entries for this key"
+	case known == 0:
+		res.Lookup = fmt.Sprintf("%s for this key, none for miotool's solvers", plural(len(rec.Entries), "entry", "entries"))
+	default:
+		res.Lookup = fmt.Sprintf("%s for this key, none of miotool's applicable", plural(len(rec.Entries), "entry", "entries"))
+	}
+	return nil, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// runFromDB serves a find-db hit: the recorded solver, run once and
+// verified, with its recorded time; nothing is benchmarked.
+func runFromDB(ctx context.Context, h *handle.Handle, ts *Tensors, hit *dbHit, opts Options, res *Result, logf func(string, ...any)) error {
+	s := hit.solver
+	logf("%s mode: find-db names %s (%.4g ms)", opts.Mode, s.Name, hit.entry.TimeMs)
+	e, err := runOnce(ctx, h, ts, s, opts)
+	if err != nil {
+		return err
+	}
+	e.TimeMs, e.Samples, e.Detail = hit.entry.TimeMs, 0, joinDetail("from find-db", e.Detail)
+	res.Entries = append(res.Entries, e)
+	res.Chosen, res.FromDB, res.DBRecord = s.Name, true, hit.rec.Line()
+	res.Verified = e.Status == StatusOK && (!opts.Verify || e.Check != nil && e.Check.OK)
+	return nil
+}
+
+// runImmediate is fast mode's fallback on a miss, as MIOpen's immediate
+// mode: rank the applicable solvers with the heuristic, run the top one
+// once (timed, not benchmarked) and verify it. Nothing is written to the
+// find-db, as MIOpen writes none for immediate mode.
+func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []*conv.Solver, opts Options, res *Result, logf func(string, ...any), warn func(string, ...any)) error {
+	p := ts.Problem
+	var applicable []*conv.Solver
+	for _, s := range solvers {
+		if s.IsApplicable(p) {
+			applicable = append(applicable, s)
 		}
-		if opts.Verify {
-			if err := verify(ts, &e); err != nil {
-				return false, err
+	}
+	if len(applicable) == 0 {
+		warn("find-db: %s: immediate-mode fallback found no applicable solver", res.Lookup)
+		return nil
+	}
+	chosen, how := applicable[0], "first applicable solver, no heuristic"
+	if opts.Immediate != nil {
+		names, err := opts.Immediate(p)
+		switch {
+		case errors.Is(err, ErrNoHeuristic):
+			how = fmt.Sprintf("first applicable solver: %v", err)
+		case err != nil:
+			return fmt.Errorf("immediate-mode heuristic: %w", err)
+		default:
+			for _, n := range names {
+				for _, s := range applicable {
+					if s.Name == n {
+						res.ImmediateRank = append(res.ImmediateRank, n)
+					}
+				}
+			}
+			if len(res.ImmediateRank) > 0 {
+				chosen, _ = conv.SolverByName(res.ImmediateRank[0])
+				how = fmt.Sprintf("TunaNet's first of %d applicable", len(applicable))
+			} else {
+				how = "first applicable solver: TunaNet ranked none of them"
 			}
 		}
-		res.Entries = append(res.Entries, e)
-		res.Chosen, res.FromDB, res.DBRecord = s.Name, true, rec.Line()
-		res.Verified = !opts.Verify || e.Check.OK
-		return true, nil
 	}
-	return false, nil
+	warn("find-db: %s: immediate-mode fallback chose %s (%s), not benchmarked", res.Lookup, chosen.Name, how)
+	logf("fast mode: running %s once", chosen.Name)
+	e, err := runOnce(ctx, h, ts, chosen, opts)
+	if err != nil {
+		return err
+	}
+	e.Detail = joinDetail("immediate mode: "+how+", one run", e.Detail)
+	res.Entries = append(res.Entries, e)
+	res.Chosen, res.Immediate = chosen.Name, true
+	res.Verified = e.Status == StatusOK && (!opts.Verify || e.Check != nil && e.Check.OK)
+	return nil
+}
+
+// runOnce runs s once on the handle's stream, timed with events, and
+// verifies its output.
+func runOnce(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, opts Options) (Entry, error) {
+	e := Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
+	if err := ctx.Err(); err != nil {
+		return e, err
+	}
+	if err := ts.ClearOutput(); err != nil {
+		return e, err
+	}
+	tm, err := newTimer(h.Device())
+	if err != nil {
+		return e, err
+	}
+	defer tm.close()
+	ms, err := tm.time(h.Stream(), func() error { return runPlan(h, h.Stream(), s, ts, ts.Y) })
+	if err != nil {
+		if isSticky(err) {
+			return e, err
+		}
+		e.Status, e.Detail = StatusFailed, err.Error()
+		return e, nil
+	}
+	e.TimeMs, e.Samples, e.Status = ms, 1, StatusOK
+	if opts.Verify {
+		if err := verify(ts, &e); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+func joinDetail(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // runPlan launches a solver's kernels on stream s with output y.

@@ -2,7 +2,7 @@ package finder
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -170,16 +170,20 @@ func TestFindRejectsBadOptions(t *testing.T) {
 	if _, err := NewTensors(d, conv.Problem{N: 1}, nil, 1); err == nil {
 		t.Fatal("invalid problem accepted")
 	}
-	for _, s := range []string{"normal", "fast", "1", "2"} {
-		if _, err := ParseMode(s); err != nil {
-			t.Errorf("ParseMode(%q): %v", s, err)
+	for in, want := range map[string]Mode{"normal": ModeNormal, "FAST": ModeFast, "1": ModeNormal, "2": ModeFast,
+		"hybrid": ModeHybrid, "3": ModeHybrid, "DYNAMIC_HYBRID": ModeDynamicHybrid, "dynamic-hybrid": ModeDynamicHybrid, "5": ModeDynamicHybrid} {
+		if got, err := ParseMode(in); err != nil || got != want {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := ParseMode("hybrid"); err == nil {
-		t.Error("ParseMode accepted hybrid")
+	for _, bad := range []string{"4", "", "quick"} {
+		if _, err := ParseMode(bad); err == nil {
+			t.Errorf("ParseMode accepted %q", bad)
+		}
 	}
 }
 
+// A find-db that cannot be written costs the user nothing of the result.
 func TestFindWithAnUnwritableDB(t *testing.T) {
 	d := newSim(t)
 	h := newHandle(t, d, streams.Worker)
@@ -188,9 +192,147 @@ func TestFindWithAnUnwritableDB(t *testing.T) {
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Find(context.Background(), h, ts, Options{Samples: 1, UserDB: filepath.Join(f, "u.ufdb.txt")})
-	if err == nil || errors.Is(err, context.Canceled) {
-		t.Fatalf("want a find-db error, got %v", err)
+	var warned []string
+	res, err := Find(context.Background(), h, ts, Options{Samples: 1, Verify: true, UserDB: filepath.Join(f, "u.ufdb.txt"),
+		Warn: func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		t.Fatalf("a db error failed the find: %v", err)
+	}
+	if res.Chosen == "" || !res.Verified || res.DBErr == nil || res.DBWritten {
+		t.Fatalf("want a verified result with a db error: %+v", res)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "find-db not written") || len(res.Warnings) != 1 || res.Warnings[0] != warned[0] {
+		t.Fatalf("warnings %q, result's %q", warned, res.Warnings)
+	}
+}
+
+// writeDB writes a user find-db for the tests of the find modes.
+func writeDB(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "u.ufdb.txt")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// miopenLine is what MIOpen may hold for small's key: solvers miotool
+// does not have.
+var miopenLine = small.Key() + "=GemmFwdRest:0.0516391234,0,miopenConvolutionFwdAlgoGEMM;ConvBinWinogradRxSf3x2:0.103077,0,miopenConvolutionFwdAlgoWinograd\n"
+
+// The find modes as MIOpen documents them: a hit is used by every mode but
+// normal; on a miss fast falls back to the immediate-mode heuristic without
+// benchmarking or writing, and the hybrids benchmark and write.
+func TestFindModes(t *testing.T) {
+	hitLine := small.Key() + "=" + conv.SolverNaive + ":0.5,0,miopenConvolutionFwdAlgoDirect;GemmFwdRest:0.01,0,miopenConvolutionFwdAlgoGEMM\n"
+	ranker := func(p conv.Problem) ([]string, error) {
+		return []string{"SomeMIOpenSolver", conv.SolverNaive, conv.SolverImplicitGemm}, nil
+	}
+	uncovered := func(p conv.Problem) ([]string, error) { return nil, fmt.Errorf("%w: no", ErrNoHeuristic) }
+	for _, tt := range []struct {
+		name      string
+		mode      Mode
+		db        string // "-": no db
+		immediate func(conv.Problem) ([]string, error)
+		// want
+		fromDB, imm, benchmarked, written bool
+		chosen                            string
+		lookup                            string
+	}{
+		{"fast hit", ModeFast, hitLine, ranker, true, false, false, false, conv.SolverNaive, "2 entries for this key, " + conv.SolverNaive + " used"},
+		{"hybrid hit", ModeHybrid, hitLine, ranker, true, false, false, false, conv.SolverNaive, "2 entries"},
+		{"fast miss on MIOpen's solvers", ModeFast, miopenLine, ranker, false, true, false, false, conv.SolverNaive, "2 entries for this key, none for miotool's solvers"},
+		{"fast miss, no record", ModeFast, "other=A:1,0,x\n", ranker, false, true, false, false, conv.SolverNaive, "no record for this key"},
+		{"fast miss, no db", ModeFast, "-", ranker, false, true, false, false, conv.SolverNaive, "no user find-db"},
+		{"fast miss, heuristic does not cover", ModeFast, miopenLine, uncovered, false, true, false, false, conv.SolverImplicitGemm, "none for miotool's"},
+		{"hybrid miss benchmarks and merges", ModeHybrid, miopenLine, ranker, false, false, true, true, "", "none for miotool's"},
+		{"dynamic hybrid miss benchmarks", ModeDynamicHybrid, "", ranker, false, false, true, true, "", "no record"},
+		{"normal ignores a hit", ModeNormal, hitLine, ranker, false, false, true, true, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newSim(t)
+			h := newHandle(t, d, streams.Worker)
+			ts := newTensors(t, d, small)
+			db := ""
+			if tt.db != "-" {
+				db = writeDB(t, tt.db)
+			}
+			var warned []string
+			res, err := Find(context.Background(), h, ts, Options{Mode: tt.mode, Samples: 1, Verify: true, UserDB: db, Immediate: tt.immediate,
+				Warn: func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			benchmarked := len(res.Entries) > 1
+			if res.FromDB != tt.fromDB || res.Immediate != tt.imm || benchmarked != tt.benchmarked || res.DBWritten != tt.written || !res.Verified {
+				t.Fatalf("fromDB %v immediate %v benchmarked %v written %v verified %v; entries %+v", res.FromDB, res.Immediate, benchmarked, res.DBWritten, res.Verified, res.Entries)
+			}
+			if tt.chosen != "" && res.Chosen != tt.chosen {
+				t.Errorf("chose %s, want %s", res.Chosen, tt.chosen)
+			}
+			if !strings.Contains(res.Lookup, tt.lookup) {
+				t.Errorf("lookup %q lacks %q", res.Lookup, tt.lookup)
+			}
+			if tt.imm {
+				want := "find-db: " + res.Lookup + ": immediate-mode fallback chose " + res.Chosen
+				if len(warned) != 1 || !strings.HasPrefix(warned[0], want) || !strings.Contains(res.Entries[0].Detail, "immediate mode") {
+					t.Errorf("warned %q, want %q...; detail %q", warned, want, res.Entries[0].Detail)
+				}
+			}
+			if db == "" {
+				return
+			}
+			got, _ := os.ReadFile(db)
+			switch {
+			case !tt.written && string(got) != tt.db:
+				t.Errorf("the find-db changed without a write: %q", got)
+			case tt.written:
+				_, items, _ := strings.Cut(strings.TrimSuffix(tt.db, "\n"), "=")
+				for _, it := range strings.Split(items, ";") {
+					if _, ours := conv.SolverByName(strings.Split(it, ":")[0]); !ours && !strings.Contains(string(got), it) {
+						t.Errorf("the merge lost MIOpen's item %q: %q", it, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A find-db that cannot be read is a warning: fast mode falls back.
+func TestFastModeWithAnUnreadableDB(t *testing.T) {
+	d := newSim(t)
+	h := newHandle(t, d, streams.Worker)
+	ts := newTensors(t, d, small)
+	res, err := Find(context.Background(), h, ts, Options{Mode: ModeFast, Verify: true, UserDB: t.TempDir()}) // a folder
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DBErr == nil || !res.Immediate || !res.Verified || len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0], "find-db not read") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// The user's garbage lines are warned about once, however often the file
+// is read, and named at most maxDBWarnings times.
+func TestDamagedDBIsWarnedAboutOnce(t *testing.T) {
+	d := newSim(t)
+	h := newHandle(t, d, streams.Worker)
+	ts := newTensors(t, d, small)
+	body := strings.Repeat("garbage\n", 8) + miopenLine
+	db := writeDB(t, body)
+	res, err := Find(context.Background(), h, ts, Options{Mode: ModeHybrid, Samples: 1, UserDB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.DBWarnings) != maxDBWarnings+1 || !strings.Contains(res.DBWarnings[maxDBWarnings], "3 more") {
+		t.Fatalf("db warnings %q", res.DBWarnings)
+	}
+	if len(res.Warnings) != len(res.DBWarnings) {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	got, _ := os.ReadFile(db)
+	if !strings.HasPrefix(string(got), body[:len(body)-1]+";") {
+		t.Fatalf("file %q", got)
 	}
 }
 

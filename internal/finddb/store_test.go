@@ -1,0 +1,316 @@
+package finddb
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func rec(key string, solver string, ms float64) Record {
+	return Record{Key: key, Entries: []Entry{{solver, ms, 0, "algo"}}}
+}
+
+func writeFile(t *testing.T, path, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+}
+
+func TestStoreFileKeepsTheFileAndItsMode(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		existing string // "" with mode 0: no file
+		mode     os.FileMode
+		want     string
+		wantMode os.FileMode
+	}{
+		{"new file is 0644", "", 0, "k=S:0.25,0,algo\n", 0o644},
+		{"0600 stays 0600, garbage stays", "# mine\r\njunk\r\n", 0o600, "# mine\r\njunk\r\nk=S:0.25,0,algo\r\n", 0o600},
+		{"0664 stays 0664, other items stay", "k=Miopen:0.0516391234,0,x\n", 0o664, "k=Miopen:0.0516391234,0,x;S:0.25,0,algo\n", 0o664},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "db", "x.ufdb.txt")
+			if tt.mode != 0 {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, path, tt.existing, tt.mode)
+			}
+			if _, err := StoreFile(path, rec("k", "S", 0.25), time.Second); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			info, _ := os.Stat(path)
+			if string(got) != tt.want || info.Mode().Perm() != tt.wantMode {
+				t.Fatalf("file %q mode %04o, want %q %04o", got, info.Mode().Perm(), tt.want, tt.wantMode)
+			}
+			if _, err := os.Stat(path + ".lock"); err != nil {
+				t.Errorf("no lock file beside the db: %v", err)
+			}
+		})
+	}
+}
+
+func TestStoreFileKeepsTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file to another owner to set this up")
+	}
+	path := filepath.Join(t.TempDir(), "x.ufdb.txt")
+	writeFile(t, path, "a=X:1,0,x\n", 0o644)
+	if err := os.Chown(path, 4321, 4322); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StoreFile(path, rec("k", "S", 1), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(path)
+	st := info.Sys().(*syscall.Stat_t)
+	if st.Uid != 4321 || st.Gid != 4322 {
+		t.Fatalf("owner %d:%d, want 4321:4322", st.Uid, st.Gid)
+	}
+}
+
+func TestStoreFileLeavesAReadOnlyFileAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ufdb.txt")
+	writeFile(t, path, "a=X:1,0,x\n", 0o444)
+	_, err := StoreFile(path, rec("k", "S", 1), time.Second)
+	if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "not replaced") {
+		t.Fatalf("want a read-only error, got %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "a=X:1,0,x\n" {
+		t.Fatalf("a read-only file changed: %q", got)
+	}
+}
+
+func TestStoreFileFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "elsewhere.txt")
+	writeFile(t, real, "a=X:1,0,x\n", 0o640)
+	link := filepath.Join(dir, "x.ufdb.txt")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StoreFile(link, rec("k", "S", 1), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symlink was replaced by a file")
+	}
+	if got, _ := os.ReadFile(real); string(got) != "a=X:1,0,x\nk=S:1,0,algo\n" {
+		t.Fatalf("target %q", got)
+	}
+}
+
+// Temporary files of writers killed before their rename are removed by the
+// next writer: miotool's own, and the numbered ones of earlier versions.
+func TestStoreFileRemovesDeadWritersTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.ufdb.txt")
+	writeFile(t, path, "a=X:1,0,x\n", 0o644)
+	stale := []string{path + tmpSuffix, path + ".tmp123456", path + ".tmp9"}
+	for _, s := range stale {
+		writeFile(t, s, "half a fi", 0o600)
+	}
+	others := []string{path + ".tmpl", filepath.Join(dir, "other.ufdb.txt.tmp1"), path + ".temp"}
+	for _, s := range others {
+		writeFile(t, s, "not ours", 0o600)
+	}
+	if _, err := StoreFile(path, rec("k", "S", 1), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stale {
+		if _, err := os.Stat(s); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind", filepath.Base(s))
+		}
+	}
+	for _, s := range others {
+		if _, err := os.Stat(s); err != nil {
+			t.Errorf("%s, not a temporary file of this db, was removed", filepath.Base(s))
+		}
+	}
+}
+
+// A write that fails half way (disk full, a crash) leaves the file as it
+// was: the new bytes go to a temporary file that replaces the original
+// only when complete.
+func TestAFailedWriteLeavesTheFileAsItWas(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ufdb.txt")
+	orig := "a=X:1,0,x\nb=Y:2,0,y\n"
+	writeFile(t, path, orig, 0o644)
+	saved := writeBody
+	t.Cleanup(func() { writeBody = saved })
+	writeBody = func(f *os.File, data []byte) error {
+		if _, err := f.Write(data[:len(data)/2]); err != nil {
+			return err
+		}
+		return syscall.ENOSPC
+	}
+	_, err := StoreFile(path, rec("k", "S", 1), time.Second)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("want the write's error, got %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != orig {
+		t.Fatalf("a failed write changed the file: %q", got)
+	}
+	if _, err := os.Stat(path + tmpSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the temporary file of a failed write was left behind")
+	}
+}
+
+// Readers that take no lock (MIOpen, another tool) while miotool writes:
+// every read is a complete file holding every record stored before the
+// read began, never an empty or cut-short one.
+func TestReadersWithoutTheLockSeeCompleteFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ufdb.txt")
+	// A file large enough that writing it in place would take long
+	// enough to be seen half done.
+	var sb strings.Builder
+	sb.WriteString("# user's header\n")
+	for i := range 2000 {
+		fmt.Fprintf(&sb, "miopen%d=GemmFwd1x1_0_1:0.052681,0,miopenConvolutionFwdAlgoGEMM;ConvBinWinogradRxSf3x2:0.103077,0,miopenConvolutionFwdAlgoWinograd\n", i)
+	}
+	seed := sb.String()
+	writeFile(t, path, seed, 0o644)
+	const writers, each = 4, 10
+	var (
+		mu     sync.Mutex
+		stored []string
+		wg     sync.WaitGroup
+		errs   = make(chan error, writers*each)
+	)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := StoreFile(path, rec(key, "S", float64(i)), 30*time.Second); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				stored = append(stored, key)
+				mu.Unlock()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	reads := 0
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		mu.Lock()
+		before := append([]string(nil), stored...)
+		mu.Unlock()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("read %d: %v", reads, err)
+		}
+		reads++
+		if !bytes.HasPrefix(data, []byte(seed)) || !bytes.HasSuffix(data, []byte("\n")) {
+			t.Fatalf("read %d is cut short or lost the original lines (%d bytes): %q", reads, len(data), data[max(0, len(data)-80):])
+		}
+		db := Parse(path, data[len(seed):]) // the records stored after the seed
+		if len(db.Warnings) != 0 {
+			t.Fatalf("read %d has a torn line: %v", reads, db.Warnings)
+		}
+		for _, k := range before {
+			if _, ok := db.Lookup(k); !ok {
+				t.Fatalf("read %d lacks %s, stored before the read began", reads, k)
+			}
+		}
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	db, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Len() != 2000+writers*each {
+		t.Fatalf("keys = %d, want %d; warnings %v", db.Len(), 2000+writers*each, db.Warnings)
+	}
+	t.Logf("%d reads during %d stores", reads, writers*each)
+}
+
+func TestStoreFileUnwritableFolder(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	writeFile(t, f, "", 0o644)
+	if _, err := StoreFile(filepath.Join(f, "x.ufdb.txt"), rec("k", "S", 1), time.Second); err == nil {
+		t.Fatal("want an error for a path under a regular file")
+	}
+	if os.Geteuid() == 0 {
+		return // root writes into read-only folders
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StoreFile(filepath.Join(dir, "x.ufdb.txt"), rec("k", "S", 1), time.Second); err == nil {
+		t.Fatal("want an error for a read-only folder")
+	}
+}
+
+func TestCheckDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	writeFile(t, file, "", 0o644)
+	for _, tt := range []struct {
+		path      string
+		notFolder bool
+	}{
+		{dir, false},
+		{filepath.Join(dir, "new", "deeper"), false},
+		{file, true},
+		{filepath.Join(file, "db"), true},
+		{"/proc/self", false},
+	} {
+		err := CheckDir(tt.path)
+		if errors.Is(err, ErrNotAFolder) != tt.notFolder {
+			t.Errorf("CheckDir(%s) = %v, want not-a-folder %v", tt.path, err, tt.notFolder)
+		}
+	}
+}
+
+func TestStoreFileConcurrentWritersLoseNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.ufdb.txt")
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := StoreFile(path, rec(fmt.Sprintf("k%d", i), "S", float64(i)), 30*time.Second); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	db, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Len() != 16 {
+		t.Fatalf("records = %d, want 16", db.Len())
+	}
+}
