@@ -10,7 +10,7 @@ import (
 	"miotool/internal/finddb"
 	"miotool/internal/finder"
 	"miotool/internal/handle"
-	"miotool/internal/repro"
+	"miotool/internal/scenario/find"
 	"miotool/internal/streams"
 )
 
@@ -175,6 +175,6 @@ func runFind(opts *FindOptions) error {
 	}
 	r.Note("teardown (waits for abandoned evaluations) took %s", time.Since(teardownStart).Round(time.Millisecond))
 	r.Note("reclaim policy %s, backlog cap %d (GPU_MAX_HW_QUEUES=%d)", opts.Reclaim, streams.MaxDrainingFor(opts.Env.HWQueues), opts.Env.HWQueues)
-	repro.FillFind(r, res, afterFind, h.Tracker().Counters(), opts.Now())
+	find.Fill(r, res, afterFind, h.Tracker().Counters(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -15,7 +15,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/repro"
+	"miotool/internal/scenario/stress"
 )
 
 // stressHelperEnv makes this test binary, re-executed, act as miotool
@@ -33,8 +33,8 @@ func TestStressHelperMiotool(t *testing.T) {
 }
 
 // helperMiotool starts the runs as this test binary acting as miotool.
-func helperMiotool(args []string) (repro.ChildCommand, error) {
-	return repro.ChildCommand{Path: os.Args[0], Args: append([]string{"-test.run=^TestStressHelperMiotool$", "-test.count=1", "--"}, args...),
+func helperMiotool(args []string) (stress.ChildCommand, error) {
+	return stress.ChildCommand{Path: os.Args[0], Args: append([]string{"-test.run=^TestStressHelperMiotool$", "-test.count=1", "--"}, args...),
 		Env: append(os.Environ(), stressHelperEnv+"=1")}, nil
 }
 
@@ -152,7 +152,7 @@ func TestStressChildPrintsItsResultLine(t *testing.T) {
 	if code := h.runStressReal("--backend", "sim", "stress-threads", "--child", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
-	run, ok := repro.ParseStressRun(h.out.Bytes())
+	run, ok := stress.ParseResult(h.out.Bytes())
 	if !ok || !run.OK() || run.Threads != 3 || len(run.Sums) != 1 || run.Sums[0][2] != 2047*2047 {
 		t.Errorf("result line %q: %+v", h.out, run)
 	}

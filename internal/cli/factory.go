@@ -136,3 +136,7 @@ func WriteResult(ios *IOStreams, format report.Format, r *report.Result) error {
 	}
 	return ee
 }
+
+// BackendFlag is how a user asks for backend b on the command line:
+// "--backend cuda".
+func BackendFlag(b hip.BackendName) string { return "--backend " + string(b) }

@@ -1,4 +1,4 @@
-package repro
+package target
 
 import (
 	"errors"
@@ -24,7 +24,8 @@ type cudnnTarget struct {
 	ctx *cudnn.Context
 }
 
-func newCUDNNTarget(l *cudnn.Library, dev hip.Device) (*cudnnTarget, error) {
+// NewCUDNN drives l, loaded already, on dev (the cuda backend).
+func NewCUDNN(l *cudnn.Library, dev hip.Device) (Target, error) {
 	ctx, err := cudnn.OpenContext(cudnn.DriverPath(dev), dev.Props().Ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("cudnn target: %w", err)
@@ -32,24 +33,24 @@ func newCUDNNTarget(l *cudnn.Library, dev hip.Device) (*cudnnTarget, error) {
 	return &cudnnTarget{lib: l, ctx: ctx}, nil
 }
 
-func (t *cudnnTarget) describe() string { return t.lib.String() }
+func (t *cudnnTarget) Describe() string { return t.lib.String() }
 
-func (t *cudnnTarget) notes() []string {
+func (t *cudnnTarget) Notes() []string {
 	return []string{fmt.Sprintf("cuDNN math type %s: fp32 FMA kernels, no TF32, so results compare with the fp32 CPU reference", cudnnMath)}
 }
 
-func (t *cudnnTarget) bindThread() error { return t.ctx.MakeCurrent() }
+func (t *cudnnTarget) BindThread() error { return t.ctx.MakeCurrent() }
 
-func (t *cudnnTarget) close() error { return t.ctx.Close() }
+func (t *cudnnTarget) Close() error { return t.ctx.Close() }
 
-func (t *cudnnTarget) newSession(s hip.Stream) (targetSession, error) {
+func (t *cudnnTarget) NewSession(s hip.Stream) (Session, error) {
 	h, err := t.lib.NewHandle()
 	if err != nil {
 		return nil, err
 	}
 	ss := &cudnnSession{lib: t.lib, h: h}
 	if err := h.SetStream(s); err != nil {
-		_ = ss.close()
+		_ = ss.Close()
 		return nil, err
 	}
 	return ss, nil
@@ -71,7 +72,7 @@ func (s *cudnnSession) describe(p conv.Problem) (err error) {
 	if s.conv != nil && s.shape == p {
 		return nil
 	}
-	if err := checkTargetProblem(p); err != nil {
+	if err := CheckProblem(p); err != nil {
 		return err
 	}
 	// After a failure no descriptor is kept: the next call starts over.
@@ -120,12 +121,12 @@ func (s *cudnnSession) describe(p conv.Problem) (err error) {
 	return nil
 }
 
-func cudnnAlgo(a cudnn.AlgoPerf) TargetAlgo {
+func cudnnAlgo(a cudnn.AlgoPerf) Algo {
 	det := "non-deterministic"
 	if a.Deterministic {
 		det = "deterministic"
 	}
-	ta := TargetAlgo{Name: a.Algo.String(), ID: int64(a.Algo), TimeMs: float64(a.TimeMs), WorkspaceBytes: int64(a.Memory),
+	ta := Algo{Name: a.Algo.String(), ID: int64(a.Algo), TimeMs: float64(a.TimeMs), WorkspaceBytes: int64(a.Memory),
 		OK: a.Status == cudnn.StatusSuccess, Note: det + ", " + a.MathType.String()}
 	if !ta.OK {
 		ta.Note = a.Status.String()
@@ -133,11 +134,11 @@ func cudnnAlgo(a cudnn.AlgoPerf) TargetAlgo {
 	return ta
 }
 
-// findWorkspace is 0: cudnnFindConvolutionForwardAlgorithm allocates its
+// FindWorkspace is 0: cudnnFindConvolutionForwardAlgorithm allocates its
 // own buffers.
-func (s *cudnnSession) findWorkspace(conv.Problem) (int64, error) { return 0, nil }
+func (s *cudnnSession) FindWorkspace(conv.Problem) (int64, error) { return 0, nil }
 
-func (s *cudnnSession) find(p conv.Problem, _ targetBuffers) ([]TargetAlgo, error) {
+func (s *cudnnSession) Find(p conv.Problem, _ Buffers) ([]Algo, error) {
 	if err := s.describe(p); err != nil {
 		return nil, err
 	}
@@ -145,30 +146,30 @@ func (s *cudnnSession) find(p conv.Problem, _ targetBuffers) ([]TargetAlgo, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TargetAlgo, len(res))
+	out := make([]Algo, len(res))
 	for i, r := range res {
 		out[i] = cudnnAlgo(r)
 	}
 	return out, nil
 }
 
-func (s *cudnnSession) choose(p conv.Problem) (TargetAlgo, error) {
+func (s *cudnnSession) Choose(p conv.Problem) (Algo, error) {
 	if err := s.describe(p); err != nil {
-		return TargetAlgo{}, err
+		return Algo{}, err
 	}
 	res, err := s.h.HeuristicForward(s.x, s.w, s.conv, s.y)
 	if err != nil {
-		return TargetAlgo{}, err
+		return Algo{}, err
 	}
 	for _, r := range res {
 		if r.Status == cudnn.StatusSuccess {
 			return cudnnAlgo(r), nil
 		}
 	}
-	return TargetAlgo{}, errors.New("cudnnGetConvolutionForwardAlgorithm_v7 offered no algorithm that can run the problem")
+	return Algo{}, errors.New("cudnnGetConvolutionForwardAlgorithm_v7 offered no algorithm that can run the problem")
 }
 
-func (s *cudnnSession) workspace(p conv.Problem, a TargetAlgo) (int64, error) {
+func (s *cudnnSession) Workspace(p conv.Problem, a Algo) (int64, error) {
 	if err := s.describe(p); err != nil {
 		return 0, err
 	}
@@ -176,7 +177,7 @@ func (s *cudnnSession) workspace(p conv.Problem, a TargetAlgo) (int64, error) {
 	return int64(n), err
 }
 
-func (s *cudnnSession) forward(p conv.Problem, a TargetAlgo, b targetBuffers) error {
+func (s *cudnnSession) Forward(p conv.Problem, a Algo, b Buffers) error {
 	if err := s.describe(p); err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (s *cudnnSession) forward(p conv.Problem, a TargetAlgo, b targetBuffers) er
 		Workspace: b.Workspace, WorkspaceBytes: uint64(max(b.WorkspaceBytes, 0)), Y: s.y, YData: b.Y, Alpha: 1})
 }
 
-func (s *cudnnSession) scale(p conv.Problem, y hip.DevPtr, alpha float32) error {
+func (s *cudnnSession) Scale(p conv.Problem, y hip.DevPtr, alpha float32) error {
 	if err := s.describe(p); err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (s *cudnnSession) destroyDescs() error {
 	return k.err
 }
 
-func (s *cudnnSession) close() error {
+func (s *cudnnSession) Close() error {
 	var k keepFirst
 	k.add(s.destroyDescs())
 	k.add(s.h.Destroy())

@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	"context"
@@ -28,14 +28,14 @@ func TestFakeStressChild(t *testing.T) {
 	if mode == "" {
 		t.Skip("runs only as a fake stress child")
 	}
-	run := &StressRun{Threads: 2, Iters: 10, Trials: 1, Size: 16, Expected: 36, Sums: [][]float64{{36, 36}}}
+	run := &RunResult{Threads: 2, Iters: 10, Trials: 1, Size: 16, Expected: 36, Sums: [][]float64{{36, 36}}}
 	switch mode {
 	case "pass":
-		_ = WriteStressRun(os.Stdout, run)
+		_ = WriteResult(os.Stdout, run)
 		os.Exit(0)
 	case "wrong":
 		run.Sums[0][1], run.Wrong = 40, 1
-		_ = WriteStressRun(os.Stdout, run)
+		_ = WriteResult(os.Stdout, run)
 		os.Exit(1)
 	case "fault":
 		// A read of unmapped memory, as a released model's weights are.
@@ -118,9 +118,9 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 		{"pass", time.Minute, RunPassed, "", "", nil},
 		{"wrong", time.Minute, RunWrong, "", "1 of 2 sums wrong", nil},
 		{"fault", time.Minute, RunCrashed, "SIGSEGV", "fatal error: fault",
-			[]string{"unexpected fault address 0x", "fatal error: fault | [signal SIGSEGV", "at miotool/internal/repro.TestFakeStressChild <- testing.tRunner"}},
+			[]string{"unexpected fault address 0x", "fatal error: fault | [signal SIGSEGV", "at miotool/internal/scenario/stress.TestFakeStressChild <- testing.tRunner"}},
 		{"mapwrites", time.Minute, RunCrashed, "fatal error: concurrent map writes", "concurrent map writes",
-			[]string{"fatal error: concurrent map writes", "at miotool/internal/repro.TestFakeStressChild.func"}},
+			[]string{"fatal error: concurrent map writes", "at miotool/internal/scenario/stress.TestFakeStressChild.func"}},
 		{"panic", time.Minute, RunCrashed, "panic", "panic: the model is gone", []string{"panic: the model is gone"}},
 		{"sigkill", time.Minute, RunCrashed, "SIGKILL", "killed by SIGKILL", nil},
 		{"error", time.Minute, RunError, "", "miotool: no device", nil},
@@ -128,7 +128,7 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 		{"hang", 2 * time.Second, RunHung, "", "killed by the watchdog", nil},
 	} {
 		t.Run(tt.mode, func(t *testing.T) {
-			runs, err := RunStressRuns(context.Background(), fakeChild(t, tt.mode, fakeGateEnv+"="+gatePath),
+			runs, err := RunProcesses(context.Background(), fakeChild(t, tt.mode, fakeGateEnv+"="+gatePath),
 				RunnerOptions{Runs: 1, Jobs: 1, Timeout: tt.timeout})
 			if err != nil {
 				t.Fatal(err)
@@ -156,7 +156,7 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 func TestRunStressRunsJobsAndProgress(t *testing.T) {
 	var mu sync.Mutex
 	var seen []int
-	runs, err := RunStressRuns(context.Background(), fakeChild(t, "pass"), RunnerOptions{Runs: 5, Jobs: 3, Timeout: time.Minute,
+	runs, err := RunProcesses(context.Background(), fakeChild(t, "pass"), RunnerOptions{Runs: 5, Jobs: 3, Timeout: time.Minute,
 		Progress: func(done, total int) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -184,7 +184,7 @@ func TestRunStressRunsCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
 	go func() {
-		_, err := RunStressRuns(ctx, fakeChild(t, "hang", fakeGateEnv+"="+gatePath), RunnerOptions{Runs: 4, Jobs: 2, Timeout: time.Hour,
+		_, err := RunProcesses(ctx, fakeChild(t, "hang", fakeGateEnv+"="+gatePath), RunnerOptions{Runs: 4, Jobs: 2, Timeout: time.Hour,
 			Log: func(string, ...any) {}})
 		result <- err
 	}()
@@ -211,7 +211,7 @@ func TestRunStressRunsRejectsBadOptions(t *testing.T) {
 		{ChildCommand{}, RunnerOptions{Runs: 1, Jobs: 1, Timeout: time.Second}, "no child"},
 		{ChildCommand{Path: filepath.Join(t.TempDir(), "missing")}, RunnerOptions{Runs: 1, Jobs: 1, Timeout: time.Second}, "starting"},
 	} {
-		if _, err := RunStressRuns(context.Background(), tt.cmd, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := RunProcesses(context.Background(), tt.cmd, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", tt.o, err, tt.want)
 		}
 	}

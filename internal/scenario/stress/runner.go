@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ type ChildCommand struct {
 	Env  []string
 }
 
-// RunnerOptions configure RunStressRuns.
+// RunnerOptions configure RunProcesses.
 type RunnerOptions struct {
 	// Runs is how many child processes to run, Jobs how many at a time.
 	Runs, Jobs int
@@ -65,7 +65,7 @@ type RunOutcome struct {
 	Exit int
 	Wall time.Duration
 	// Run is the child's result line, when it printed one.
-	Run *StressRun
+	Run *RunResult
 	// Detail is one line: the crash's first line, or the error.
 	Detail string
 	// Excerpt, for a crash, is the runtime's report in one line: its first
@@ -79,10 +79,10 @@ type RunOutcome struct {
 // crash prints every goroutine's stack).
 const stderrKeep = 64 << 10
 
-// RunStressRuns starts o.Runs children of cmd, o.Jobs at a time, each
+// RunProcesses starts o.Runs children of cmd, o.Jobs at a time, each
 // under the watchdog, and classifies how each ended. It returns early with
 // ctx's error when ctx ends, after killing the children still running.
-func RunStressRuns(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]RunOutcome, error) {
+func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]RunOutcome, error) {
 	switch {
 	case o.Runs < 1:
 		return nil, fmt.Errorf("runs must be at least 1, got %d", o.Runs)
@@ -192,7 +192,7 @@ func runChild(ctx context.Context, cmd ChildCommand, timeout time.Duration) (Run
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		return RunOutcome{Kind: RunError, Exit: -1, Wall: wall, Detail: waitErr.Error()}, nil
 	}
-	out := ClassifyRun(c.ProcessState, stdout.Bytes(), stderr.Bytes(), timedOut)
+	out := Classify(c.ProcessState, stdout.Bytes(), stderr.Bytes(), timedOut)
 	out.Wall = wall
 	if timedOut {
 		out.Detail = fmt.Sprintf("still running after %v; killed by the watchdog", timeout)
@@ -206,7 +206,7 @@ var (
 	goPanicLine  = regexp.MustCompile(`(?m)^panic: (.*)$`)
 )
 
-// ClassifyRun decides how a child ended from its exit state and output.
+// Classify decides how a child ended from its exit state and output.
 // A hang is what the watchdog killed. A crash is a process killed by a
 // signal, or one whose standard error holds the Go runtime's own report:
 // "fatal error: ..." (an unexpected fault address is a SIGSEGV the runtime
@@ -214,7 +214,7 @@ var (
 // "panic: ...". It is named by the signal when the report gives one. A
 // child that printed its result line passed or got a wrong result; any
 // other exit is an error of the tool.
-func ClassifyRun(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
+func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
 	out := RunOutcome{Exit: -1, StderrTail: lastLines(string(stderr), 12)}
 	if state != nil {
 		out.Exit = state.ExitCode()
@@ -253,7 +253,7 @@ func ClassifyRun(state *os.ProcessState, stdout, stderr []byte, timedOut bool) R
 			return out
 		}
 	}
-	if run, ok := ParseStressRun(stdout); ok {
+	if run, ok := ParseResult(stdout); ok {
 		out.Run = run
 		if run.OK() {
 			out.Kind = RunPassed

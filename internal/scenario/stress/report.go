@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 	"miotool/internal/report"
 )
 
-// StressSetup is how a stress-threads comparison ran, for its report.
-type StressSetup struct {
+// Setup is how a stress-threads comparison ran, for its report.
+type Setup struct {
 	Threads, Iters, Trials, Size int
 	Runs, Jobs                   int
 	Policy                       cache.Policy
@@ -26,8 +26,8 @@ type StressSetup struct {
 	Timeout time.Duration
 }
 
-// StressTally counts the outcomes of a set of runs.
-type StressTally struct {
+// Tally counts the outcomes of a set of runs.
+type Tally struct {
 	Runs, Passed, Crashed, Wrong, Hung, Errors int
 	// Crashes counts crashes by name (a signal, or the runtime's words).
 	Crashes map[string]int
@@ -38,9 +38,9 @@ type StressTally struct {
 	Completed int
 }
 
-// Tally counts runs.
-func Tally(runs []RunOutcome) StressTally {
-	t := StressTally{Runs: len(runs), Crashes: map[string]int{}}
+// TallyOf counts runs.
+func TallyOf(runs []RunOutcome) Tally {
+	t := Tally{Runs: len(runs), Crashes: map[string]int{}}
 	for _, r := range runs {
 		switch r.Kind {
 		case RunPassed:
@@ -67,14 +67,14 @@ func Tally(runs []RunOutcome) StressTally {
 
 // CrashList is "SIGSEGV 2, fatal error: concurrent map writes 1", most
 // frequent first.
-func (t StressTally) CrashList() string { return sortedCounts(t.Crashes) }
+func (t Tally) CrashList() string { return sortedCounts(t.Crashes) }
 
-// FillStress writes the runs' outcomes into r and decides the verdict:
+// Fill writes the runs' outcomes into r and decides the verdict:
 // PASS only when every run passed; FAIL when any crashed, printed a wrong
 // sum or hung (the bug reproduced); ERROR when runs failed otherwise.
-func FillStress(r *report.Result, s StressSetup, runs []RunOutcome, end time.Time) {
-	t := Tally(runs)
-	expected := StressExpectedSum(s.Size, s.Iters)
+func Fill(r *report.Result, s Setup, runs []RunOutcome, end time.Time) {
+	t := TallyOf(runs)
+	expected := ExpectedSum(s.Size, s.Iters)
 	how := "--cache=" + string(s.Policy)
 	if s.Library != "" {
 		how = s.Library

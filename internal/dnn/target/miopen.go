@@ -1,4 +1,4 @@
-package repro
+package target
 
 import (
 	"errors"
@@ -18,7 +18,8 @@ type miopenTarget struct {
 	sel *miopen.DeviceSelector
 }
 
-func newMIOpenTarget(l *miopen.Library, dev hip.Device) (*miopenTarget, error) {
+// NewMIOpen drives l, loaded already, on dev (the hip backend).
+func NewMIOpen(l *miopen.Library, dev hip.Device) (Target, error) {
 	sel, err := miopen.OpenDeviceSelector(miopen.RuntimePath(dev), dev.Props().Ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("miopen target: %w", err)
@@ -26,18 +27,18 @@ func newMIOpenTarget(l *miopen.Library, dev hip.Device) (*miopenTarget, error) {
 	return &miopenTarget{lib: l, sel: sel}, nil
 }
 
-func (t *miopenTarget) describe() string { return t.lib.String() }
+func (t *miopenTarget) Describe() string { return t.lib.String() }
 
-func (t *miopenTarget) notes() []string {
+func (t *miopenTarget) Notes() []string {
 	return []string{"MIOpen loaded with " + strings.Join(t.lib.Environment(), " ") +
 		": find starts from an empty user find-db and benchmarks every solver, naive ones included, in every case"}
 }
 
-func (t *miopenTarget) bindThread() error { return t.sel.Select() }
+func (t *miopenTarget) BindThread() error { return t.sel.Select() }
 
-func (t *miopenTarget) close() error { return nil }
+func (t *miopenTarget) Close() error { return nil }
 
-func (t *miopenTarget) newSession(s hip.Stream) (targetSession, error) {
+func (t *miopenTarget) NewSession(s hip.Stream) (Session, error) {
 	h, err := t.lib.NewHandle(s)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (s *miopenSession) describe(p conv.Problem) (err error) {
 	if s.p.Conv != nil && s.shape == p {
 		return nil
 	}
-	if err := checkTargetProblem(p); err != nil {
+	if err := CheckProblem(p); err != nil {
 		return err
 	}
 	// After a failure no descriptor is kept: the next call starts over.
@@ -106,11 +107,11 @@ func (s *miopenSession) describe(p conv.Problem) (err error) {
 	return nil
 }
 
-func miopenBuffers(b targetBuffers) miopen.Buffers {
+func miopenBuffers(b Buffers) miopen.Buffers {
 	return miopen.Buffers{X: b.X, W: b.W, Y: b.Y, Workspace: b.Workspace, WorkspaceBytes: uint64(max(b.WorkspaceBytes, 0))}
 }
 
-func (s *miopenSession) findWorkspace(p conv.Problem) (int64, error) {
+func (s *miopenSession) FindWorkspace(p conv.Problem) (int64, error) {
 	if err := s.describe(p); err != nil {
 		return 0, err
 	}
@@ -118,8 +119,8 @@ func (s *miopenSession) findWorkspace(p conv.Problem) (int64, error) {
 	return int64(n), err
 }
 
-// find is Find 1.0 without tuning, as frameworks call it.
-func (s *miopenSession) find(p conv.Problem, b targetBuffers) ([]TargetAlgo, error) {
+// Find is Find 1.0 without tuning, as frameworks call it.
+func (s *miopenSession) Find(p conv.Problem, b Buffers) ([]Algo, error) {
 	if err := s.describe(p); err != nil {
 		return nil, err
 	}
@@ -127,33 +128,33 @@ func (s *miopenSession) find(p conv.Problem, b targetBuffers) ([]TargetAlgo, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TargetAlgo, len(res))
+	out := make([]Algo, len(res))
 	for i, r := range res {
-		out[i] = TargetAlgo{Name: r.Algo.String(), ID: int64(r.Algo), TimeMs: float64(r.TimeMs), WorkspaceBytes: int64(r.Memory), OK: true}
+		out[i] = Algo{Name: r.Algo.String(), ID: int64(r.Algo), TimeMs: float64(r.TimeMs), WorkspaceBytes: int64(r.Memory), OK: true}
 	}
 	return out, nil
 }
 
-// choose asks immediate mode for its best solution: with the find-db off
+// Choose asks immediate mode for its best solution: with the find-db off
 // that is MIOpen's heuristic fallback (TunaNet, then WTI), the path whose
 // model caches ROCM-27477 is about.
-func (s *miopenSession) choose(p conv.Problem) (TargetAlgo, error) {
+func (s *miopenSession) Choose(p conv.Problem) (Algo, error) {
 	if err := s.describe(p); err != nil {
-		return TargetAlgo{}, err
+		return Algo{}, err
 	}
 	sols, err := s.h.Solutions(s.p, 4)
 	if err != nil {
-		return TargetAlgo{}, err
+		return Algo{}, err
 	}
 	if len(sols) == 0 {
-		return TargetAlgo{}, errors.New("miopenConvolutionForwardGetSolution offered no solution")
+		return Algo{}, errors.New("miopenConvolutionForwardGetSolution offered no solution")
 	}
 	b := sols[0]
-	return TargetAlgo{Name: fmt.Sprintf("solution %d (%s)", b.ID, strings.TrimPrefix(b.Algo.String(), "miopenConvolutionFwdAlgo")),
+	return Algo{Name: fmt.Sprintf("solution %d (%s)", b.ID, strings.TrimPrefix(b.Algo.String(), "miopenConvolutionFwdAlgo")),
 		ID: int64(b.ID), Immediate: true, TimeMs: float64(b.TimeMs), WorkspaceBytes: int64(b.Workspace), OK: true}, nil
 }
 
-func (s *miopenSession) workspace(p conv.Problem, a TargetAlgo) (int64, error) {
+func (s *miopenSession) Workspace(p conv.Problem, a Algo) (int64, error) {
 	if err := s.describe(p); err != nil {
 		return 0, err
 	}
@@ -164,7 +165,7 @@ func (s *miopenSession) workspace(p conv.Problem, a TargetAlgo) (int64, error) {
 	return a.WorkspaceBytes, nil
 }
 
-func (s *miopenSession) forward(p conv.Problem, a TargetAlgo, b targetBuffers) error {
+func (s *miopenSession) Forward(p conv.Problem, a Algo, b Buffers) error {
 	if err := s.describe(p); err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (s *miopenSession) forward(p conv.Problem, a TargetAlgo, b targetBuffers) e
 	return s.h.Forward(s.p, miopenBuffers(b), miopen.Algo(a.ID), 1, 0)
 }
 
-func (s *miopenSession) scale(p conv.Problem, y hip.DevPtr, alpha float32) error {
+func (s *miopenSession) Scale(p conv.Problem, y hip.DevPtr, alpha float32) error {
 	if err := s.describe(p); err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func (s *miopenSession) destroyDescs() error {
 	return k.err
 }
 
-func (s *miopenSession) close() error {
+func (s *miopenSession) Close() error {
 	var k keepFirst
 	k.add(s.destroyDescs())
 	k.add(s.h.Destroy())

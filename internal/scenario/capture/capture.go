@@ -1,8 +1,10 @@
-// Package repro holds the scenarios miotool runs: a graph capture after find
-// abandoned a naive evaluation (MIOpen #12121), replay-only release of the
-// abandoned evaluation's scratch, and the multi-threaded stress of the AI
-// heuristic's model caches. Each returns what happened when its code ran.
-package repro
+// Package capture runs the #12121 scenarios: a graph capture after find
+// abandoned a naive evaluation, on miotool's own mechanisms (Run) or on a
+// library target (RunTarget), and the replay-only workload that must still
+// release the abandoned evaluation's scratch (RunReplay). Each returns the
+// cases it measured; Fill, FillReplay and FillTarget write them into a
+// result.
+package capture
 
 import (
 	"context"
@@ -15,42 +17,15 @@ import (
 	"miotool/internal/finder"
 	"miotool/internal/handle"
 	"miotool/internal/hip"
+	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
 
-// Variant says who launches during the capture.
-type Variant string
-
-// Capture variants.
-const (
-	// SameThread: the thread whose handle's find abandoned a stream
-	// captures a convolution through that handle.
-	SameThread Variant = "same-thread"
-	// OtherThread: one thread captures through its own handle while
-	// another thread launches through the handle whose find abandoned a
-	// stream (a capture on another stream and thread, which global mode
-	// still exposes).
-	OtherThread Variant = "other-thread"
-)
-
-// Variants lists both.
-var Variants = []Variant{SameThread, OtherThread}
-
-// ParseVariant accepts same-thread, other-thread.
-func ParseVariant(s string) (Variant, error) {
-	for _, v := range Variants {
-		if string(v) == s {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("unknown variant %q (want same-thread or other-thread)", s)
-}
-
-// CaptureOptions configure the #12121 scenario.
-type CaptureOptions struct {
+// Options configure the #12121 scenario.
+type Options struct {
 	Modes    []hip.CaptureMode
 	Policies []streams.Policy
-	Variants []Variant
+	Variants []scenario.Variant
 	// FindProblem is what find evaluates: large enough that the naive
 	// solver overruns its deadline. CaptureProblem is the convolution
 	// captured afterwards (the find problem when zero).
@@ -70,23 +45,13 @@ type CaptureOptions struct {
 	Log    func(format string, args ...any)
 }
 
-// Outcome is a case's result in one word.
-type Outcome string
-
-// Outcomes.
-const (
-	Pass         Outcome = "PASS"
-	Fail         Outcome = "FAIL"
-	Inconclusive Outcome = "INCONCLUSIVE"
-)
-
-// CaptureCase is one combination and what it did.
-type CaptureCase struct {
+// Case is one combination and what it did.
+type Case struct {
 	Mode     hip.CaptureMode
 	Policy   streams.Policy
-	Variant  Variant
-	Expected Outcome
-	Measured Outcome
+	Variant  scenario.Variant
+	Expected scenario.Outcome
+	Measured scenario.Outcome
 	// EndCapture is the end-capture code (Success when it returned a graph).
 	EndCapture hip.Code
 	// FirstRefusal is the first runtime call the capture's launch path
@@ -106,34 +71,34 @@ type CaptureCase struct {
 }
 
 // Agrees reports whether the measured outcome is the expected one.
-func (c CaptureCase) Agrees() bool { return c.Measured == c.Expected }
+func (c Case) Agrees() bool { return c.Measured == c.Expected }
 
-// ExpectedCapture is the outcome the runtime's rules predict. The lazy
+// Expected is the outcome the runtime's rules predict. The lazy
 // policy queries the abandoned stream from the launch path: on the
 // capturing thread that is refused in global and thread-local mode; from
 // another thread only a global capture is exposed. The guarded and worker
 // policies make no refused call.
-func ExpectedCapture(p streams.Policy, m hip.CaptureMode, v Variant) Outcome {
+func Expected(p streams.Policy, m hip.CaptureMode, v scenario.Variant) scenario.Outcome {
 	if p != streams.Lazy || m == hip.CaptureModeRelaxed {
-		return Pass
+		return scenario.Pass
 	}
-	if v == OtherThread && m == hip.CaptureModeThreadLocal {
-		return Pass
+	if v == scenario.OtherThread && m == hip.CaptureModeThreadLocal {
+		return scenario.Pass
 	}
-	return Fail
+	return scenario.Fail
 }
 
-// RunCapture runs every requested combination on dev.
-func RunCapture(ctx context.Context, dev hip.Device, opts CaptureOptions) ([]CaptureCase, error) {
+// Run runs every requested combination on dev.
+func Run(ctx context.Context, dev hip.Device, opts Options) ([]Case, error) {
 	if opts.CaptureProblem == (conv.Problem{}) {
 		opts.CaptureProblem = opts.FindProblem
 	}
-	var out []CaptureCase
+	var out []Case
 	for range max(1, opts.Repeat) {
 		for _, v := range opts.Variants {
 			for _, p := range opts.Policies {
 				for _, m := range opts.Modes {
-					c, err := runCaptureCase(ctx, dev, opts, p, m, v)
+					c, err := runCase(ctx, dev, opts, p, m, v)
 					if err != nil {
 						return out, fmt.Errorf("%s / %s / %s: %w", p, m, v, err)
 					}
@@ -145,7 +110,7 @@ func RunCapture(ctx context.Context, dev hip.Device, opts CaptureOptions) ([]Cap
 	return out, nil
 }
 
-func logf(opts CaptureOptions) func(string, ...any) {
+func logf(opts Options) func(string, ...any) {
 	if opts.Log != nil {
 		return opts.Log
 	}
@@ -161,7 +126,7 @@ const findAttempts = 3
 // abandonedFind makes a handle whose find abandoned its naive evaluation,
 // retrying a find whose naive evaluation made its deadline. It returns the
 // number of finds it ran.
-func abandonedFind(ctx context.Context, dev hip.Device, opts CaptureOptions, p streams.Policy) (*handle.Handle, *finder.Tensors, *finder.Result, int, error) {
+func abandonedFind(ctx context.Context, dev hip.Device, opts Options, p streams.Policy) (*handle.Handle, *finder.Tensors, *finder.Result, int, error) {
 	for attempt := 1; ; attempt++ {
 		h, err := handle.New(dev, handle.Options{Policy: p, MaxDraining: opts.MaxDraining})
 		if err != nil {
@@ -193,9 +158,9 @@ func abandonedFind(ctx context.Context, dev hip.Device, opts CaptureOptions, p s
 	}
 }
 
-func runCaptureCase(ctx context.Context, dev hip.Device, opts CaptureOptions, p streams.Policy, m hip.CaptureMode, v Variant) (CaptureCase, error) {
+func runCase(ctx context.Context, dev hip.Device, opts Options, p streams.Policy, m hip.CaptureMode, v scenario.Variant) (Case, error) {
 	start := time.Now()
-	c := CaptureCase{Mode: m, Policy: p, Variant: v, Expected: ExpectedCapture(p, m, v)}
+	c := Case{Mode: m, Policy: p, Variant: v, Expected: Expected(p, m, v)}
 	logf(opts)("case %s / %s / %s: find on %s", p, m, v, opts.FindProblem.Key())
 	fh, fts, res, attempts, err := abandonedFind(ctx, dev, opts, p)
 	if err != nil {
@@ -217,7 +182,7 @@ func runCaptureCase(ctx context.Context, dev hip.Device, opts CaptureOptions, p 
 		return c, err
 	}
 	capHandle := fh
-	if v == OtherThread {
+	if v == scenario.OtherThread {
 		if capHandle, err = handle.New(dev, handle.Options{Policy: p, MaxDraining: opts.MaxDraining}); err != nil {
 			return c, err
 		}
@@ -231,19 +196,19 @@ func runCaptureCase(ctx context.Context, dev hip.Device, opts CaptureOptions, p 
 	}
 	outcome := captureAndReplay(dev, capHandle, sol, cts, m, v, other)
 	if r := fh.Tracker().FirstSweepRefusal(); r != nil {
-		outcome.detail = joinDetail("launch-path sweep refused: "+r.Error(), outcome.detail)
+		outcome.detail = scenario.JoinDetail("launch-path sweep refused: "+r.Error(), outcome.detail)
 	}
 	c.EndCapture, c.FirstRefusal, c.OutputOK, c.Detail = outcome.end, outcome.firstRefusal, outcome.outputOK, outcome.detail
 	switch {
 	case outcome.setupErr != nil:
 		return c, outcome.setupErr
 	case !c.NaiveAbandoned || c.DrainingAtCapture == 0:
-		c.Measured = Inconclusive
+		c.Measured = scenario.Inconclusive
 		c.Detail = "find did not leave an abandoned naive evaluation (make the find problem larger or the timeout smaller); " + c.Detail
 	case outcome.end == hip.Success && outcome.outputOK:
-		c.Measured = Pass
+		c.Measured = scenario.Pass
 	default:
-		c.Measured = Fail
+		c.Measured = scenario.Fail
 	}
 	var first error
 	keep := func(err error) {
@@ -287,10 +252,10 @@ type captureOutcome struct {
 // captureAndReplay captures sol through capHandle (captureWith), then
 // instantiates the graph, launches it on another stream and checks its
 // output against the reference.
-func captureAndReplay(dev hip.Device, capHandle *handle.Handle, sol *conv.Solver, ts *finder.Tensors, m hip.CaptureMode, v Variant, otherLaunch func() error) captureOutcome {
+func captureAndReplay(dev hip.Device, capHandle *handle.Handle, sol *conv.Solver, ts *finder.Tensors, m hip.CaptureMode, v scenario.Variant, otherLaunch func() error) captureOutcome {
 	var out captureOutcome
 	var during func() error
-	if v == OtherThread {
+	if v == scenario.OtherThread {
 		during = otherLaunch
 	}
 	cr, err := captureWith(dev, capHandle, sol, ts, m, during)
@@ -306,13 +271,13 @@ func captureAndReplay(dev hip.Device, capHandle *handle.Handle, sol *conv.Solver
 		out.detail = "other thread's launch: " + cr.duringErr.Error()
 	}
 	if cr.end != hip.Success {
-		out.detail = joinDetail(out.detail, "end capture: "+cr.endErr.Error())
+		out.detail = scenario.JoinDetail(out.detail, "end capture: "+cr.endErr.Error())
 		return out
 	}
 	defer dev.GraphDestroy(cr.graph)
 	exec, err := dev.GraphInstantiate(cr.graph)
 	if err != nil {
-		out.detail = joinDetail(out.detail, "instantiate: "+err.Error())
+		out.detail = scenario.JoinDetail(out.detail, "instantiate: "+err.Error())
 		return out
 	}
 	defer dev.GraphExecDestroy(exec)
@@ -323,11 +288,11 @@ func captureAndReplay(dev hip.Device, capHandle *handle.Handle, sol *conv.Solver
 	}
 	defer dev.StreamDestroy(rs)
 	if err := dev.GraphLaunch(exec, rs); err != nil {
-		out.detail = joinDetail(out.detail, "graph launch: "+err.Error())
+		out.detail = scenario.JoinDetail(out.detail, "graph launch: "+err.Error())
 		return out
 	}
 	if err := dev.StreamSynchronize(rs); err != nil {
-		out.detail = joinDetail(out.detail, "graph run: "+err.Error())
+		out.detail = scenario.JoinDetail(out.detail, "graph run: "+err.Error())
 		return out
 	}
 	got, err := ts.Output()
@@ -338,7 +303,7 @@ func captureAndReplay(dev hip.Device, capHandle *handle.Handle, sol *conv.Solver
 	chk := ts.Check(got)
 	out.outputOK = chk.OK
 	if !chk.OK {
-		out.detail = joinDetail(out.detail, "graph output: "+chk.String())
+		out.detail = scenario.JoinDetail(out.detail, "graph output: "+chk.String())
 	}
 	return out
 }
@@ -407,13 +372,6 @@ func captureWith(dev hip.Device, h *handle.Handle, sol *conv.Solver, ts *finder.
 		return cr, cr.endErr
 	}
 	return cr, nil
-}
-
-func joinDetail(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }
 
 // runSolver launches sol's kernels through h.Run onto the handle's stream.

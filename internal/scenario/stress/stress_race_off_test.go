@@ -1,5 +1,5 @@
 //go:build !race
 
-package repro
+package stress
 
 const stressRaceEnabled = false

@@ -1,4 +1,4 @@
-package repro
+package capture
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/hip"
 	"miotool/internal/hip/sim"
+	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
 
@@ -28,8 +29,8 @@ func newDevice(t *testing.T, d hip.Dialect) hip.Device {
 	return dev
 }
 
-func captureOpts() CaptureOptions {
-	return CaptureOptions{
+func captureOpts() Options {
+	return Options{
 		FindProblem:     findProblem,
 		CaptureProblem:  captureProblem,
 		NaiveTimeoutPct: 50, // naive is always slower than half the tiled time: a robust timeout
@@ -48,25 +49,25 @@ func TestCaptureAfterATimedOutNaiveEvaluation(t *testing.T) {
 		for _, tt := range []struct {
 			policy streams.Policy
 			mode   hip.CaptureMode
-			v      Variant
-			want   Outcome
+			v      scenario.Variant
+			want   scenario.Outcome
 		}{
-			{streams.Lazy, hip.CaptureModeGlobal, SameThread, Fail},
-			{streams.Lazy, hip.CaptureModeThreadLocal, SameThread, Fail},
-			{streams.Lazy, hip.CaptureModeRelaxed, SameThread, Pass},
-			{streams.Lazy, hip.CaptureModeGlobal, OtherThread, Fail},
-			{streams.Lazy, hip.CaptureModeThreadLocal, OtherThread, Pass},
-			{streams.Guarded, hip.CaptureModeGlobal, SameThread, Pass},
-			{streams.Guarded, hip.CaptureModeGlobal, OtherThread, Pass},
-			{streams.Worker, hip.CaptureModeGlobal, SameThread, Pass},
-			{streams.Worker, hip.CaptureModeThreadLocal, SameThread, Pass},
-			{streams.Worker, hip.CaptureModeGlobal, OtherThread, Pass},
+			{streams.Lazy, hip.CaptureModeGlobal, scenario.SameThread, scenario.Fail},
+			{streams.Lazy, hip.CaptureModeThreadLocal, scenario.SameThread, scenario.Fail},
+			{streams.Lazy, hip.CaptureModeRelaxed, scenario.SameThread, scenario.Pass},
+			{streams.Lazy, hip.CaptureModeGlobal, scenario.OtherThread, scenario.Fail},
+			{streams.Lazy, hip.CaptureModeThreadLocal, scenario.OtherThread, scenario.Pass},
+			{streams.Guarded, hip.CaptureModeGlobal, scenario.SameThread, scenario.Pass},
+			{streams.Guarded, hip.CaptureModeGlobal, scenario.OtherThread, scenario.Pass},
+			{streams.Worker, hip.CaptureModeGlobal, scenario.SameThread, scenario.Pass},
+			{streams.Worker, hip.CaptureModeThreadLocal, scenario.SameThread, scenario.Pass},
+			{streams.Worker, hip.CaptureModeGlobal, scenario.OtherThread, scenario.Pass},
 		} {
 			name := string(dialect) + "/" + string(tt.policy) + "/" + tt.mode.String() + "/" + string(tt.v)
 			t.Run(name, func(t *testing.T) {
 				opts := captureOpts()
-				opts.Policies, opts.Modes, opts.Variants = []streams.Policy{tt.policy}, []hip.CaptureMode{tt.mode}, []Variant{tt.v}
-				cases, err := RunCapture(context.Background(), dev, opts)
+				opts.Policies, opts.Modes, opts.Variants = []streams.Policy{tt.policy}, []hip.CaptureMode{tt.mode}, []scenario.Variant{tt.v}
+				cases, err := Run(context.Background(), dev, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,7 +78,7 @@ func TestCaptureAfterATimedOutNaiveEvaluation(t *testing.T) {
 				if c.Measured != tt.want || c.Expected != tt.want {
 					t.Fatalf("measured %s, expected %s, want %s: %s", c.Measured, c.Expected, tt.want, c.Detail)
 				}
-				if tt.want == Fail {
+				if tt.want == scenario.Fail {
 					if c.EndCapture != hip.ErrStreamCaptureInvalidated {
 						t.Fatalf("end capture %v, want 901: %s", c.EndCapture, c.Detail)
 					}
@@ -96,12 +97,12 @@ func TestCaptureWithTheTimeoutOffAbandonsNothing(t *testing.T) {
 	dev := newDevice(t, hip.DialectHIP)
 	opts := captureOpts()
 	opts.NaiveTimeoutPct = 0
-	opts.Policies, opts.Modes, opts.Variants = []streams.Policy{streams.Lazy}, []hip.CaptureMode{hip.CaptureModeGlobal}, []Variant{SameThread}
-	cases, err := RunCapture(context.Background(), dev, opts)
+	opts.Policies, opts.Modes, opts.Variants = []streams.Policy{streams.Lazy}, []hip.CaptureMode{hip.CaptureModeGlobal}, []scenario.Variant{scenario.SameThread}
+	cases, err := Run(context.Background(), dev, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := cases[0]; c.Measured != Inconclusive || c.NaiveAbandoned {
+	if c := cases[0]; c.Measured != scenario.Inconclusive || c.NaiveAbandoned {
 		t.Fatalf("with MIOPEN_NAIVE_TIMEOUT=0 nothing is abandoned, so the case cannot show the bug: %+v", c)
 	}
 }
@@ -109,7 +110,7 @@ func TestCaptureWithTheTimeoutOffAbandonsNothing(t *testing.T) {
 func TestReplayOnlyWorkloadReleasesScratchOnlyUnderWorker(t *testing.T) {
 	dev := newDevice(t, hip.DialectCUDA)
 	opts := ReplayOptions{
-		CaptureOptions:  captureOpts(),
+		Options:         captureOpts(),
 		Mode:            hip.CaptureModeGlobal,
 		Replays:         5,
 		ReleaseDeadline: 20 * time.Second,
@@ -117,13 +118,13 @@ func TestReplayOnlyWorkloadReleasesScratchOnlyUnderWorker(t *testing.T) {
 	for _, tt := range []struct {
 		policy   streams.Policy
 		deadline time.Duration
-		want     Outcome
+		want     scenario.Outcome
 	}{
-		{streams.Worker, 30 * time.Second, Pass},
+		{streams.Worker, 30 * time.Second, scenario.Pass},
 		// Guarded never releases in a replay-only workload; a short
 		// deadline keeps the test quick, the naive twin runs far longer.
-		{streams.Guarded, 300 * time.Millisecond, Fail},
-		{streams.Lazy, 300 * time.Millisecond, Fail},
+		{streams.Guarded, 300 * time.Millisecond, scenario.Fail},
+		{streams.Lazy, 300 * time.Millisecond, scenario.Fail},
 	} {
 		t.Run(string(tt.policy), func(t *testing.T) {
 			o := opts
@@ -161,8 +162,8 @@ func TestExpectations(t *testing.T) {
 	n := 0
 	for _, p := range streams.Policies {
 		for _, m := range hip.CaptureModes {
-			for _, v := range Variants {
-				if ExpectedCapture(p, m, v) == Fail {
+			for _, v := range scenario.Variants {
+				if Expected(p, m, v) == scenario.Fail {
 					n++
 					if p != streams.Lazy {
 						t.Errorf("%s/%s/%s expected to fail", p, m, v)

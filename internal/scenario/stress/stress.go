@@ -1,4 +1,10 @@
-package repro
+// Package stress runs stress-threads, PyTorch's
+// test_cudnn_multiple_threads_same_device made standalone: several threads
+// convolve at once, each choosing its solvers through the AI heuristic's
+// model cache (ROCM-27477), every run in a fresh process so that a crash is
+// a counted outcome. It returns the runs' facts and writes them into a
+// result (Fill); RunTarget runs the same workload on a library target.
+package stress
 
 import (
 	"context"
@@ -24,34 +30,34 @@ import (
 // The PyTorch test test_cudnn_multiple_threads_same_device, whose defaults
 // stress-threads keeps.
 const (
-	DefaultStressThreads = 2
-	DefaultStressIters   = 1000
-	DefaultStressTrials  = 3
-	// StressSize is the input's height and width: 1x1x2048x2048 ones.
-	StressSize = 2048
+	DefaultThreads = 2
+	DefaultIters   = 1000
+	DefaultTrials  = 3
+	// InputSize is the input's height and width: 1x1x2048x2048 ones.
+	InputSize = 2048
 	// stressDivisor is what every iteration's output is divided by: the
 	// sum of the 2x2 ones filter, so every value stays 1.
 	stressDivisor = 4
 )
 
-// StressOptions configure one process's run of the stress scenario.
-type StressOptions struct {
+// Options configure one process's run of the stress scenario.
+type Options struct {
 	Threads, Iters, Trials int
-	// Size is the input's height and width (StressSize when zero).
+	// Size is the input's height and width (InputSize when zero).
 	Size int
 	// Policy and RaceWindow make the process's model caches.
 	Policy     cache.Policy
 	RaceWindow time.Duration
 	// Models holds the TunaNet files (a model directory or the embedded
-	// models); Arch picks the model set ("" lets StressArch choose).
+	// models); Arch picks the model set ("" lets Arch choose).
 	Models fs.FS
 	Arch   string
 	Log    func(format string, args ...any)
 }
 
-func (o *StressOptions) validate() error {
+func (o *Options) validate() error {
 	if o.Size == 0 {
-		o.Size = StressSize
+		o.Size = InputSize
 	}
 	switch {
 	case o.Threads < 1 || o.Threads > 1024:
@@ -71,16 +77,16 @@ func (o *StressOptions) validate() error {
 	return err
 }
 
-// StressExpectedSum is the PyTorch test's assertion: after iters
+// ExpectedSum is the PyTorch test's assertion: after iters
 // iterations every value is still 1, on a (size-iters)^2 output.
-func StressExpectedSum(size, iters int) float64 {
+func ExpectedSum(size, iters int) float64 {
 	side := float64(size - iters)
 	return side * side
 }
 
-// StressRun is what one process's run measured. A child process prints it
-// as one line (StressResultPrefix + JSON) for the parent to read.
-type StressRun struct {
+// RunResult is what one process's run measured. A child process prints it
+// as one line (ResultPrefix + JSON) for the parent to read.
+type RunResult struct {
 	Threads  int     `json:"threads"`
 	Iters    int     `json:"iters"`
 	Trials   int     `json:"trials"`
@@ -102,29 +108,29 @@ type StressRun struct {
 }
 
 // OK reports whether every sum was right.
-func (r *StressRun) OK() bool { return r.Wrong == 0 }
+func (r *RunResult) OK() bool { return r.Wrong == 0 }
 
-// StressResultPrefix starts the line a child process prints its StressRun on.
-const StressResultPrefix = "miotool-stress-run: "
+// ResultPrefix starts the line a child process prints its RunResult on.
+const ResultPrefix = "miotool-stress-run: "
 
-// WriteStressRun prints r as a child's result line.
-func WriteStressRun(w io.Writer, r *StressRun) error {
+// WriteResult prints r as a child's result line.
+func WriteResult(w io.Writer, r *RunResult) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s%s\n", StressResultPrefix, data)
+	_, err = fmt.Fprintf(w, "%s%s\n", ResultPrefix, data)
 	return err
 }
 
-// ParseStressRun finds a child's result line in its standard output.
-func ParseStressRun(stdout []byte) (*StressRun, bool) {
+// ParseResult finds a child's result line in its standard output.
+func ParseResult(stdout []byte) (*RunResult, bool) {
 	for _, line := range strings.Split(string(stdout), "\n") {
-		body, ok := strings.CutPrefix(strings.TrimSpace(line), StressResultPrefix)
+		body, ok := strings.CutPrefix(strings.TrimSpace(line), ResultPrefix)
 		if !ok {
 			continue
 		}
-		var r StressRun
+		var r RunResult
 		if json.Unmarshal([]byte(body), &r) == nil {
 			return &r, true
 		}
@@ -132,10 +138,10 @@ func ParseStressRun(stdout []byte) (*StressRun, bool) {
 	return nil, false
 }
 
-// StressArch picks the TunaNet model set in models: miotool's own when
+// Arch picks the TunaNet model set in models: miotool's own when
 // present (it ranks miotool's solvers), else the set MIOpen would use for
 // deviceArch, else the first MIOpen set found.
-func StressArch(models fs.FS, deviceArch string) (string, error) {
+func Arch(models fs.FS, deviceArch string) (string, error) {
 	has := func(arch string) bool {
 		m, meta := aiheur.TunaNetFiles(arch)
 		_, e1 := fs.Stat(models, m)
@@ -248,13 +254,13 @@ type stressWorker struct {
 	fellBack int
 }
 
-// RunStress runs the scenario in this process: per trial, Threads threads
+// RunHere runs the scenario in this process: per trial, Threads threads
 // (each with its own handle and stream on dev) meet at a barrier, then each
 // runs Iters iterations of convolution + division on its own data, every
 // convolution's solver chosen through the AI heuristic and the model cache
 // under test; then every thread's sum is checked. A crash of the pre-fix
-// cache takes the process down: run it in a child process (RunStressRuns).
-func RunStress(ctx context.Context, dev hip.Device, o StressOptions) (*StressRun, error) {
+// cache takes the process down: run it in a child process (RunProcesses).
+func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -266,7 +272,7 @@ func RunStress(ctx context.Context, dev hip.Device, o StressOptions) (*StressRun
 	arch := o.Arch
 	if arch == "" {
 		var err error
-		if arch, err = StressArch(o.Models, dev.Props().Arch); err != nil {
+		if arch, err = Arch(o.Models, dev.Props().Arch); err != nil {
 			return nil, err
 		}
 	}
@@ -275,8 +281,8 @@ func RunStress(ctx context.Context, dev hip.Device, o StressOptions) (*StressRun
 		return nil, err
 	}
 	heur := &heuristic{caches: caches, models: o.Models, arch: arch, solvers: conv.Solvers()}
-	run := &StressRun{Threads: o.Threads, Iters: o.Iters, Trials: o.Trials, Size: o.Size,
-		Expected: StressExpectedSum(o.Size, o.Iters), Arch: arch, Cache: caches.Describe(), Solvers: map[string]int{}}
+	run := &RunResult{Threads: o.Threads, Iters: o.Iters, Trials: o.Trials, Size: o.Size,
+		Expected: ExpectedSum(o.Size, o.Iters), Arch: arch, Cache: caches.Describe(), Solvers: map[string]int{}}
 
 	ones := make([]float32, o.Size*o.Size)
 	for i := range ones {
@@ -360,7 +366,7 @@ func (w *stressWorker) close(dev hip.Device) {
 
 // runStressTrial is one trial: every thread resets its input to ones,
 // synchronizes, waits at the barrier, and runs the iterations.
-func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker, heur *heuristic, o StressOptions, ones []byte) error {
+func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker, heur *heuristic, o Options, ones []byte) error {
 	var (
 		barrier sync.WaitGroup
 		done    sync.WaitGroup
@@ -407,8 +413,8 @@ func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker
 
 // iterate runs one thread's iterations: conv(previous output, ones 2x2)
 // into the other buffer, then that buffer divided by 4 in place.
-func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o StressOptions, stop *atomic.Bool) error {
-	div, err := w.h.Function(StressSource(), DivKernel)
+func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o Options, stop *atomic.Bool) error {
+	div, err := w.h.Function(Source(), DivKernel)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package repro
+package capture
 
 import (
 	"fmt"
@@ -6,94 +6,19 @@ import (
 	"strings"
 	"time"
 
-	"miotool/internal/finder"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
-
-// FillFind writes a find's ranked table, the tracker's counters and the
-// find-db record into r, and decides the verdict: PASS when find waited on
-// naive no longer than its bound and every timed solver's output (the
-// chosen one's above all) matched the reference.
-func FillFind(r *report.Result, res *finder.Result, afterFind, afterTeardown streams.Counters, end time.Time) {
-	t := r.AddTable(fmt.Sprintf("find %s", res.Key), "rank", "solver", "algorithm", "time (ms)", "workspace", "status", "detail")
-	for i, e := range res.Entries {
-		tm := "-"
-		if e.Status == finder.StatusOK || e.Status == finder.StatusFailedVerification {
-			tm = fmt.Sprintf("%.4f", e.TimeMs)
-		}
-		detail := e.Detail
-		if e.Status == finder.StatusOK && e.Check != nil {
-			detail = joinDetail(detail, fmt.Sprintf("verified: max |err| %.3g", e.Check.MaxAbs))
-		}
-		if e.Samples > 0 {
-			detail = joinDetail(detail, fmt.Sprintf("%d samples, %d dropped", e.Samples, e.Dropped))
-		}
-		rank := fmt.Sprint(i + 1)
-		if e.Status != finder.StatusOK {
-			rank = "-"
-		}
-		t.AddRow(rank, e.Solver, strings.TrimPrefix(e.Algorithm, "miopenConvolution"), tm, fmt.Sprint(e.Workspace), string(e.Status), detail)
-	}
-	fillCounters(r, "stream tracker", afterFind, afterTeardown)
-	if res.NaiveDeadlineMs > 0 {
-		r.Note("naive deadline %.4g ms (MIOPEN_NAIVE_TIMEOUT percent of the best time); find waited %.4g ms on it", res.NaiveDeadlineMs, res.NaiveWaitMs)
-	}
-	if res.NaiveAbandoned && afterTeardown.LastAbandonedFor > 0 {
-		r.Note("the abandoned naive evaluation ran on for %s after find moved on (until its stream was reclaimed)", afterTeardown.LastAbandonedFor.Round(time.Millisecond))
-	}
-	if res.DBRecord != "" {
-		verb := "find-db record written to"
-		if res.FromDB {
-			verb = "find-db record used from"
-		}
-		r.Note("%s %s: %s", verb, res.DBPath, res.DBRecord)
-	}
-	for _, w := range res.DBWarnings {
-		r.Note("find-db: %s", w)
-	}
-	r.Note("find took %s", res.Elapsed.Round(time.Millisecond))
-	failed := res.FailedVerification()
-	switch {
-	case res.Chosen == "":
-		r.Finish(report.Fail, "no solver produced a result", end)
-	case !res.WithinBound():
-		r.Finish(report.Fail, fmt.Sprintf("find waited %.4g ms on naive, past its %.4g ms deadline", res.NaiveWaitMs, res.NaiveDeadlineMs), end)
-	case !res.Verified:
-		r.Finish(report.Fail, fmt.Sprintf("the chosen solver %s failed verification", res.Chosen), end)
-	case len(failed) > 0:
-		r.Finish(report.Fail, fmt.Sprintf("chose %s (verified), but %s failed verification", res.Chosen, strings.Join(failed, ", ")), end)
-	default:
-		s := fmt.Sprintf("chose %s, verified against the CPU reference", res.Chosen)
-		if res.NaiveAbandoned {
-			s += "; naive timed out and was abandoned, find stayed within its bound"
-		}
-		if res.FromDB {
-			s = fmt.Sprintf("took %s from the find-db (fast mode), verified against the CPU reference", res.Chosen)
-		}
-		r.Finish(report.Pass, s, end)
-	}
-}
-
-func fillCounters(r *report.Result, title string, a, b streams.Counters) {
-	t := r.AddTable(title, "counter", "after find", "after teardown")
-	row := func(name string, x, y int64) { t.AddRow(name, fmt.Sprint(x), fmt.Sprint(y)) }
-	row("acquired", a.Acquired, b.Acquired)
-	row("abandoned", a.Abandoned, b.Abandoned)
-	row("reclaimed by callback", a.ReclaimedByCallback, b.ReclaimedByCallback)
-	row("reclaimed by backstop", a.ReclaimedByBackstop, b.ReclaimedByBackstop)
-	row("scratch bytes pinned now", a.ScratchBytesPinned, b.ScratchBytesPinned)
-	row("worker wake-ups", a.WorkerWakeups, b.WorkerWakeups)
-}
 
 // caseRun is one run of one combination, as the verdict logic sees it.
 type caseRun struct {
 	policy   streams.Policy
 	mode     string // "" where the mode is not an axis
 	key      string // the combination
-	expected Outcome
-	measured Outcome
+	expected scenario.Outcome
+	measured scenario.Outcome
 	end      hip.Code
 	detail   string
 }
@@ -121,8 +46,8 @@ func groupRuns(runs []caseRun) []*group {
 // measured is "FAIL" for one run, "FAIL (20/20)" for a steady repeat, and
 // the split otherwise ("PASS 18/20, FAIL 2/20").
 func (g *group) measured() string {
-	counts := map[Outcome]int{}
-	var seen []Outcome
+	counts := map[scenario.Outcome]int{}
+	var seen []scenario.Outcome
 	for _, r := range g.runs {
 		if counts[r.measured] == 0 {
 			seen = append(seen, r.measured)
@@ -184,12 +109,12 @@ func (g *group) detail() string {
 	return g.runs[0].detail
 }
 
-// FillCapture writes the capture cases into r, one row per combination
+// Fill writes the capture cases into r, one row per combination
 // (repeated runs counted in the row). One combination: its own verdict.
 // Several: PASS when every run measured the expected outcome (the bug
 // reproduces where the rules say it must and the fix holds elsewhere), with
 // a checklist status that says which policies fail.
-func FillCapture(r *report.Result, cases []CaptureCase, d hip.Dialect, end time.Time) {
+func Fill(r *report.Result, cases []Case, d hip.Dialect, end time.Time) {
 	t := r.AddTable("capture after an abandoned naive evaluation", "reclaim", "mode", "variant", "expected", "measured", "end capture", "graph output", "detail")
 	t.FlagColumn = "differs from expected"
 	runs := make([]caseRun, len(cases))
@@ -197,7 +122,7 @@ func FillCapture(r *report.Result, cases []CaptureCase, d hip.Dialect, end time.
 		runs[i] = caseRun{c.Policy, c.Mode.String(), fmt.Sprintf("%s/%s/%s", c.Policy, c.Mode, c.Variant), c.Expected, c.Measured, c.EndCapture, c.Detail}
 	}
 	groups := groupRuns(runs)
-	byKey := map[string][]CaptureCase{}
+	byKey := map[string][]Case{}
 	for i, c := range cases {
 		byKey[runs[i].key] = append(byKey[runs[i].key], c)
 	}
@@ -323,14 +248,14 @@ func finishMatrix(r *report.Result, groups []*group, end time.Time) {
 	for _, g := range groups {
 		for _, run := range g.runs {
 			switch {
-			case run.measured == Inconclusive:
+			case run.measured == scenario.Inconclusive:
 				inconclusive = append(inconclusive, run.key)
 			case run.measured != run.expected:
 				disagree = append(disagree, fmt.Sprintf("%s measured %s, expected %s", run.key, run.measured, run.expected))
 			}
-			if run.measured == Fail {
+			if run.measured == scenario.Fail {
 				failsBy[run.policy] = append(failsBy[run.policy], run.mode)
-			} else if run.measured == Pass {
+			} else if run.measured == scenario.Pass {
 				passes[run.policy] = true
 			}
 		}
@@ -344,7 +269,7 @@ func finishMatrix(r *report.Result, groups []*group, end time.Time) {
 		r.Status = ""
 		n, passed := len(g.runs), 0
 		for _, run := range g.runs {
-			if run.measured == Pass {
+			if run.measured == scenario.Pass {
 				passed++
 			}
 		}

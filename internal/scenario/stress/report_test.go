@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	"strings"
@@ -10,11 +10,11 @@ import (
 )
 
 func TestFillStressVerdicts(t *testing.T) {
-	setup := StressSetup{Threads: 2, Iters: 1000, Trials: 3, Size: StressSize, Runs: 4, Jobs: 2, Policy: cache.Unlocked,
+	setup := Setup{Threads: 2, Iters: 1000, Trials: 3, Size: InputSize, Runs: 4, Jobs: 2, Policy: cache.Unlocked,
 		Cache: "unlocked: pre-fix pattern", Models: "the model embedded in miotool", Arch: "miotool", Timeout: time.Minute}
 	passed := func(i int) RunOutcome {
 		return RunOutcome{Index: i, Kind: RunPassed, Wall: time.Duration(i+1) * time.Second,
-			Run: &StressRun{Expected: 1098304, Solvers: map[string]int{"ConvImplicitGemmTiledFwd": 6000}, CacheStats: cache.Stats{Replaced: uint64(i % 2)}}}
+			Run: &RunResult{Expected: 1098304, Solvers: map[string]int{"ConvImplicitGemmTiledFwd": 6000}, CacheStats: cache.Stats{Replaced: uint64(i % 2)}}}
 	}
 	crashed := func(i int, name string) RunOutcome {
 		return RunOutcome{Index: i, Kind: RunCrashed, Crash: name, Detail: "fatal error: fault", Wall: time.Second, StderrTail: "fatal error: fault\n[signal SIGSEGV]"}
@@ -39,7 +39,7 @@ func TestFillStressVerdicts(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("stress-threads", "miotool stress-threads --cache=unlocked --runs 4", time.Unix(0, 0))
-			FillStress(r, setup, tt.runs, time.Unix(10, 0))
+			Fill(r, setup, tt.runs, time.Unix(10, 0))
 			if r.Verdict != tt.verdict || r.Status != tt.status {
 				t.Errorf("verdict %s status %q; want %s %q", r.Verdict, r.Status, tt.verdict, tt.status)
 			}
@@ -68,16 +68,16 @@ func TestFillStressVerdicts(t *testing.T) {
 }
 
 func TestFillStressNotesAndTimes(t *testing.T) {
-	setup := StressSetup{Threads: 2, Iters: 1000, Trials: 3, Size: StressSize, Runs: 3, Jobs: 1, Policy: cache.Unlocked,
+	setup := Setup{Threads: 2, Iters: 1000, Trials: 3, Size: InputSize, Runs: 3, Jobs: 1, Policy: cache.Unlocked,
 		RaceWindow: time.Millisecond, Cache: "unlocked: pre-fix; race window widened by 1ms", Models: "/opt/rocm/share/miopen/db ($ROCM_PATH)", Arch: "gfx942", Timeout: time.Minute}
 	runs := []RunOutcome{
-		{Index: 0, Kind: RunPassed, Wall: 3 * time.Second, Run: &StressRun{Solvers: map[string]int{"A": 2, "B": 5}, CacheStats: cache.Stats{Replaced: 1}}},
-		{Index: 1, Kind: RunPassed, Wall: 1 * time.Second, Run: &StressRun{Solvers: map[string]int{"A": 7}}},
+		{Index: 0, Kind: RunPassed, Wall: 3 * time.Second, Run: &RunResult{Solvers: map[string]int{"A": 2, "B": 5}, CacheStats: cache.Stats{Replaced: 1}}},
+		{Index: 1, Kind: RunPassed, Wall: 1 * time.Second, Run: &RunResult{Solvers: map[string]int{"A": 7}}},
 		{Index: 2, Kind: RunCrashed, Crash: "SIGSEGV", Wall: 100 * time.Millisecond, Excerpt: "fatal error: fault | at fdeep.dense"},
 		{Index: 3, Kind: RunError, Wall: 100 * time.Millisecond, StderrTail: "loading the model\nno such file"},
 	}
 	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
-	FillStress(r, setup, runs, time.Unix(1, 0))
+	Fill(r, setup, runs, time.Unix(1, 0))
 	notes := strings.Join(r.Notes, "\n")
 	for _, want := range []string{"race window is widened on purpose", "TunaNet gfx942 from /opt/rocm/share/miopen/db", "B 5, A 2",
 		"replaced", "in 1 of the 2 runs that finished", "(2048 - 1000)^2 = 1098304", "run 3 crashed: fatal error: fault | at fdeep.dense", "run 4 (error) standard error ends: loading the model | no such file"} {

@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	"testing"
@@ -10,5 +10,5 @@ import (
 // regenerate it with scripts/gen-ptx.sh on a machine with NVRTC after
 // changing the source.
 func TestCommittedStressPTXMatchesTheSource(t *testing.T) {
-	testutil.CommittedPTX(t, "stress_kernels.cu", stressKernelText, stressKernelPTX, StressSource().Kernels, StressSource().PTX)
+	testutil.CommittedPTX(t, "stress_kernels.cu", stressKernelText, stressKernelPTX, Source().Kernels, Source().PTX)
 }

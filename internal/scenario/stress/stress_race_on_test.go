@@ -1,6 +1,6 @@
 //go:build race
 
-package repro
+package stress
 
 // stressRaceEnabled: the unlocked cache is racy by design, so tests that
 // run it from several threads are skipped under the race detector.

@@ -1,4 +1,4 @@
-package repro
+package capture
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/finder"
 	"miotool/internal/hip"
+	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
 
 // ReplayOptions configure the tune -> capture -> replay-only workload.
 type ReplayOptions struct {
-	CaptureOptions
+	Options
 	Mode    hip.CaptureMode
 	Replays int
 	// ReleaseDeadline bounds the wait for the abandoned evaluation's
@@ -24,8 +25,8 @@ type ReplayOptions struct {
 // ReplayCase is one policy's result.
 type ReplayCase struct {
 	Policy   streams.Policy
-	Expected Outcome
-	Measured Outcome
+	Expected scenario.Outcome
+	Measured scenario.Outcome
 	// PinnedAfterFind is the scratch the abandoned evaluation pinned when
 	// find returned; PinnedAtEnd what was still pinned at the deadline.
 	PinnedAfterFind int64
@@ -46,11 +47,11 @@ func (c ReplayCase) Agrees() bool { return c.Measured == c.Expected }
 // ExpectedReplay: only a policy that reclaims off the launch path releases
 // scratch without a call into the library; lazy also loses its capture
 // under global mode.
-func ExpectedReplay(p streams.Policy) Outcome {
+func ExpectedReplay(p streams.Policy) scenario.Outcome {
 	if p.ReclaimsOffLaunchPath() {
-		return Pass
+		return scenario.Pass
 	}
-	return Fail
+	return scenario.Fail
 }
 
 // RunReplay runs the workload once per policy.
@@ -76,9 +77,9 @@ func RunReplay(ctx context.Context, dev hip.Device, opts ReplayOptions) ([]Repla
 
 func runReplayCase(ctx context.Context, dev hip.Device, opts ReplayOptions, p streams.Policy) (ReplayCase, error) {
 	c := ReplayCase{Policy: p, Expected: ExpectedReplay(p), Replays: opts.Replays}
-	log := logf(opts.CaptureOptions)
+	log := logf(opts.Options)
 	log("replay %s: find on %s", p, opts.FindProblem.Key())
-	h, fts, res, _, err := abandonedFind(ctx, dev, opts.CaptureOptions, p)
+	h, fts, res, _, err := abandonedFind(ctx, dev, opts.Options, p)
 	if err != nil {
 		return c, err
 	}
@@ -87,7 +88,7 @@ func runReplayCase(ctx context.Context, dev hip.Device, opts ReplayOptions, p st
 	tr := h.Tracker()
 	c.PinnedAfterFind = tr.Counters().ScratchBytesPinned
 	if !res.NaiveAbandoned || c.PinnedAfterFind == 0 {
-		c.Measured = Inconclusive
+		c.Measured = scenario.Inconclusive
 		c.Detail = "find did not leave an abandoned evaluation pinning scratch"
 		c.Counters = tr.Counters()
 		return c, nil
@@ -108,7 +109,7 @@ func runReplayCase(ctx context.Context, dev hip.Device, opts ReplayOptions, p st
 	}
 	c.EndCapture = cr.end
 	if cr.end != hip.Success {
-		c.Measured, c.Detail = Fail, "capture failed: "+cr.endErr.Error()
+		c.Measured, c.Detail = scenario.Fail, "capture failed: "+cr.endErr.Error()
 		if cr.runErr != nil {
 			c.Detail += "; captured launch: " + cr.runErr.Error()
 		}
@@ -169,12 +170,12 @@ wait:
 	c.Counters = tr.Counters()
 	switch {
 	case !chk.OK:
-		c.Measured, c.Detail = Fail, "replayed output: "+chk.String()
+		c.Measured, c.Detail = scenario.Fail, "replayed output: "+chk.String()
 	case !released:
-		c.Measured = Fail
+		c.Measured = scenario.Fail
 		c.Detail = fmt.Sprintf("%d bytes of scratch still pinned %s after the last replay was queued", c.PinnedAtEnd, opts.ReleaseDeadline)
 	default:
-		c.Measured = Pass
+		c.Measured = scenario.Pass
 	}
 	return c, nil
 }

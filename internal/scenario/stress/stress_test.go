@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	"context"
@@ -33,12 +33,12 @@ func TestRunStressSmall(t *testing.T) {
 		{"locked, two threads", 2, 5, 2, 64, cache.Locked},
 		{"lockfree, three threads", 3, 10, 1, 40, cache.LockFree},
 		{"down to a single pixel", 1, 31, 1, 32, cache.Locked},
-		{"the PyTorch size, a few iterations", 2, 3, 1, StressSize, cache.LockFree},
+		{"the PyTorch size, a few iterations", 2, 3, 1, InputSize, cache.LockFree},
 		{"unlocked, one thread (no race possible)", 1, 4, 2, 16, cache.Unlocked},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dev := newDevice(t, hip.DialectCUDA)
-			run, err := RunStress(context.Background(), dev, StressOptions{Threads: tt.threads, Iters: tt.iters, Trials: tt.trials,
+			run, err := RunHere(context.Background(), dev, Options{Threads: tt.threads, Iters: tt.iters, Trials: tt.trials,
 				Size: tt.size, Policy: tt.policy, Models: builtin.FS})
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +78,7 @@ func TestRunStressSmall(t *testing.T) {
 func TestRunStressFixedCachesUnderContention(t *testing.T) {
 	for _, p := range []cache.Policy{cache.Locked, cache.LockFree} {
 		dev := newDevice(t, hip.DialectHIP)
-		run, err := RunStress(context.Background(), dev, StressOptions{Threads: 8, Iters: 6, Trials: 2, Size: 48, Policy: p, Models: builtin.FS})
+		run, err := RunHere(context.Background(), dev, Options{Threads: 8, Iters: 6, Trials: 2, Size: 48, Policy: p, Models: builtin.FS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,24 +90,24 @@ func TestRunStressFixedCachesUnderContention(t *testing.T) {
 
 func TestRunStressRejectsBadOptions(t *testing.T) {
 	dev := newDevice(t, hip.DialectCUDA)
-	good := StressOptions{Threads: 1, Iters: 1, Trials: 1, Size: 8, Policy: cache.Locked, Models: builtin.FS}
+	good := Options{Threads: 1, Iters: 1, Trials: 1, Size: 8, Policy: cache.Locked, Models: builtin.FS}
 	for _, tt := range []struct {
-		edit func(*StressOptions)
+		edit func(*Options)
 		want string
 	}{
-		{func(o *StressOptions) { o.Threads = 0 }, "threads"},
-		{func(o *StressOptions) { o.Iters = 8 }, "iters"},
-		{func(o *StressOptions) { o.Iters = 0 }, "iters"},
-		{func(o *StressOptions) { o.Trials = 0 }, "trials"},
-		{func(o *StressOptions) { o.Size = 1 }, "size"},
-		{func(o *StressOptions) { o.RaceWindow = -1 }, "race window"},
-		{func(o *StressOptions) { o.Models = nil }, "model"},
-		{func(o *StressOptions) { o.Policy = "sloppy" }, "policy"},
-		{func(o *StressOptions) { o.Models = fstest.MapFS{} }, "no TunaNet model"},
+		{func(o *Options) { o.Threads = 0 }, "threads"},
+		{func(o *Options) { o.Iters = 8 }, "iters"},
+		{func(o *Options) { o.Iters = 0 }, "iters"},
+		{func(o *Options) { o.Trials = 0 }, "trials"},
+		{func(o *Options) { o.Size = 1 }, "size"},
+		{func(o *Options) { o.RaceWindow = -1 }, "race window"},
+		{func(o *Options) { o.Models = nil }, "model"},
+		{func(o *Options) { o.Policy = "sloppy" }, "policy"},
+		{func(o *Options) { o.Models = fstest.MapFS{} }, "no TunaNet model"},
 	} {
 		o := good
 		tt.edit(&o)
-		if _, err := RunStress(context.Background(), dev, o); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := RunHere(context.Background(), dev, o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", o, err, tt.want)
 		}
 	}
@@ -118,7 +118,7 @@ func TestRunStressRejectsBadOptions(t *testing.T) {
 func TestRunStressWithMIOpenModels(t *testing.T) {
 	dir := miopenModels(t)
 	dev := newDevice(t, hip.DialectHIP)
-	run, err := RunStress(context.Background(), dev, StressOptions{Threads: 2, Iters: 4, Trials: 1, Size: 24,
+	run, err := RunHere(context.Background(), dev, Options{Threads: 2, Iters: 4, Trials: 1, Size: 24,
 		Policy: cache.Locked, Models: os.DirFS(dir)})
 	if err != nil {
 		t.Fatal(err)
@@ -156,9 +156,9 @@ func TestStressArch(t *testing.T) {
 		{files("gfx942"), "sm_90", "gfx942"},
 		{fstest.MapFS{"gfx942.tn.model": &fstest.MapFile{}}, "gfx942", ""}, // metadata missing
 	} {
-		got, err := StressArch(tt.fsys, tt.device)
+		got, err := Arch(tt.fsys, tt.device)
 		if got != tt.want || (tt.want == "") != (err != nil) {
-			t.Errorf("StressArch(%v, %q) = %q, %v; want %q", keys(tt.fsys), tt.device, got, err, tt.want)
+			t.Errorf("Arch(%v, %q) = %q, %v; want %q", keys(tt.fsys), tt.device, got, err, tt.want)
 		}
 	}
 }
@@ -192,19 +192,19 @@ func TestSolverFor(t *testing.T) {
 }
 
 func TestStressRunLineRoundTrip(t *testing.T) {
-	in := &StressRun{Threads: 2, Iters: 1000, Trials: 3, Size: 2048, Expected: 1098304,
+	in := &RunResult{Threads: 2, Iters: 1000, Trials: 3, Size: 2048, Expected: 1098304,
 		Sums: [][]float64{{1098304, 1098304}}, Arch: "miotool", Cache: "locked: ...",
 		CacheStats: cache.Stats{Hits: 5, Loads: 1}, Solvers: map[string]int{conv.SolverImplicitGemm: 6}, ElapsedMs: 12.5}
 	var b strings.Builder
 	b.WriteString("some log line\n")
-	if err := WriteStressRun(&b, in); err != nil {
+	if err := WriteResult(&b, in); err != nil {
 		t.Fatal(err)
 	}
-	out, ok := ParseStressRun([]byte(b.String()))
+	out, ok := ParseResult([]byte(b.String()))
 	if !ok || fmt.Sprint(*out) != fmt.Sprint(*in) {
 		t.Errorf("round trip: %+v, %v; want %+v", out, ok, in)
 	}
-	if _, ok := ParseStressRun([]byte("no result here\n" + StressResultPrefix + "{broken")); ok {
+	if _, ok := ParseResult([]byte("no result here\n" + ResultPrefix + "{broken")); ok {
 		t.Error("a broken line parsed")
 	}
 }
@@ -391,12 +391,12 @@ func BenchmarkStressIteration(b *testing.B) {
 				b.Fatal(err)
 			}
 			heur := &heuristic{caches: caches, models: builtin.FS, arch: aiheur.BuiltinArch, solvers: conv.Solvers()}
-			w, err := newStressWorker(dev, StressSize)
+			w, err := newStressWorker(dev, InputSize)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer w.close(dev)
-			o := StressOptions{Threads: 1, Iters: 1, Trials: 1, Size: StressSize, Policy: p, Models: builtin.FS}
+			o := Options{Threads: 1, Iters: 1, Trials: 1, Size: InputSize, Policy: p, Models: builtin.FS}
 			var stop atomic.Bool
 			// The first iteration loads the model and the kernels: not timed.
 			if err := w.iterate(context.Background(), heur, o, &stop); err != nil {
@@ -424,12 +424,12 @@ func BenchmarkHeuristicPick(b *testing.B) {
 				b.Fatal(err)
 			}
 			heur := &heuristic{caches: caches, models: builtin.FS, arch: aiheur.BuiltinArch, solvers: conv.Solvers()}
-			if _, _, err := heur.pick(stressProblem(StressSize)); err != nil { // the load: not timed
+			if _, _, err := heur.pick(stressProblem(InputSize)); err != nil { // the load: not timed
 				b.Fatal(err)
 			}
 			i := 0
 			for b.Loop() {
-				if _, _, err := heur.pick(stressProblem(StressSize - i%1000)); err != nil {
+				if _, _, err := heur.pick(stressProblem(InputSize - i%1000)); err != nil {
 					b.Fatal(err)
 				}
 				i++

@@ -1,4 +1,4 @@
-package repro
+package capture
 
 import (
 	"fmt"
@@ -7,15 +7,16 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 )
 
-// FillTargetCapture writes library capture cases into r: find's ranking
+// FillTarget writes library capture cases into r: find's ranking
 // (of the first case), one row per case, and the verdict: PASS when every
 // case kept its capture valid with the right graph output, FAIL naming the
 // cases that did not (the library has the bug), with a checklist status
 // such as "Fails with --target=miopen (global, thread-local), passes
 // (relaxed)".
-func FillTargetCapture(r *report.Result, cases []TargetCaptureCase, d hip.Dialect, end time.Time) {
+func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, end time.Time) {
 	if len(cases) == 0 {
 		r.Finish(report.Error, "no case ran", end)
 		return
@@ -48,7 +49,7 @@ func FillTargetCapture(r *report.Result, cases []TargetCaptureCase, d hip.Dialec
 		}
 		detail := c.Detail
 		if c.FirstRefusal != "" {
-			detail = joinDetail("library call failed: "+c.FirstRefusal, detail)
+			detail = scenario.JoinDetail("library call failed: "+c.FirstRefusal, detail)
 		}
 		cells := []string{c.Mode.String(), string(c.Variant), c.Chosen.String(), string(c.Expected), string(c.Measured),
 			codeCell(c.EndCapture, d), out, detail}
@@ -96,68 +97,9 @@ func FillTargetCapture(r *report.Result, cases []TargetCaptureCase, d hip.Dialec
 	}
 }
 
-// FillTargetStress writes a library stress run into r: one row per thread
-// and trial, and the verdict: PASS when every thread of every trial ended
-// with the exact sum, FAIL otherwise (a wrong sum, a library error, a hang).
-func FillTargetStress(r *report.Result, res *TargetStressResult, end time.Time) {
-	o := res.Options
-	r.Note("library %s", res.Library)
-	r.Note("%d threads x %d trials, %d iterations of conv2d(2x2 ones) then /4 on %dx%d ones, %s algorithm selection; each sum must be %.0f",
-		o.Threads, o.Trials, o.Iterations, o.Size, o.Size, o.Select, o.Expected())
-	t := r.AddTable(fmt.Sprintf("%s: threads on one device, a handle each", res.Target),
-		"trial", "thread", "sum", "expected", "elements not 1", "algorithms", "time", "error")
-	t.FlagColumn = "wrong"
-	wrong := 0
-	for _, th := range res.Threads {
-		cells := []string{fmt.Sprint(th.Trial + 1), fmt.Sprint(th.Thread + 1), fmt.Sprintf("%.0f", th.Sum), fmt.Sprintf("%.0f", th.Expected),
-			fmt.Sprint(th.Wrong), countList(th.Algos), th.Elapsed.Round(time.Millisecond).String(), th.Err}
-		if th.OK() {
-			t.AddRow(cells...)
-		} else {
-			wrong++
-			t.AddFlaggedRow("!", cells...)
-		}
-	}
-	r.Count("threads run", int64(len(res.Threads)))
-	r.Count("wrong or failed", int64(wrong))
-	switch {
-	case res.Measured == Pass:
-		r.Finish(report.Pass, fmt.Sprintf("every thread of every trial ended with the exact sum %.0f", o.Expected()), end)
-	default:
-		r.Finish(report.Fail, firstNonEmpty(res.Detail, "a thread failed"), end)
-	}
-}
-
-// AsStressRun is the run in the form a stress-threads child process
-// reports (WriteStressRun), so a library trial can run in a fresh process
-// like the builtin ones. Arch names the library and Cache is "library".
-func (res *TargetStressResult) AsStressRun() *StressRun {
-	o := res.Options
-	run := &StressRun{Threads: o.Threads, Iters: o.Iterations, Trials: o.Trials, Size: o.Size, Expected: o.Expected(),
-		Arch: res.Library, Cache: "library", Solvers: map[string]int{}, ElapsedMs: float64(res.Elapsed) / float64(time.Millisecond)}
-	for _, th := range res.Threads {
-		for len(run.Sums) <= th.Trial {
-			run.Sums = append(run.Sums, make([]float64, o.Threads))
-		}
-		if th.Thread < len(run.Sums[th.Trial]) {
-			run.Sums[th.Trial][th.Thread] = th.Sum
-		}
-		if !th.OK() {
-			run.Wrong++
-		}
-		for name, n := range th.Algos {
-			run.Solvers[name] += n
-		}
-	}
-	if res.Hung && run.Wrong == 0 {
-		run.Wrong = 1
-	}
-	return run
-}
-
-func uniqueVariants(cases []TargetCaptureCase) []Variant {
-	seen := map[Variant]bool{}
-	var out []Variant
+func uniqueVariants(cases []TargetCase) []scenario.Variant {
+	seen := map[scenario.Variant]bool{}
+	var out []scenario.Variant
 	for _, c := range cases {
 		if !seen[c.Variant] {
 			seen[c.Variant] = true

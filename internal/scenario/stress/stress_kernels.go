@@ -1,4 +1,4 @@
-package repro
+package stress
 
 import (
 	_ "embed"
@@ -38,9 +38,9 @@ var stressSource = sync.OnceValue(func() *hip.KernelSource {
 	}
 })
 
-// StressSource is the stress scenario's own kernel source (the division).
+// Source is the stress scenario's own kernel source (the division).
 // It returns the same pointer on every call.
-func StressSource() *hip.KernelSource { return stressSource() }
+func Source() *hip.KernelSource { return stressSource() }
 
 // divLaunch is the launch that divides the n floats at y by divisor.
 func divLaunch(y hip.DevPtr, n int, divisor float32) (grid, block hip.Dim3, args []hip.KernelArg) {
