@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestStressHelperMiotool(t *testing.T) {
 	if os.Getenv(stressHelperEnv) != "1" {
 		t.Skip("runs only as a stand-in for miotool in stress-threads' runs")
 	}
-	f := cli.NewFactory(cli.System(), cli.BuildInfo{Version: "test", Commit: "test"})
+	f := cli.NewFactory(cli.System(), buildinfo.Info{Version: "test", Commit: "test"})
 	os.Exit(cli.Main(f, flag.Args(), newRootCmd))
 }
 

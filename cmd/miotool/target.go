@@ -42,3 +42,6 @@ func withBackendHint(err error) error {
 	}
 	return err
 }
+
+// targetFlag is how a user asks for library target t: "--target miopen".
+func targetFlag(t target.Name) string { return "--target " + string(t) }

@@ -1,4 +1,8 @@
-package cli
+// Package doctor says what is there to run on and why: which backend
+// --backend selects, every backend and shared library tried with each path,
+// the library targets' libraries, the device, the runtime variables and the
+// configuration.
+package doctor
 
 import (
 	"errors"
@@ -7,48 +11,70 @@ import (
 	"strconv"
 	"time"
 
-	"miotool/internal/dnn/cudnn"
-	"miotool/internal/dnn/miopen"
+	"miotool/internal/buildinfo"
+	"miotool/internal/cli"
+	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 )
 
-// DoctorInput is what Diagnose looks at.
-type DoctorInput struct {
-	Backend     string // --backend as resolved
+// Input is what Diagnose looks at.
+type Input struct {
+	Backend     string // the backend requested, as resolved
 	Ordinal     int
 	Dialect     hip.Dialect // the simulator's rule table
-	Open        OpenFunc
+	Open        cli.OpenFunc
 	Backends    func() []hip.Backend
-	Env         RuntimeEnv
+	Env         cli.RuntimeEnv
 	ConfigUsed  string // "" when no config file was read
 	CommandLine string
-	Build       BuildInfo
+	Build       buildinfo.Info
 	Now         func() time.Time
 	// TargetLibraries reports the libraries of the library targets
-	// (libMIOpen, libcudnn); nil searches for them (see
-	// DefaultTargetLibraries).
+	// (libMIOpen, libcudnn); nil searches for them (target.Libraries).
 	TargetLibraries func() []hip.Library
+	// Words spell what the user types, for the report.
+	Words Words
 }
 
-// DefaultTargetLibraries loads libMIOpen and libcudnn the way the library
-// targets do and returns where each was found, or every path tried. The
-// temporary user find-db folder loading MIOpen makes is removed again.
-func DefaultTargetLibraries() []hip.Library {
-	libs := []hip.Library{miopen.Locate(), cudnn.Locate()}
-	if l, err := miopen.Default(); err == nil {
-		_ = l.RemoveUserDB()
+// Words are the command-line spellings the report uses; the CLI layer,
+// which owns them, supplies them.
+type Words struct {
+	// Backend is how a user asks for backend b, e.g. "--backend hip".
+	Backend func(b hip.BackendName) string
+	// Target is how a user asks for library target t, e.g. "--target miopen".
+	Target func(t target.Name) string
+}
+
+// libraryUse is what a library the summary lists is needed for: a backend
+// or a library target, and for what.
+type libraryUse struct {
+	name    string
+	backend hip.BackendName
+	target  target.Name
+	what    string
+}
+
+// libraryUses lists them in the summary's order.
+var libraryUses = []libraryUse{
+	{name: "libamdhip64", backend: hip.BackendHIP},
+	{name: "libhiprtc", backend: hip.BackendHIP, what: "building kernels"},
+	{name: target.LibraryNames[target.MIOpen], target: target.MIOpen},
+	{name: target.LibraryNames[target.CUDNN], target: target.CUDNN},
+}
+
+// use is "--backend hip (building kernels)".
+func (u libraryUse) use(w Words) string {
+	s := ""
+	if u.backend != "" {
+		s = w.Backend(u.backend)
+	} else {
+		s = w.Target(u.target)
 	}
-	return libs
-}
-
-// libraryUses says what each library the summary lists is needed for, in
-// the summary's order.
-var libraryUses = []struct{ name, use string }{
-	{"libamdhip64", "--backend hip"},
-	{"libhiprtc", "--backend hip (building kernels)"},
-	{miopen.LibraryName, "--target miopen"},
-	{cudnn.LibraryName, "--target cudnn"},
+	if u.what != "" {
+		s += " (" + u.what + ")"
+	}
+	return s
 }
 
 // Diagnose reports which backend is chosen and why, every backend and
@@ -57,7 +83,7 @@ var libraryUses = []struct{ name, use string }{
 // and libcudnn were found and where, the device, the runtime variables and
 // the configuration. Its verdict is PASS whenever the report could be made:
 // an unavailable backend is a finding here, not a failure.
-func Diagnose(in DoctorInput) *report.Result {
+func Diagnose(in Input) *report.Result {
 	start := in.Now()
 	r := report.New("doctor", in.CommandLine, start)
 
@@ -105,7 +131,7 @@ func Diagnose(in DoctorInput) *report.Result {
 			addUnavailable(libs, b.Name, err)
 			continue
 		}
-		tried.AddRow(b.Name, kind(b), "available", "not used: "+notUsedReason(in.Backend, sel))
+		tried.AddRow(b.Name, kind(b), "available", "not used: "+notUsedReason(in.Backend, sel, in.Words))
 		addLibraries(libs, b.Name, d.Libraries())
 		if err := d.Close(); err != nil {
 			r.Note("closing backend %s: %v", b.Name, err)
@@ -113,7 +139,7 @@ func Diagnose(in DoctorInput) *report.Result {
 	}
 	targetLibs := in.TargetLibraries
 	if targetLibs == nil {
-		targetLibs = DefaultTargetLibraries
+		targetLibs = target.Libraries
 	}
 	for _, lib := range targetLibs() {
 		addLibraries(libs, "target", []hip.Library{lib})
@@ -126,18 +152,18 @@ func Diagnose(in DoctorInput) *report.Result {
 		lib, searched := libs.seen[u.name]
 		switch {
 		case !searched:
-			found.AddRow(u.name, "not searched", "-", "-", u.use)
+			found.AddRow(u.name, "not searched", "-", "-", u.use(in.Words))
 		case lib.Loaded != "":
-			found.AddRow(u.name, "yes", lib.Loaded, orDash(lib.Version), u.use)
+			found.AddRow(u.name, "yes", lib.Loaded, orDash(lib.Version), u.use(in.Words))
 		default:
-			found.AddRow(u.name, "no", fmt.Sprintf("not found in %d places (see Libraries)", len(lib.Tried)), "-", u.use)
+			found.AddRow(u.name, "no", fmt.Sprintf("not found in %d places (see Libraries)", len(lib.Tried)), "-", u.use(in.Words))
 		}
 	}
 
 	device := r.AddTable("Device", "property", "value")
 	if dev != nil {
 		p := dev.Props()
-		r.Device = DeviceOf(p)
+		r.Device = cli.DeviceOf(p)
 		device.AddRow("name", p.Name)
 		device.AddRow("ordinal", strconv.Itoa(p.Ordinal))
 		device.AddRow("arch", p.Arch)
@@ -155,7 +181,7 @@ func Diagnose(in DoctorInput) *report.Result {
 	vars := r.AddTable("Runtime variables", "variable", "value", "source", "note")
 	for _, s := range in.Env.Settings {
 		source := string(s.Source)
-		if s.Raw != "" && s.Source == FromDefault {
+		if s.Raw != "" && s.Source == cli.FromDefault {
 			source = fmt.Sprintf("default (env %q ignored)", s.Raw)
 		}
 		vars.AddRow(s.Name, s.Value, source, s.Note)
@@ -181,9 +207,9 @@ func Diagnose(in DoctorInput) *report.Result {
 	return r
 }
 
-func notUsedReason(requested string, sel hip.Selection) string {
-	if requested != "" && requested != BackendAuto {
-		return "--backend " + requested + " was requested"
+func notUsedReason(requested string, sel hip.Selection, w Words) string {
+	if requested != "" && requested != string(hip.BackendAuto) {
+		return w.Backend(hip.BackendName(requested)) + " was requested"
 	}
 	return "auto chose " + sel.Chosen
 }

@@ -1,6 +1,7 @@
-package cli
+package doctor
 
 import (
+	"miotool/internal/cli"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,12 @@ func diagnoseWithTargets(t *testing.T, targets func() []hip.Library) *report.Res
 	t.Helper()
 	closed := 0
 	backends := stubBackends(&closed)
-	return Diagnose(DoctorInput{
+	return Diagnose(Input{
+		Words:           testWords,
 		Backend:         "auto",
 		Open:            stubSelect(backends),
 		Backends:        func() []hip.Backend { return backends },
-		Env:             ReadRuntimeEnv(func(string) (string, bool) { return "", false }, func() (string, error) { return "/h", nil }),
+		Env:             cli.ReadRuntimeEnv(func(string) (string, bool) { return "", false }, func() (string, error) { return "/h", nil }),
 		CommandLine:     "miotool doctor",
 		Now:             func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) },
 		TargetLibraries: targets,

@@ -1,12 +1,14 @@
-package cli
+// Package buildinfo identifies the binary: its version, commit and Go
+// version, from what was linked in and what the toolchain recorded.
+package buildinfo
 
 import (
 	"runtime"
 	"runtime/debug"
 )
 
-// BuildInfo identifies the binary.
-type BuildInfo struct {
+// Info identifies the binary.
+type Info struct {
 	Version   string // release version, or "dev"
 	Commit    string // VCS revision, or "unknown"
 	Modified  bool   // built from a tree with uncommitted changes
@@ -14,16 +16,16 @@ type BuildInfo struct {
 	Platform  string // GOOS/GOARCH
 }
 
-// ResolveBuildInfo combines the values linked in with
+// Resolve combines the values linked in with
 // -ldflags "-X main.version=... -X main.commit=..." with what the Go
 // toolchain recorded in the binary, which fills whatever was not linked in.
-func ResolveBuildInfo(version, commit string) BuildInfo {
+func Resolve(version, commit string) Info {
 	info, ok := debug.ReadBuildInfo()
-	return resolveBuildInfo(version, commit, info, ok)
+	return resolve(version, commit, info, ok)
 }
 
-func resolveBuildInfo(version, commit string, info *debug.BuildInfo, ok bool) BuildInfo {
-	b := BuildInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+func resolve(version, commit string, info *debug.BuildInfo, ok bool) Info {
+	b := Info{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if ok && info != nil {
 		if info.GoVersion != "" {
 			b.GoVersion = info.GoVersion

@@ -1,8 +1,11 @@
-package cli
+package doctor
 
 import (
 	"bytes"
 	"errors"
+	"miotool/internal/buildinfo"
+	"miotool/internal/cli"
+	"miotool/internal/dnn/target"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +46,7 @@ func stubBackends(closed *int) []hip.Backend {
 }
 
 // stubSelect follows hip.Select's contract over the stub backends.
-func stubSelect(backends []hip.Backend) OpenFunc {
+func stubSelect(backends []hip.Backend) cli.OpenFunc {
 	return func(name string, opts hip.OpenOptions) (hip.Device, hip.Selection, error) {
 		sel := hip.Selection{Requested: name}
 		for _, b := range backends {
@@ -67,20 +70,21 @@ func stubSelect(backends []hip.Backend) OpenFunc {
 func diagnose(t *testing.T, backend string, closed *int) *report.Result {
 	t.Helper()
 	backends := stubBackends(closed)
-	env := ReadRuntimeEnv(func(k string) (string, bool) {
+	env := cli.ReadRuntimeEnv(func(k string) (string, bool) {
 		if k == "GPU_MAX_HW_QUEUES" {
 			return "0", true
 		}
 		return "", false
 	}, func() (string, error) { return "/home/u/.config", nil })
-	return Diagnose(DoctorInput{
+	return Diagnose(Input{
+		Words:       testWords,
 		Backend:     backend,
 		Open:        stubSelect(backends),
 		Backends:    func() []hip.Backend { return backends },
 		Env:         env,
 		ConfigUsed:  "/work/miotool.yaml",
 		CommandLine: "miotool doctor",
-		Build:       BuildInfo{Version: "1.0.0", Commit: "abc", GoVersion: "go1.26.8", Platform: "linux/amd64"},
+		Build:       buildinfo.Info{Version: "1.0.0", Commit: "abc", GoVersion: "go1.26.8", Platform: "linux/amd64"},
 		Now:         func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) },
 	})
 }
@@ -156,4 +160,10 @@ func TestDoctorSkipsWhenTheRequestedBackendIsMissing(t *testing.T) {
 	if text := tableText(t, r, "Backends"); !strings.Contains(text, "hip | GPU | available | not used: --backend cuda was requested") {
 		t.Errorf("backends table:\n%s", text)
 	}
+}
+
+// testWords spell flags as miotool does.
+var testWords = Words{
+	Backend: func(b hip.BackendName) string { return "--backend " + string(b) },
+	Target:  func(t target.Name) string { return "--target " + string(t) },
 }
