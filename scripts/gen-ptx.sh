@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gen-ptx.sh: regenerate the precompiled PTX the CUDA backend loads where
 # NVRTC is not installed: internal/conv/kernels.ptx and
-# internal/repro/stress_kernels.ptx.
+# internal/scenario/stress/stress_kernels.ptx.
 #
 #   scripts/gen-ptx.sh build        # needs Go: bin/gen-ptx, static
 #   scripts/gen-ptx.sh run [ROOT]   # needs NVRTC (a CUDA toolkit or its runtime libraries)

@@ -8,8 +8,10 @@ import (
 
 	"miotool/configs"
 	"miotool/internal/cli"
+	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
-	"miotool/internal/repro"
+	"miotool/internal/scenario"
+	"miotool/internal/scenario/capture"
 	"miotool/internal/streams"
 )
 
@@ -23,11 +25,11 @@ type CaptureOptions struct {
 	Samples  int
 	Repeat   int
 	Seed     uint64
-	Target   repro.Target
+	Target   target.Name
 
 	modes    []hip.CaptureMode
 	policies []streams.Policy
-	variants []repro.Variant
+	variants []scenario.Variant
 }
 
 // NewCmdCapture builds `miotool capture`; runF, when set, replaces the run function.
@@ -75,15 +77,15 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 			if err := opts.parseMatrix(); err != nil {
 				return err
 			}
-			if opts.Target != repro.TargetBuiltin && cmd.Flags().Changed("reclaim") {
+			if opts.Target != target.Builtin && cmd.Flags().Changed("reclaim") {
 				return cli.UsageErrorf("--reclaim applies to --target=builtin only: a library reclaims its own streams")
 			}
-			if opts.Target != repro.TargetBuiltin {
-				opts.policies = []streams.Policy{repro.PolicyLibrary}
+			if opts.Target != target.Builtin {
+				opts.policies = nil // the library reclaims its own streams
 			}
 			// A matrix run covers both variants unless told otherwise.
-			if !cmd.Flags().Changed("variant") && len(opts.modes)*len(opts.policies) > 1 {
-				opts.variants = repro.Variants
+			if !cmd.Flags().Changed("variant") && len(opts.modes)*max(1, len(opts.policies)) > 1 {
+				opts.variants = scenario.Variants
 			}
 			if opts.Samples < 1 {
 				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
@@ -105,7 +107,7 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
 	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
-	fl.Var(cli.NewEnumValue(&opts.Target, repro.TargetBuiltin, repro.Targets...), "target",
+	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
 		"what runs find and the captured convolution: builtin (miotool's own mechanisms), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
 	opts.AddDialectFlag(cmd)
 	return cmd
@@ -119,7 +121,7 @@ func (o *CaptureOptions) parseMatrix() error {
 	if o.policies, err = parseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy); err != nil {
 		return err
 	}
-	o.variants, err = parseList(o.Variants, "--variant", repro.Variants, repro.ParseVariant)
+	o.variants, err = parseList(o.Variants, "--variant", scenario.Variants, scenario.ParseVariant)
 	return err
 }
 
@@ -147,20 +149,20 @@ func parseList[T comparable](vals []string, flag string, all []T, parse func(str
 }
 
 // scenarioProblems resolves the find problem and the captured one.
-func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (repro.CaptureOptions, string, error) {
+func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (capture.Options, string, error) {
 	fp, name, err := pf.Resolve(backend)
 	if err != nil {
-		return repro.CaptureOptions{}, "", err
+		return capture.Options{}, "", err
 	}
 	cp, err := configs.Problem("", "capture-small")
 	if err != nil {
-		return repro.CaptureOptions{}, "", err
+		return capture.Options{}, "", err
 	}
 	label := fp.String()
 	if name != "" {
 		label = name + " (" + label + ")"
 	}
-	return repro.CaptureOptions{
+	return capture.Options{
 		FindProblem:     fp,
 		CaptureProblem:  cp.Problem,
 		NaiveTimeoutPct: s.Env.NaiveTimeoutPercent,
@@ -171,7 +173,7 @@ func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (re
 
 func runCapture(opts *CaptureOptions) error {
 	start := opts.Now()
-	if opts.Target != repro.TargetBuiltin {
+	if opts.Target != target.Builtin {
 		return runTargetCapture(opts, start)
 	}
 	dev, r := opts.Open("capture", start)
@@ -198,12 +200,12 @@ func runCapture(opts *CaptureOptions) error {
 		}
 		opts.Verbosef(format, args...)
 	}
-	cases, err := repro.RunCapture(opts.Context, dev, co)
+	cases, err := capture.Run(opts.Context, dev, co)
 	done()
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	repro.FillCapture(r, cases, dev.Dialect(), opts.Now())
+	capture.Fill(r, cases, dev.Dialect(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
 
@@ -221,16 +223,16 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 		return err
 	}
 	r.Note("target %s; problem %s %s", opts.Target, name, p)
-	for _, n := range repro.TargetNotes(opts.Target, dev) {
+	for _, n := range target.NotesFor(nil, dev, opts.Target) {
 		r.Note("%s", n)
 	}
-	cases, err := repro.RunTargetCaptureWith(opts.Context, dev, repro.TargetCaptureOptions{
+	cases, err := capture.RunTarget(opts.Context, dev, capture.TargetOptions{
 		Target: opts.Target, Modes: opts.modes, Variants: opts.variants, Problem: p,
 		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef,
 	})
 	if err != nil {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
-	repro.FillTargetCapture(r, cases, dev.Dialect(), opts.Now())
+	capture.FillTarget(r, cases, dev.Dialect(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"miotool/internal/buildinfo"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
+	"miotool/internal/doctor"
 	"miotool/internal/hip"
 )
 
@@ -18,7 +20,7 @@ type DoctorOptions struct {
 	Backends    func() []hip.Backend
 	Env         cli.RuntimeEnv
 	ConfigUsed  string
-	Build       cli.BuildInfo
+	Build       buildinfo.Info
 	Now         func() time.Time
 
 	Dialect hip.Dialect
@@ -61,7 +63,7 @@ counts, so a machine without a GPU passes) and 4 when the backend named with
 }
 
 func runDoctor(opts *DoctorOptions) error {
-	r := cli.Diagnose(cli.DoctorInput{
+	r := doctor.Diagnose(doctor.Input{
 		Backend:     opts.Global.Backend,
 		Ordinal:     opts.Global.Device,
 		Dialect:     opts.Dialect,
@@ -72,6 +74,7 @@ func runDoctor(opts *DoctorOptions) error {
 		CommandLine: opts.CommandLine,
 		Build:       opts.Build,
 		Now:         opts.Now,
+		Words:       doctor.Words{Backend: cli.BackendFlag, Target: targetFlag},
 	})
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"miotool/internal/buildinfo"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ var (
 )
 
 func main() {
-	f := cli.NewFactory(cli.System(), cli.ResolveBuildInfo(version, commit))
+	f := cli.NewFactory(cli.System(), buildinfo.Resolve(version, commit))
 	os.Exit(cli.Main(f, os.Args[1:], newRootCmd))
 }
 

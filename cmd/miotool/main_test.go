@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"miotool/internal/buildinfo"
 	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ios, _, out, errOut := cli.Test()
 	h := &harness{out: out, errOut: errOut, dir: t.TempDir()}
-	h.f = cli.NewFactory(ios, cli.BuildInfo{Version: "1.2.3", Commit: "c0ffee", GoVersion: "go1.26.8", Platform: "linux/amd64"})
+	h.f = cli.NewFactory(ios, buildinfo.Info{Version: "1.2.3", Commit: "c0ffee", GoVersion: "go1.26.8", Platform: "linux/amd64"})
 	h.f.Getwd = func() (string, error) { return h.dir, nil }
 	h.f.UserConfigDir = func() (string, error) { return filepath.Join(h.dir, "config"), nil }
 	h.f.LookupEnv = func(string) (string, bool) { return "", false }

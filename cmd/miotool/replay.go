@@ -8,7 +8,7 @@ import (
 
 	"miotool/internal/cli"
 	"miotool/internal/hip"
-	"miotool/internal/repro"
+	"miotool/internal/scenario/capture"
 	"miotool/internal/streams"
 )
 
@@ -113,8 +113,8 @@ func runReplay(opts *ReplayOptions) error {
 		}
 		opts.Verbosef(format, args...)
 	}
-	cases, err := repro.RunReplay(opts.Context, dev, repro.ReplayOptions{
-		CaptureOptions:  co,
+	cases, err := capture.RunReplay(opts.Context, dev, capture.ReplayOptions{
+		Options:         co,
 		Mode:            opts.mode,
 		Replays:         opts.Replays,
 		ReleaseDeadline: opts.Deadline,
@@ -123,6 +123,6 @@ func runReplay(opts *ReplayOptions) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	repro.FillReplay(r, cases, dev.Dialect(), opts.Now())
+	capture.FillReplay(r, cases, dev.Dialect(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +22,7 @@ type ReportOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
 	Context     context.Context
-	Build       cli.BuildInfo
+	Build       buildinfo.Info
 	ConfigUsed  string
 	Now         func() time.Time
 	Executable  func() (string, error)

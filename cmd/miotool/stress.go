@@ -13,9 +13,10 @@ import (
 	"miotool/internal/aiheur"
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/cli"
+	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/repro"
+	"miotool/internal/scenario/stress"
 
 	// The embedded model: the default where no ROCm model directory is.
 	_ "miotool/internal/aiheur/builtin"
@@ -33,15 +34,15 @@ type StressOptions struct {
 	// Target runs the workload through a real library (miopen, cudnn)
 	// instead of miotool's handle and heuristic; Algo is how that library
 	// picks its algorithm.
-	Target repro.Target
-	Algo   repro.AlgoSelection
+	Target target.Name
+	Algo   stress.AlgoSelection
 	// Child makes this process one run: the workload, then one result
 	// line on stdout. The parent passes it to the processes it starts.
 	Child bool
 
 	// Executable is the program the runs re-execute with their arguments;
 	// os.Executable when nil. Tests put a stand-in there.
-	Executable func(args []string) (repro.ChildCommand, error)
+	Executable func(args []string) (stress.ChildCommand, error)
 }
 
 // NewCmdStress builds `miotool stress-threads`; runF, when set, replaces the run function.
@@ -90,7 +91,7 @@ demonstrations; it is off by default and printed with the result.`,
 			if err := opts.validate(); err != nil {
 				return err
 			}
-			if opts.Target != repro.TargetBuiltin {
+			if opts.Target != target.Builtin {
 				for _, name := range []string{"cache", "model-dir", "race-window"} {
 					if cmd.Flags().Changed(name) {
 						return cli.UsageErrorf("--%s applies to --target=builtin only: a library uses its own heuristic and caches", name)
@@ -109,18 +110,18 @@ demonstrations; it is off by default and printed with the result.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.Threads, "threads", repro.DefaultStressThreads, "threads, each with its own handle and stream")
-	fl.IntVar(&opts.Iters, "iters", repro.DefaultStressIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", repro.StressSize-1))
-	fl.IntVar(&opts.Trials, "trials", repro.DefaultStressTrials, "trials per run")
+	fl.IntVar(&opts.Threads, "threads", stress.DefaultThreads, "threads, each with its own handle and stream")
+	fl.IntVar(&opts.Iters, "iters", stress.DefaultIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", stress.InputSize-1))
+	fl.IntVar(&opts.Trials, "trials", stress.DefaultTrials, "trials per run")
 	fl.IntVar(&opts.Runs, "runs", 1, "runs, each in a fresh process")
 	fl.IntVar(&opts.Jobs, "jobs", 1, "runs at a time")
 	fl.Var(cli.NewEnumValue(&opts.Cache, cache.Locked, cache.Policies...), "cache", "model cache policy: unlocked (pre-fix), locked (the fix) or lockfree")
 	fl.StringVar(&opts.ModelDir, "model-dir", "", "directory of MIOpen model files (default: an installed ROCm's share/miopen/db, else the embedded model)")
 	fl.DurationVar(&opts.RaceWindow, "race-window", 0, "widen the cache race on purpose: wait a random time of up to this long between a miss's load and its insert (demonstrations only; 0 = off)")
 	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, "watchdog: a run still going after this is killed and counted as a hang")
-	fl.Var(cli.NewEnumValue(&opts.Target, repro.TargetBuiltin, repro.Targets...), "target",
+	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
 		"what runs the convolutions: builtin (miotool's handle and TunaNet heuristic), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
-	fl.Var(cli.NewEnumValue(&opts.Algo, repro.SelectHeuristic, repro.SelectHeuristic, repro.SelectFind), "algo",
+	fl.Var(cli.NewEnumValue(&opts.Algo, stress.SelectHeuristic, stress.SelectHeuristic, stress.SelectFind), "algo",
 		"with a library target: how it picks each convolution's algorithm, heuristic or find")
 	fl.BoolVar(&opts.Child, "child", false, "run the workload in this process and print one result line (used by the runs it starts)")
 	_ = fl.MarkHidden("child")
@@ -132,8 +133,8 @@ func (o *StressOptions) validate() error {
 	switch {
 	case o.Threads < 1 || o.Threads > 1024:
 		return cli.UsageErrorf("--threads %d: want 1 to 1024", o.Threads)
-	case o.Iters < 1 || o.Iters >= repro.StressSize:
-		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, repro.StressSize-1, repro.StressSize, repro.StressSize)
+	case o.Iters < 1 || o.Iters >= stress.InputSize:
+		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, stress.InputSize-1, stress.InputSize, stress.InputSize)
 	case o.Trials < 1:
 		return cli.UsageErrorf("--trials %d: want 1 or more", o.Trials)
 	case o.Runs < 1:
@@ -186,7 +187,7 @@ func (o *StressOptions) childArgs(backend, modelDir string) []string {
 	args = append(args, "stress-threads", "--child",
 		"--threads", strconv.Itoa(o.Threads), "--iters", strconv.Itoa(o.Iters), "--trials", strconv.Itoa(o.Trials),
 		"--dialect", string(o.Dialect))
-	if o.Target != repro.TargetBuiltin {
+	if o.Target != target.Builtin {
 		return append(args, "--target", string(o.Target), "--algo", string(o.Algo))
 	}
 	args = append(args, "--cache", string(o.Cache), "--race-window", o.RaceWindow.String())
@@ -196,12 +197,12 @@ func (o *StressOptions) childArgs(backend, modelDir string) []string {
 	return args
 }
 
-func osExecutable(args []string) (repro.ChildCommand, error) {
+func osExecutable(args []string) (stress.ChildCommand, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return repro.ChildCommand{}, fmt.Errorf("finding miotool's own executable to start the runs: %w", err)
+		return stress.ChildCommand{}, fmt.Errorf("finding miotool's own executable to start the runs: %w", err)
 	}
-	return repro.ChildCommand{Path: exe, Args: args}, nil
+	return stress.ChildCommand{Path: exe, Args: args}, nil
 }
 
 func runStress(opts *StressOptions) error {
@@ -210,7 +211,7 @@ func runStress(opts *StressOptions) error {
 		dev hip.Device
 		r   *report.Result
 	)
-	if opts.Target != repro.TargetBuiltin {
+	if opts.Target != target.Builtin {
 		var cleanup func()
 		dev, r, cleanup = openTarget(&opts.Scenario, "stress-threads", opts.Target, start)
 		defer cleanup()
@@ -221,8 +222,8 @@ func runStress(opts *StressOptions) error {
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
 	}
 	props := dev.Props()
-	if opts.Target != repro.TargetBuiltin {
-		for _, n := range repro.TargetNotes(opts.Target, dev) {
+	if opts.Target != target.Builtin {
+		for _, n := range target.NotesFor(nil, dev, opts.Target) {
 			r.Note("%s", n)
 		}
 	}
@@ -230,9 +231,9 @@ func runStress(opts *StressOptions) error {
 	if err := dev.Close(); err != nil {
 		return fmt.Errorf("closing the device: %w", err)
 	}
-	if opts.Target != repro.TargetBuiltin {
-		return runStressProcesses(opts, r, repro.StressSetup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
-			Size: repro.StressSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
+	if opts.Target != target.Builtin {
+		return runStressProcesses(opts, r, stress.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+			Size: stress.InputSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
 			Library: fmt.Sprintf("%s, %s algorithm selection", opts.Target, opts.Algo)}, "")
 	}
 	dir, described, fsys, err := opts.models()
@@ -245,7 +246,7 @@ func runStress(opts *StressOptions) error {
 	if opts.ModelDir != "" {
 		badModels = cli.UsageError
 	}
-	arch, err := repro.StressArch(fsys, props.Arch)
+	arch, err := stress.Arch(fsys, props.Arch)
 	if err != nil {
 		return badModels(fmt.Errorf("%s: %w", described, err))
 	}
@@ -260,7 +261,7 @@ func runStress(opts *StressOptions) error {
 	if err != nil {
 		return err
 	}
-	setup := repro.StressSetup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: repro.StressSize,
+	setup := stress.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stress.InputSize,
 		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: caches.Describe(),
 		Models: described, Arch: arch, Timeout: opts.RunTimeout}
 	return runStressProcesses(opts, r, setup, dir)
@@ -268,7 +269,7 @@ func runStress(opts *StressOptions) error {
 
 // runStressProcesses starts the runs, each a fresh miotool process, and
 // writes their tally.
-func runStressProcesses(opts *StressOptions, r *report.Result, setup repro.StressSetup, modelDir string) error {
+func runStressProcesses(opts *StressOptions, r *report.Result, setup stress.Setup, modelDir string) error {
 	exe := opts.Executable
 	if exe == nil {
 		exe = osExecutable
@@ -280,14 +281,14 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup repro.Stres
 	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
 	update, done := opts.Progress("stress-threads: run")
 	update(0, opts.Runs)
-	runs, err := repro.RunStressRuns(opts.Context, child, repro.RunnerOptions{
+	runs, err := stress.RunProcesses(opts.Context, child, stress.RunnerOptions{
 		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
 	})
 	done()
 	if err != nil {
 		return err
 	}
-	repro.FillStress(r, setup, runs, opts.Now())
+	stress.Fill(r, setup, runs, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
 
@@ -304,21 +305,21 @@ func runStressChild(opts *StressOptions) error {
 	}
 	defer dev.Close()
 	opts.Verbosef("run on %s (%s)", dev.Props(), sel.Reason)
-	if opts.Target != repro.TargetBuiltin {
+	if opts.Target != target.Builtin {
 		return runTargetStressChild(opts, dev)
 	}
 	_, _, fsys, err := opts.models()
 	if err != nil {
 		return cli.ToolError(err)
 	}
-	run, err := repro.RunStress(opts.Context, dev, repro.StressOptions{
+	run, err := stress.RunHere(opts.Context, dev, stress.Options{
 		Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
 		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef,
 	})
 	if err != nil {
 		return cli.ToolError(err)
 	}
-	if err := repro.WriteStressRun(opts.IO.Out, run); err != nil {
+	if err := stress.WriteResult(opts.IO.Out, run); err != nil {
 		return cli.ToolError(err)
 	}
 	if !run.OK() {
@@ -330,22 +331,21 @@ func runStressChild(opts *StressOptions) error {
 // runTargetStressChild is one run against a library: every trial in this
 // process, reported in the same line format as the builtin runs.
 func runTargetStressChild(opts *StressOptions, dev hip.Device) error {
-	t := string(opts.Target)
-	if err := repro.TargetAvailable(t); err != nil {
+	if err := target.Available(opts.Target); err != nil {
 		return &cli.ExitError{Code: cli.ExitSkipped, Err: err}
 	}
-	defer repro.TargetCleanup()
-	if err := repro.TargetSupports(t, dev); err != nil {
-		return &cli.ExitError{Code: cli.ExitSkipped, Err: err}
+	defer target.Cleanup()
+	if err := target.Supports(opts.Target, dev); err != nil {
+		return &cli.ExitError{Code: cli.ExitSkipped, Err: withBackendHint(err)}
 	}
-	o := repro.DefaultTargetStress(opts.Target)
+	o := stress.DefaultTargetOptions(opts.Target)
 	o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
-	res, err := repro.RunTargetStress(opts.Context, dev, o)
+	res, err := stress.RunTarget(opts.Context, dev, o)
 	if err != nil {
 		return cli.ToolError(err)
 	}
-	run := res.AsStressRun()
-	if err := repro.WriteStressRun(opts.IO.Out, run); err != nil {
+	run := res.AsRunResult()
+	if err := stress.WriteResult(opts.IO.Out, run); err != nil {
 		return cli.ToolError(err)
 	}
 	if !run.OK() {

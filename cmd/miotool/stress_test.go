@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/repro"
+	"miotool/internal/scenario/stress"
 )
 
 // stressHelperEnv makes this test binary, re-executed, act as miotool
@@ -28,13 +29,13 @@ func TestStressHelperMiotool(t *testing.T) {
 	if os.Getenv(stressHelperEnv) != "1" {
 		t.Skip("runs only as a stand-in for miotool in stress-threads' runs")
 	}
-	f := cli.NewFactory(cli.System(), cli.BuildInfo{Version: "test", Commit: "test"})
+	f := cli.NewFactory(cli.System(), buildinfo.Info{Version: "test", Commit: "test"})
 	os.Exit(cli.Main(f, flag.Args(), newRootCmd))
 }
 
 // helperMiotool starts the runs as this test binary acting as miotool.
-func helperMiotool(args []string) (repro.ChildCommand, error) {
-	return repro.ChildCommand{Path: os.Args[0], Args: append([]string{"-test.run=^TestStressHelperMiotool$", "-test.count=1", "--"}, args...),
+func helperMiotool(args []string) (stress.ChildCommand, error) {
+	return stress.ChildCommand{Path: os.Args[0], Args: append([]string{"-test.run=^TestStressHelperMiotool$", "-test.count=1", "--"}, args...),
 		Env: append(os.Environ(), stressHelperEnv+"=1")}, nil
 }
 
@@ -152,7 +153,7 @@ func TestStressChildPrintsItsResultLine(t *testing.T) {
 	if code := h.runStressReal("--backend", "sim", "stress-threads", "--child", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
-	run, ok := repro.ParseStressRun(h.out.Bytes())
+	run, ok := stress.ParseResult(h.out.Bytes())
 	if !ok || !run.OK() || run.Threads != 3 || len(run.Sums) != 1 || run.Sums[0][2] != 2047*2047 {
 		t.Errorf("result line %q: %+v", h.out, run)
 	}

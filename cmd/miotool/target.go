@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"miotool/internal/cli"
+	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/repro"
 )
 
 // openTarget opens the device for a scenario run through a real library:
@@ -14,19 +16,32 @@ import (
 // device. With a nil device, r is the result to write (a skip, or the
 // open's failure). cleanup releases the library; call it in every case,
 // after closing the device.
-func openTarget(s *cli.Scenario, check string, target repro.Target, start time.Time) (dev hip.Device, r *report.Result, cleanup func()) {
-	release := func() { _ = repro.TargetCleanup() } // a left temporary folder is not worth failing for
-	if err := repro.TargetAvailable(string(target)); err != nil {
+func openTarget(s *cli.Scenario, check string, t target.Name, start time.Time) (dev hip.Device, r *report.Result, cleanup func()) {
+	release := func() { _ = target.Cleanup() } // a left temporary folder is not worth failing for
+	if err := target.Available(t); err != nil {
 		return nil, cli.OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, hip.Selection{}, err), func() {}
 	}
 	dev, r = s.Open(check, start)
 	if dev == nil {
 		return nil, r, release
 	}
-	if err := repro.TargetSupports(string(target), dev); err != nil {
+	if err := target.Supports(t, dev); err != nil {
 		backend := dev.Props().Backend
 		dev.Close()
-		return nil, cli.OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, hip.Selection{Chosen: backend}, err), release
+		return nil, cli.OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, hip.Selection{Chosen: backend}, withBackendHint(err)), release
 	}
 	return dev, r, release
 }
+
+// withBackendHint adds to a target's refusal of the device the flag that
+// picks the backend it runs on.
+func withBackendHint(err error) error {
+	var u *target.UnavailableError
+	if errors.As(err, &u) && u.NeedsBackend != "" {
+		return fmt.Errorf("%w (run with %s)", err, cli.BackendFlag(u.NeedsBackend))
+	}
+	return err
+}
+
+// targetFlag is how a user asks for library target t: "--target miopen".
+func targetFlag(t target.Name) string { return "--target " + string(t) }

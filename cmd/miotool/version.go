@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"miotool/internal/buildinfo"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ import (
 // VersionOptions are the inputs of `miotool version`.
 type VersionOptions struct {
 	IO     *cli.IOStreams
-	Build  cli.BuildInfo
+	Build  buildinfo.Info
 	Format report.Format
 }
 

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +41,7 @@ func newTestCLI(t *testing.T) *testCLI {
 	t.Helper()
 	ios, _, out, errOut := Test()
 	tc := &testCLI{out: out, errOut: errOut, home: t.TempDir()}
-	tc.f = NewFactory(ios, BuildInfo{Version: "test", Commit: "abc"})
+	tc.f = NewFactory(ios, buildinfo.Info{Version: "test", Commit: "abc"})
 	tc.f.Getwd = func() (string, error) { return filepath.Join(tc.home, "work"), nil }
 	tc.f.UserConfigDir = func() (string, error) { return filepath.Join(tc.home, "config"), nil }
 	tc.f.LookupEnv = func(string) (string, bool) { return "", false }
@@ -415,35 +415,8 @@ func TestReadRuntimeEnv(t *testing.T) {
 	}
 }
 
-func TestResolveBuildInfo(t *testing.T) {
-	vcs := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abc"}, {Key: "vcs.modified", Value: "true"}}}
-	tagged := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.4.0"}}
-	cases := []struct {
-		name            string
-		version, commit string
-		info            *debug.BuildInfo
-		want            BuildInfo
-	}{
-		{"linked in", "1.2.0", "feed", vcs, BuildInfo{Version: "1.2.0", Commit: "feed", GoVersion: "go1.26.8"}},
-		{"vcs fallback", "", "", vcs, BuildInfo{Version: "dev", Commit: "0123abc", Modified: true, GoVersion: "go1.26.8"}},
-		{"module version", "", "", tagged, BuildInfo{Version: "v1.4.0", Commit: "unknown", GoVersion: "go1.26.8"}},
-		{"nothing", "", "", nil, BuildInfo{Version: "dev", Commit: "unknown"}},
-	}
-	for _, c := range cases {
-		got := resolveBuildInfo(c.version, c.commit, c.info, c.info != nil)
-		if c.want.GoVersion == "" {
-			c.want.GoVersion = got.GoVersion // the running toolchain's
-		}
-		c.want.Platform = got.Platform
-		if got != c.want {
-			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
-		}
-	}
-}
-
 func TestCommandLineQuotes(t *testing.T) {
-	f := NewFactory(System(), BuildInfo{})
+	f := NewFactory(System(), buildinfo.Info{})
 	f.Args = []string{"rules", "--expect", "my file.yaml", "--action=malloc,free", "it's", ""}
 	want := `miotool rules --expect 'my file.yaml' --action=malloc,free 'it'\''s' ''`
 	if got := f.CommandLine(); got != want {
@@ -458,7 +431,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	}{{false, false, false}, {true, true, false}, {true, false, true}} {
 		ios, _, _, errOut := Test()
 		ios.SetStderrTTY(c.tty)
-		f := NewFactory(ios, BuildInfo{})
+		f := NewFactory(ios, buildinfo.Info{})
 		f.Global.NoProgress = c.off
 		update, done := f.Progress("cell")
 		update(1, 2)

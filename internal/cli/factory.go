@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"miotool/internal/buildinfo"
 	"os"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ type GlobalOptions struct {
 // devices) is a field, so tests can replace it.
 type Factory struct {
 	IOStreams *IOStreams
-	Build     BuildInfo
+	Build     buildinfo.Info
 	// Global is filled by the root command's flags and the configuration
 	// before any command runs.
 	Global GlobalOptions
@@ -59,7 +60,7 @@ type Factory struct {
 }
 
 // NewFactory returns a Factory wired to the real process.
-func NewFactory(ios *IOStreams, build BuildInfo) *Factory {
+func NewFactory(ios *IOStreams, build buildinfo.Info) *Factory {
 	return &Factory{
 		IOStreams:     ios,
 		Build:         build,
@@ -136,3 +137,7 @@ func WriteResult(ios *IOStreams, format report.Format, r *report.Result) error {
 	}
 	return ee
 }
+
+// BackendFlag is how a user asks for backend b on the command line:
+// "--backend cuda".
+func BackendFlag(b hip.BackendName) string { return "--backend " + string(b) }

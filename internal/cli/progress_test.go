@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"miotool/internal/buildinfo"
 	"strings"
 	"sync"
 	"testing"
@@ -153,7 +154,7 @@ func TestFactoryProgressBarOnlyOnATerminal(t *testing.T) {
 	for _, c := range []struct{ tty, off, want bool }{{false, false, false}, {true, true, false}, {true, false, true}} {
 		ios, _, _, _ := Test()
 		ios.SetStderrTTY(c.tty)
-		f := NewFactory(ios, BuildInfo{})
+		f := NewFactory(ios, buildinfo.Info{})
 		f.Global.NoProgress = c.off
 		b := f.ProgressBar("x")
 		if (b != nil) != c.want {

@@ -8,6 +8,17 @@ import (
 	"sync"
 )
 
+// BackendName names a runtime backend.
+type BackendName string
+
+// Backend names; BackendAuto asks Select to choose.
+const (
+	BackendAuto BackendName = "auto"
+	BackendSim  BackendName = "sim"
+	BackendCUDA BackendName = "cuda"
+	BackendHIP  BackendName = "hip"
+)
+
 // Library records how a backend looked for one shared library.
 type Library struct {
 	Name    string        // e.g. "libcuda", "libnvrtc"

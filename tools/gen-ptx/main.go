@@ -1,6 +1,6 @@
 // Command gen-ptx writes the PTX that the CUDA backend loads where NVRTC is
 // not installed: every kernel source of miotool (internal/conv's kernels.cu,
-// internal/repro's stress_kernels.cu) compiled by NVRTC for a virtual
+// internal/scenario/stress's stress_kernels.cu) compiled by NVRTC for a virtual
 // architecture, with the SHA-256 of the source in its first line so that a
 // test can tell when the committed PTX no longer matches the source. Run it
 // on a machine with NVRTC (scripts/gen-ptx.sh).
@@ -16,7 +16,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/hip"
 	"miotool/internal/hip/cuda"
-	"miotool/internal/repro"
+	"miotool/internal/scenario/stress"
 )
 
 // target is one kernel source and where its PTX goes, relative to the
@@ -33,7 +33,7 @@ func main() {
 	ver, _ := cuda.NVRTCVersion()
 	for _, t := range []target{
 		{conv.Source(), "internal/conv/kernels.ptx"},
-		{repro.StressSource(), "internal/repro/stress_kernels.ptx"},
+		{stress.Source(), "internal/scenario/stress/stress_kernels.ptx"},
 	} {
 		if err := write(t, *root, *arch, ver); err != nil {
 			fmt.Fprintln(os.Stderr, "gen-ptx:", err)

@@ -16,13 +16,13 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"miotool/internal/buildinfo"
 	"os"
 	"os/signal"
 	"strconv"
 	"time"
 
 	"miotool/internal/aiheur/fit"
-	"miotool/internal/cli"
 	"miotool/internal/conv"
 	"miotool/internal/finder"
 	"miotool/internal/handle"
@@ -114,7 +114,7 @@ func run(ctx context.Context, o options) error {
 	if date == "" {
 		date = time.Now().UTC().Format(time.DateOnly)
 	}
-	build := cli.ResolveBuildInfo("", "")
+	build := buildinfo.Resolve("", "")
 	ds := &fit.Dataset{Info: []fit.Info{
 		{Key: "data", Value: "find results of miotool's solvers (tools/tunanet-collect)"},
 		{Key: "device", Value: props.Name},

@@ -1,5 +1,0 @@
-//go:build !race
-
-package repro
-
-const stressRaceEnabled = false

@@ -1,0 +1,381 @@
+package stress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ChildCommand is how a stress run's fresh process is started: Path with
+// Args (miotool re-executing itself with a hidden flag, or a test binary
+// standing in for it), and Env (nil: this process's environment).
+type ChildCommand struct {
+	Path string
+	Args []string
+	Env  []string
+}
+
+// RunnerOptions configure RunProcesses.
+type RunnerOptions struct {
+	// Runs is how many child processes to run, Jobs how many at a time.
+	Runs, Jobs int
+	// Timeout is the watchdog: a run still going after it is killed and
+	// counted as a hang.
+	Timeout time.Duration
+	// Progress, when set, is told after every finished run.
+	Progress func(done, total int)
+	// Log, when set, gets one line per finished run.
+	Log func(format string, args ...any)
+}
+
+// RunKind is how a run ended.
+type RunKind string
+
+// Run outcomes.
+const (
+	RunPassed RunKind = "passed"
+	// RunCrashed: killed by a signal, or the Go runtime's fatal error (a
+	// fault on unmapped memory, a corrupted map) or an unrecovered panic.
+	RunCrashed RunKind = "crashed"
+	// RunWrong: the child finished and printed a wrong sum.
+	RunWrong RunKind = "wrong result"
+	// RunHung: the watchdog killed it.
+	RunHung RunKind = "hung"
+	// RunError: the child failed without crashing (it could not open the
+	// device, load the model, ...): a failure of the tool, not a finding.
+	RunError RunKind = "error"
+)
+
+// RunOutcome is one child process's end.
+type RunOutcome struct {
+	Index int // 0-based, in start order
+	Kind  RunKind
+	// Crash names a crash: the signal ("SIGSEGV") when one is known, else
+	// the runtime's words ("fatal error: concurrent map writes", "panic").
+	Crash string
+	// Exit is the exit status, or -1 when a signal ended the process.
+	Exit int
+	Wall time.Duration
+	// Run is the child's result line, when it printed one.
+	Run *RunResult
+	// Detail is one line: the crash's first line, or the error.
+	Detail string
+	// Excerpt, for a crash, is the runtime's report in one line: its first
+	// lines and where the crashing goroutine was (miotool's frames).
+	Excerpt string
+	// StderrTail is the end of the child's standard error.
+	StderrTail string
+}
+
+// stderrKeep bounds how much of a child's standard error is kept (a Go
+// crash prints every goroutine's stack).
+const stderrKeep = 64 << 10
+
+// RunProcesses starts o.Runs children of cmd, o.Jobs at a time, each
+// under the watchdog, and classifies how each ended. It returns early with
+// ctx's error when ctx ends, after killing the children still running.
+func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]RunOutcome, error) {
+	switch {
+	case o.Runs < 1:
+		return nil, fmt.Errorf("runs must be at least 1, got %d", o.Runs)
+	case o.Jobs < 1:
+		return nil, fmt.Errorf("jobs must be at least 1, got %d", o.Jobs)
+	case o.Timeout <= 0:
+		return nil, fmt.Errorf("the watchdog timeout must be positive, got %v", o.Timeout)
+	case cmd.Path == "":
+		return nil, errors.New("no child command to run")
+	}
+	outcomes := make([]RunOutcome, o.Runs)
+	next := make(chan int)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		finished int
+		startErr error
+	)
+	for range min(o.Jobs, o.Runs) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out, err := runChild(ctx, cmd, o.Timeout)
+				out.Index = i
+				mu.Lock()
+				if err != nil && startErr == nil {
+					startErr = err
+				}
+				outcomes[i] = out
+				finished++
+				n := finished
+				mu.Unlock()
+				if o.Log != nil {
+					o.Log("run %d: %s%s (%s)", i+1, out.Kind, crashSuffix(out), out.Wall.Round(time.Millisecond))
+				}
+				if o.Progress != nil {
+					o.Progress(n, o.Runs)
+				}
+			}
+		}()
+	}
+feed:
+	for i := 0; i < o.Runs; i++ {
+		mu.Lock()
+		failed := startErr != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if startErr != nil {
+		return nil, startErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return outcomes, nil
+}
+
+func crashSuffix(o RunOutcome) string {
+	if o.Crash != "" {
+		return ": " + o.Crash
+	}
+	return ""
+}
+
+// runChild starts one child and waits for it, killing it when the watchdog
+// or ctx fires. An error means the child could not be started at all.
+func runChild(ctx context.Context, cmd ChildCommand, timeout time.Duration) (RunOutcome, error) {
+	c := exec.Command(cmd.Path, cmd.Args...)
+	c.Env = cmd.Env
+	var stdout bytes.Buffer
+	stderr := &tailBuffer{max: stderrKeep}
+	c.Stdout, c.Stderr = &stdout, stderr
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		return RunOutcome{Kind: RunError, Exit: -1, Detail: err.Error()}, fmt.Errorf("starting the run's process: %w", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait() }()
+	watchdog := time.NewTimer(timeout)
+	defer watchdog.Stop()
+	var (
+		waitErr  error
+		timedOut bool
+	)
+	select {
+	case waitErr = <-waited:
+	case <-watchdog.C:
+		timedOut = true
+		_ = c.Process.Kill()
+		waitErr = <-waited
+	case <-ctx.Done():
+		_ = c.Process.Kill()
+		waitErr = <-waited
+	}
+	wall := time.Since(start)
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return RunOutcome{Kind: RunError, Exit: -1, Wall: wall, Detail: waitErr.Error()}, nil
+	}
+	out := Classify(c.ProcessState, stdout.Bytes(), stderr.Bytes(), timedOut)
+	out.Wall = wall
+	if timedOut {
+		out.Detail = fmt.Sprintf("still running after %v; killed by the watchdog", timeout)
+	}
+	return out, nil
+}
+
+var (
+	goSignalLine = regexp.MustCompile(`\[signal (SIG[A-Z0-9]+)`)
+	goFatalLine  = regexp.MustCompile(`(?m)^fatal error: (.*)$`)
+	goPanicLine  = regexp.MustCompile(`(?m)^panic: (.*)$`)
+)
+
+// Classify decides how a child ended from its exit state and output.
+// A hang is what the watchdog killed. A crash is a process killed by a
+// signal, or one whose standard error holds the Go runtime's own report:
+// "fatal error: ..." (an unexpected fault address is a SIGSEGV the runtime
+// caught; a corrupted map is "concurrent map writes") or an unrecovered
+// "panic: ...". It is named by the signal when the report gives one. A
+// child that printed its result line passed or got a wrong result; any
+// other exit is an error of the tool.
+func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
+	out := RunOutcome{Exit: -1, StderrTail: lastLines(string(stderr), 12)}
+	if state != nil {
+		out.Exit = state.ExitCode()
+	}
+	if timedOut {
+		out.Kind = RunHung
+		return out
+	}
+	text := string(stderr)
+	fatal := goFatalLine.FindStringSubmatch(text)
+	panicked := goPanicLine.FindStringSubmatch(text)
+	if fatal != nil || panicked != nil {
+		out.Kind = RunCrashed
+		switch {
+		case fatal != nil:
+			out.Detail = "fatal error: " + strings.TrimSpace(fatal[1])
+		default:
+			out.Detail = "panic: " + strings.TrimSpace(panicked[1])
+		}
+		out.Excerpt = crashExcerpt(text)
+		switch sig := goSignalLine.FindStringSubmatch(text); {
+		case sig != nil:
+			out.Crash = sig[1]
+		case fatal != nil:
+			out.Crash = out.Detail
+		default:
+			out.Crash = "panic"
+		}
+		return out
+	}
+	if state != nil {
+		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.Kind = RunCrashed
+			out.Crash = SignalName(ws.Signal())
+			out.Detail = "killed by " + out.Crash
+			return out
+		}
+	}
+	if run, ok := ParseResult(stdout); ok {
+		out.Run = run
+		if run.OK() {
+			out.Kind = RunPassed
+			return out
+		}
+		out.Kind = RunWrong
+		out.Detail = fmt.Sprintf("%d of %d sums wrong (expected %.0f): %v", run.Wrong, run.Trials*run.Threads, run.Expected, run.Sums)
+		return out
+	}
+	out.Kind = RunError
+	out.Detail = fmt.Sprintf("exited with status %d without a result", out.Exit)
+	if last := lastLines(text, 1); last != "" {
+		out.Detail += ": " + last
+	}
+	return out
+}
+
+// crashExcerpt condenses a Go crash report: its header lines (the fault
+// address, "fatal error: ...", "[signal ...]") and the first few frames of
+// the crashing goroutine outside the runtime, innermost first.
+func crashExcerpt(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "unexpected fault address") || strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	var head, frames []string
+	inStack := false
+	for _, l := range lines[start:] {
+		switch {
+		case !inStack && strings.HasPrefix(l, "goroutine "):
+			inStack = true
+		case !inStack:
+			if t := strings.TrimSpace(l); t != "" {
+				head = append(head, t)
+			}
+		case l == "":
+			if len(frames) > 0 {
+				return strings.Join(head, " | ") + " | at " + strings.Join(frames, " <- ")
+			}
+			inStack = false // a goroutine of the runtime's only; take the next one
+		case !strings.HasPrefix(l, "\t") && !isRuntimeFrame(l) && !strings.HasPrefix(l, "created by") && len(frames) < 4:
+			if i := strings.LastIndex(l, "("); i > 0 {
+				l = l[:i]
+			}
+			frames = append(frames, l)
+		}
+	}
+	if len(frames) > 0 {
+		return strings.Join(head, " | ") + " | at " + strings.Join(frames, " <- ")
+	}
+	return strings.Join(head, " | ")
+}
+
+// isRuntimeFrame reports a stack frame of the Go runtime itself, which
+// every crash shares (throw, sigpanic, the map's fatal).
+func isRuntimeFrame(l string) bool {
+	return strings.HasPrefix(l, "runtime.") || strings.HasPrefix(l, "internal/runtime/")
+}
+
+// SignalName is a signal's conventional name, e.g. "SIGSEGV".
+func SignalName(sig syscall.Signal) string {
+	if name, ok := signalNames[sig]; ok {
+		return name
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
+	syscall.SIGILL: "SIGILL", syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV",
+	syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGTRAP: "SIGTRAP", syscall.SIGPIPE: "SIGPIPE", syscall.SIGHUP: "SIGHUP",
+}
+
+// lastLines is the last n non-empty lines of s, joined by newlines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var keep []string
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			keep = append([]string{l}, keep...)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// tailBuffer keeps the first max/2 bytes written and the last max/2: a
+// crash report's head names the crash, its tail says how the process ended.
+type tailBuffer struct {
+	max        int
+	head, tail []byte
+	dropped    int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	half := b.max / 2
+	if room := half - len(b.head); room > 0 {
+		take := min(room, len(p))
+		b.head = append(b.head, p[:take]...)
+		p = p[take:]
+	}
+	b.tail = append(b.tail, p...)
+	if over := len(b.tail) - half; over > 0 {
+		b.dropped += over
+		b.tail = append(b.tail[:0], b.tail[over:]...)
+	}
+	return n, nil
+}
+
+// Bytes is what was kept, with a marker where the middle was dropped.
+func (b *tailBuffer) Bytes() []byte {
+	if b.dropped == 0 {
+		return append(append([]byte(nil), b.head...), b.tail...)
+	}
+	mark := fmt.Sprintf("\n... (%d bytes dropped) ...\n", b.dropped)
+	return append(append(append([]byte(nil), b.head...), mark...), b.tail...)
+}

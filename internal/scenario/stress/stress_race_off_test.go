@@ -1,0 +1,5 @@
+//go:build !race
+
+package stress
+
+const stressRaceEnabled = false
