@@ -96,6 +96,21 @@ func (m *memory) release(p hip.DevPtr) bool {
 	return true
 }
 
+// inUse is the bytes and blocks allocated and not freed.
+func (m *memory) inUse() (bytes int64, blocks int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, a := range m.allocs {
+		bytes += int64(a.size)
+	}
+	return bytes, len(m.allocs)
+}
+
+// MemoryInUse is what Malloc handed out and Free has not taken back: the
+// bytes asked for and the number of blocks. Tests of teardown check it is
+// zero, so a leak shows at the device and not only in a caller's counters.
+func (d *Device) MemoryInUse() (bytes int64, blocks int) { return d.mem.inUse() }
+
 // span returns the n bytes at p, which must lie inside one allocation. The
 // slice's capacity ends with the range, so appending cannot reach past it.
 func (m *memory) span(p hip.DevPtr, n int) ([]byte, error) {
@@ -156,6 +171,9 @@ func (d *Device) Malloc(bytes int) (hip.DevPtr, error) {
 	}
 	if bytes <= 0 {
 		return 0, d.errf(op, hip.ErrInvalidValue, "size %d must be positive", bytes)
+	}
+	if err := d.injectedCallFailure(op, 0); err != nil {
+		return 0, err
 	}
 	if uint64(bytes) > TotalMemory {
 		return 0, d.errf(op, hip.ErrOutOfMemory, "size %d exceeds the device's %d bytes", bytes, uint64(TotalMemory))
