@@ -118,22 +118,18 @@ func (h *Handle) Function(src *hip.KernelSource, name string) (hip.Function, err
 }
 
 // Run launches a kernel on the handle's stream. It is the launch path every
-// convolution takes, so under the worker policy it does no tracker work;
-// the lazy and guarded policies sweep abandoned streams here first.
+// convolution takes, so under the worker and poller policies it does no
+// tracker work; the lazy and guarded policies sweep abandoned streams here
+// first.
 func (h *Handle) Run(f hip.Function, grid, block hip.Dim3, shared uint32, args ...hip.KernelArg) error {
 	return h.RunOn(h.stream, f, grid, block, shared, args...)
 }
 
-// RunOn is Run on another stream (a tracker slot's, during find).
+// RunOn is Run on another stream (a tracker slot's, during find). The
+// tracker's policy decides what else the launch path does (see
+// streams.Tracker.BeforeLaunch).
 func (h *Handle) RunOn(s hip.Stream, f hip.Function, grid, block hip.Dim3, shared uint32, args ...hip.KernelArg) error {
-	switch h.tracker.Policy() {
-	case streams.Lazy:
-		// The pre-fix launch path ignores the sweep's outcome; a refused
-		// query has already done its damage to any capture in flight.
-		_ = h.tracker.SweepFromLaunch()
-	case streams.Guarded:
-		_ = h.tracker.SweepGuarded(h.stream)
-	}
+	h.tracker.BeforeLaunch(h.stream)
 	if err := h.dev.LaunchKernel(f, grid, block, shared, s, args...); err != nil {
 		return fmt.Errorf("failed to launch kernel: %w", err)
 	}

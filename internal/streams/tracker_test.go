@@ -383,8 +383,8 @@ func TestReleaseReturnsASlotCleanAndReuseTakesNoNewStream(t *testing.T) {
 	if !streamtest.Closed(buf.Freed()) {
 		t.Error("Release kept the pin alive")
 	}
-	if s.pin != nil || s.done != 0 || s.ticket != 0 || s.state != slotFree {
-		t.Errorf("released slot: pin %v, done %d, ticket %d, state %d; want clean and free", s.pin, s.done, s.ticket, s.state)
+	if s.pin != nil || s.rec != nil || s.state != slotFree {
+		t.Errorf("released slot: pin %v, abandonment %v, state %d; want clean and free", s.pin, s.rec, s.state)
 	}
 
 	again := f.acquire(t)
@@ -394,8 +394,8 @@ func TestReleaseReturnsASlotCleanAndReuseTakesNoNewStream(t *testing.T) {
 	a := f.abandonGated(t, again, nil, true)
 	a.gate.Open()
 	f.ticket(t)
-	if s.pin != nil || s.done != 0 || s.ticket != 0 || s.state != slotFree {
-		t.Errorf("retired slot: pin %v, done %d, ticket %d, state %d; want clean and free", s.pin, s.done, s.ticket, s.state)
+	if s.pin != nil || s.rec != nil || s.state != slotFree {
+		t.Errorf("retired slot: pin %v, abandonment %v, state %d; want clean and free", s.pin, s.rec, s.state)
 	}
 
 	// The slot's old done event is gone; abandon it again without one while
@@ -464,7 +464,7 @@ func TestCloseSynchronizesRetiresAndFreesEverything(t *testing.T) {
 	if late, ok := f.handled(); !ok || late {
 		t.Errorf("the abandoned slot's callback was not handled before Close returned (late %t, handled %t)", late, ok)
 	}
-	if !streamtest.Closed(f.tr.workerDone) {
+	if !streamtest.Closed(f.tr.reclaim.done) {
 		t.Error("Close returned before the worker exited")
 	}
 	wantCounters(t, f.tr.Counters(), map[string]int64{
@@ -815,7 +815,7 @@ func TestSweepFromLaunchIsRefusedDuringAGlobalCapture(t *testing.T) {
 	})
 	sweeper := streamtest.StartThread(t)
 	var err error
-	sweeper.Do(t, "launch-path sweep", func() { err = f.tr.SweepFromLaunch() })
+	sweeper.Do(t, "launch-path sweep", func() { err = f.tr.sweepFromLaunch() })
 	if hip.CodeOf(err) != hip.ErrStreamCaptureUnsupported {
 		t.Errorf("sweep during a global capture: %v, want the refusal", err)
 	}
@@ -830,7 +830,7 @@ func TestSweepFromLaunchIsRefusedDuringAGlobalCapture(t *testing.T) {
 	// The lazy sweep asks the stream, which is idle only once its last
 	// operation has returned, a moment after the marker completes.
 	streamtest.Must(t, "synchronize the abandoned stream", f.sim.StreamSynchronize(a.stream))
-	sweeper.Do(t, "sweep after the capture", func() { err = f.tr.SweepFromLaunch() })
+	sweeper.Do(t, "sweep after the capture", func() { err = f.tr.sweepFromLaunch() })
 	streamtest.Must(t, "sweep after the capture", err)
 	if !streamtest.Closed(a.buf.Freed()) {
 		t.Error("the lazy sweep did not free the finished slot's scratch inline")
@@ -848,7 +848,7 @@ func TestSweepGuardedIsGatedSkipsWhileCapturingAndCountsSlots(t *testing.T) {
 	f.dev.Reset()
 	f.tr.mu.Lock()
 	result := make(chan error, 1)
-	go func() { result <- f.tr.SweepGuarded(handleStream) }()
+	go func() { result <- f.tr.sweepGuarded(handleStream) }()
 	timer := time.NewTimer(streamtest.Limit / 2)
 	select {
 	case err := <-result:
@@ -870,7 +870,7 @@ func TestSweepGuardedIsGatedSkipsWhileCapturingAndCountsSlots(t *testing.T) {
 	th.Do(t, "capture on the handle's stream", func() {
 		streamtest.Must(t, "begin capture", f.sim.StreamBeginCapture(handleStream, hip.CaptureModeThreadLocal))
 		f.dev.Reset()
-		streamtest.Must(t, "SweepGuarded while capturing", f.tr.SweepGuarded(handleStream))
+		streamtest.Must(t, "SweepGuarded while capturing", f.tr.sweepGuarded(handleStream))
 		if n := f.dev.Calls("EventQuery") + f.dev.Calls("StreamQuery"); n != 0 {
 			t.Errorf("SweepGuarded queried %d times while the handle's stream captured", n)
 		}
@@ -881,7 +881,7 @@ func TestSweepGuardedIsGatedSkipsWhileCapturingAndCountsSlots(t *testing.T) {
 	})
 
 	th.Do(t, "sweep after the capture", func() {
-		streamtest.Must(t, "SweepGuarded", f.tr.SweepGuarded(handleStream))
+		streamtest.Must(t, "SweepGuarded", f.tr.sweepGuarded(handleStream))
 	})
 	if !streamtest.Closed(a.buf.Freed()) {
 		t.Error("the guarded sweep did not free the finished slot's scratch")
