@@ -275,6 +275,9 @@ func (r *reclaimThread) runPoller() {
 			return
 		}
 		if len(active) == 0 {
+			if t.beforeIdle != nil {
+				t.beforeIdle()
+			}
 			if r.wake.wait(0, 0) {
 				t.c.wakeups.Add(1)
 			}

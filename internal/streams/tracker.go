@@ -207,6 +207,9 @@ type Tracker struct {
 	// batch the reclaim thread handled: whether each delivered abandonment
 	// was late, and how many pins (done events included) it released.
 	afterDrain func(late []bool, pins int)
+	// beforeIdle, set by tests, is called when the poller, with nothing
+	// draining, goes to sleep with no deadline.
+	beforeIdle func()
 }
 
 type counters struct {
@@ -759,6 +762,7 @@ func (t *Tracker) retryFailedFrees() error {
 	var first error
 	for _, p := range failed {
 		if err := p.Release(); err != nil {
+			t.c.freeErrors.Add(1)
 			leaked += int64(p.Bytes())
 			if first == nil {
 				first = err

@@ -40,13 +40,18 @@ func TestScratchIsReleasedOnceItsKernelRetiresWithNoFurtherCall(t *testing.T) {
 	}
 }
 
-// The worker frees on its own OS thread in relaxed capture mode, so a
-// release leaves a global-mode capture on another thread valid. Without the
-// relaxed mode the free is refused and the capture invalidated.
+// The worker and the poller query and free on their own OS thread in
+// relaxed capture mode, so a release leaves a global-mode capture on
+// another thread valid. Without the relaxed mode the free is refused and
+// the capture invalidated.
 func TestReleaseLeavesAnUnrelatedGlobalCaptureValid(t *testing.T) {
-	for _, dialect := range []hip.Dialect{hip.DialectHIP, hip.DialectCUDA} {
-		t.Run(string(dialect), func(t *testing.T) {
-			f := newFixtureOn(t, dialect, Options{Policy: Worker, MaxDraining: 2})
+	for _, tc := range []struct {
+		policy  Policy
+		dialect hip.Dialect
+	}{{Worker, hip.DialectHIP}, {Worker, hip.DialectCUDA}, {Poller, hip.DialectHIP}, {Poller, hip.DialectCUDA}} {
+		t.Run(string(tc.policy)+"/"+string(tc.dialect), func(t *testing.T) {
+			policy := tc.policy
+			f := newFixtureOn(t, tc.dialect, Options{Policy: policy, MaxDraining: 2})
 			buf := streamtest.NewBuffer(t, f.sim, 1024) // freed by the runtime's free
 			a := f.abandonGated(t, f.acquire(t), buf, true)
 
@@ -74,7 +79,11 @@ func TestReleaseLeavesAnUnrelatedGlobalCaptureValid(t *testing.T) {
 				_ = f.sim.GraphDestroy(g)
 			})
 			f.ticket(t)
-			wantCounters(t, f.tr.Counters(), map[string]int64{"FreeErrors": 0, "ScratchFreed": 1, "ReclaimedByCallback": 1})
+			by := "ReclaimedByCallback"
+			if policy == Poller {
+				by = "ReclaimedByPoller"
+			}
+			wantCounters(t, f.tr.Counters(), map[string]int64{"FreeErrors": 0, "ScratchFreed": 1, by: 1})
 		})
 	}
 }
@@ -259,7 +268,8 @@ func TestAcquireAtTheCapWithCallbacksHeldReclaimsByTheDoneEventOnItsRetest(t *te
 	result := f.acquireAsync(context.Background())
 	f.dev.WaitReturns(t, "EventQuery", 1)
 	a.gate.Open()
-	got := streamtest.Recv(t, "Acquire with the callback held", result)
+	// 300 re-test periods: without the re-test it would wait for ever.
+	got := streamtest.RecvWithin(t, "Acquire with the callback held, by its re-test", 3*time.Second, result)
 	streamtest.Must(t, "Acquire", got.err)
 	streamtest.Recv(t, "scratch freed by the worker", a.buf.Freed())
 	wantCounters(t, f.tr.Counters(), map[string]int64{"ReclaimedByBackstop": 1, "ReclaimedByCallback": 0})

@@ -21,7 +21,14 @@ type Device struct {
 	returns       map[string]int // calls returned
 	changed       chan struct{}
 	failHostFuncs int
+	holdEnqueue   *enqueueHold
+	watchers      map[string][]chan struct{}
 	modes         []ModeChange
+}
+
+// enqueueHold keeps the next LaunchHostFunc inside the runtime call.
+type enqueueHold struct {
+	entered, release chan struct{}
 }
 
 // ModeChange is one ThreadExchangeCaptureMode call.
@@ -40,6 +47,12 @@ func Wrap(d hip.Device) *Device {
 // track counts a call of op as it begins; the returned func counts its
 // return.
 func (d *Device) track(op string) func() {
+	d.mu.Lock()
+	for _, w := range d.watchers[op] {
+		close(w)
+	}
+	delete(d.watchers, op)
+	d.mu.Unlock()
 	d.bump(d.calls, op)
 	return func() { d.bump(d.returns, op) }
 }
@@ -50,6 +63,32 @@ func (d *Device) bump(m map[string]int, op string) {
 	close(d.changed)
 	d.changed = make(chan struct{})
 	d.mu.Unlock()
+}
+
+// Begins returns a channel closed when the next call of op begins.
+func (d *Device) Begins(op string) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.watchers == nil {
+		d.watchers = map[string][]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	d.watchers[op] = append(d.watchers[op], ch)
+	return ch
+}
+
+// HoldHostFuncEnqueue makes the next LaunchHostFunc wait inside the
+// runtime call, before anything is queued: entered closes when it is held
+// there, and release (idempotent, called when the test ends) lets it queue.
+func (d *Device) HoldHostFuncEnqueue(t testing.TB) (entered <-chan struct{}, release func()) {
+	h := &enqueueHold{entered: make(chan struct{}), release: make(chan struct{})}
+	d.mu.Lock()
+	d.holdEnqueue = h
+	d.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(release)
+	return h.entered, release
 }
 
 // Calls is the number of calls of op begun since the last Reset.
@@ -264,7 +303,13 @@ func (d *Device) LaunchHostFunc(s hip.Stream, fn func()) error {
 	if fail {
 		d.failHostFuncs--
 	}
+	hold := d.holdEnqueue
+	d.holdEnqueue = nil
 	d.mu.Unlock()
+	if hold != nil {
+		close(hold.entered)
+		<-hold.release
+	}
 	if fail {
 		return &hip.Error{Op: "LaunchHostFunc", Code: hip.ErrInvalidValue, Dialect: d.Device.Dialect(), Detail: "refused by the test wrapper"}
 	}

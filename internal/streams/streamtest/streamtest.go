@@ -67,6 +67,24 @@ func Recv[T any](t testing.TB, what string, ch <-chan T) T {
 	return zero
 }
 
+// RecvWithin is Recv with a shorter bound, for an outcome that a periodic
+// mechanism (a re-test every few milliseconds) must deliver: d should be
+// hundreds of periods, so that a missing mechanism fails fast and a loaded
+// machine does not.
+func RecvWithin[T any](t testing.TB, what string, d time.Duration, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(min(d, Limit))
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: nothing within %v", what, min(d, Limit))
+	}
+	var zero T
+	return zero
+}
+
 // Closed reports whether ch is closed (or holds a value) right now.
 func Closed[T any](ch <-chan T) bool {
 	select {
