@@ -17,8 +17,9 @@ type Device struct {
 	hip.Device
 
 	mu            sync.Mutex
-	calls         map[string]int // calls begun
-	returns       map[string]int // calls returned
+	calls         map[string]int         // calls begun
+	returns       map[string]int         // calls returned
+	byThread      map[int]map[string]int // calls begun, by OS thread id
 	changed       chan struct{}
 	failHostFuncs int
 	holdEnqueue   *enqueueHold
@@ -47,7 +48,15 @@ func Wrap(d hip.Device) *Device {
 // track counts a call of op as it begins; the returned func counts its
 // return.
 func (d *Device) track(op string) func() {
+	tid := syscall.Gettid()
 	d.mu.Lock()
+	if d.byThread == nil {
+		d.byThread = map[int]map[string]int{}
+	}
+	if d.byThread[tid] == nil {
+		d.byThread[tid] = map[string]int{}
+	}
+	d.byThread[tid][op]++
 	for _, w := range d.watchers[op] {
 		close(w)
 	}
@@ -105,12 +114,22 @@ func (d *Device) Snapshot() map[string]int {
 	return maps.Clone(d.calls)
 }
 
+// SnapshotOn is every op's count since the last Reset made on one OS
+// thread, so that a test can tell a launch path's calls from those of a
+// tracker's own thread.
+func (d *Device) SnapshotOn(tid int) map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.byThread[tid])
+}
+
 // Reset zeroes the counts.
 func (d *Device) Reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	clear(d.calls)
 	clear(d.returns)
+	clear(d.byThread)
 }
 
 // WaitCalls waits until at least n calls of op have begun since the last
