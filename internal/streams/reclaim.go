@@ -353,13 +353,16 @@ func (r *reclaimThread) pollOnce(active []*abandonment) ([]*abandonment, int) {
 // behind the slot's work delivers the abandonment to the worker.
 func (t *Tracker) queueCallback(a *abandonment) {
 	r := t.startThread()
+	if r.spin > 0 {
+		// Wake the worker to spin while the slot drains; before the
+		// enqueue, so that it is awake even for a callback that runs at
+		// once.
+		r.wake.signal()
+	}
 	if err := t.dev.LaunchHostFunc(a.slot.stream, func() { t.onCallback(a) }); err != nil {
 		// The callback will never run; the done event (or a stream query)
 		// is the slot's way home: Acquire's backstop, or Close.
 		t.c.queueFailed.Add(1)
-	}
-	if r.spin > 0 {
-		r.wake.signal() // spin while the slot drains
 	}
 }
 

@@ -196,6 +196,36 @@ func (d *Device) Free(p hip.DevPtr) error {
 	return d.call("Free", d.funcs.Free, uintptr(p))
 }
 
+var _ hip.HostMapper = (*Device)(nil)
+
+// HostAllocMapped allocates pinned host memory mapped into the device's
+// address space. Backends that did not bind the calls refuse it.
+func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
+	const op = "HostAllocMapped"
+	if d.funcs.HostAllocMapped == 0 || d.funcs.HostGetDevicePointer == 0 || d.funcs.FreeHost == 0 {
+		return hip.HostMapped{}, d.st.Errorf(op, hip.ErrNotSupported, "this backend has no host-mapped memory")
+	}
+	if bytes <= 0 {
+		return hip.HostMapped{}, d.invalid(op, "size %d must be positive", bytes)
+	}
+	var host uintptr
+	if err := d.call(op, d.funcs.HostAllocMapped, uintptr(unsafe.Pointer(&host)), uintptr(bytes), d.funcs.HostAllocMappedFlags); err != nil {
+		return hip.HostMapped{}, err
+	}
+	var dev uint64
+	if err := d.call(op, d.funcs.HostGetDevicePointer, uintptr(unsafe.Pointer(&dev)), host, 0); err != nil {
+		_ = d.call("FreeHost", d.funcs.FreeHost, host)
+		return hip.HostMapped{}, err
+	}
+	// The memory is C memory the Go collector never moves or frees.
+	return hip.HostMapped{Host: *(*unsafe.Pointer)(unsafe.Pointer(&host)), Dev: hip.DevPtr(dev), Bytes: bytes}, nil
+}
+
+// HostFreeMapped frees what HostAllocMapped allocated.
+func (d *Device) HostFreeMapped(m hip.HostMapped) error {
+	return d.call("FreeHost", d.funcs.FreeHost, uintptr(m.Host))
+}
+
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {
 	if bytes < 0 {
 		return d.invalid("Memset", "size %d is negative", bytes)

@@ -49,6 +49,13 @@ type RuntimeFuncs struct {
 
 	StreamBeginCapture, StreamEndCapture, ThreadExchangeCaptureMode uintptr
 	GraphInstantiate, GraphLaunch, GraphExecDestroy, GraphDestroy   uintptr
+
+	// Optional: host-mapped memory, for benchmarks (zero where unbound).
+	//	HostAllocMapped(ptr*, bytes, flags)  HostGetDevicePointer(dptr*, ptr, 0)
+	//	FreeHost(ptr)
+	HostAllocMapped, HostGetDevicePointer, FreeHost uintptr
+	// HostAllocMappedFlags asks HostAllocMapped for mapped, portable memory.
+	HostAllocMappedFlags uintptr
 }
 
 // Attributes are a vendor's device-attribute numbers (CUdevice_attribute,

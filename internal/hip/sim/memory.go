@@ -208,6 +208,27 @@ func (d *Device) Free(p hip.DevPtr) error {
 	return nil
 }
 
+var _ hip.HostMapper = (*Device)(nil)
+
+// HostAllocMapped allocates device memory and returns its host view too:
+// the simulator's device memory is host memory, so a Go kernel's write is
+// seen at Host (through atomic loads, if the kernel stores atomically).
+func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
+	p, err := d.Malloc(bytes)
+	if err != nil {
+		return hip.HostMapped{}, err
+	}
+	b, err := d.mem.span(p, bytes)
+	if err != nil {
+		_ = d.Free(p)
+		return hip.HostMapped{}, d.newErr("HostAllocMapped", hip.ErrInvalidValue, err.Error())
+	}
+	return hip.HostMapped{Host: unsafe.Pointer(&b[0]), Dev: p, Bytes: bytes}, nil
+}
+
+// HostFreeMapped frees what HostAllocMapped allocated.
+func (d *Device) HostFreeMapped(m hip.HostMapped) error { return d.Free(m.Dev) }
+
 // Memset is the synchronous byte memset. All simulated streams are
 // non-blocking, so it does not wait for them.
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {
