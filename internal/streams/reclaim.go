@@ -272,6 +272,9 @@ func (r *reclaimThread) runPoller() {
 			}
 		}
 		if r.stopping.Load() {
+			// Close has synchronized the streams: what it polls now has
+			// finished, and is retired as the poller's own.
+			r.pollOnce(active)
 			return
 		}
 		if len(active) == 0 {
