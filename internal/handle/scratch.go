@@ -9,10 +9,11 @@ import (
 )
 
 // Allocator is the allocate/deallocate pair a caller may install (the
-// counterpart of miopenSetAllocator). Under the worker reclaim policy the
-// deallocator is called from the stream tracker's worker thread, possibly
-// while another thread captures: it must not make calls that invalidate
-// every capture in the process (synchronous memset/memcpy, device sync).
+// counterpart of miopenSetAllocator). Under the worker and poller reclaim
+// policies the deallocator is called from the stream tracker's own thread,
+// possibly while another thread captures: it must not make calls that
+// invalidate every capture in the process (synchronous memset/memcpy,
+// device sync).
 type Allocator struct {
 	Alloc func(bytes int) (hip.DevPtr, error)
 	Free  func(p hip.DevPtr) error

@@ -203,3 +203,28 @@ func TestARetirementSignalsTheWaitingAcquire(t *testing.T) {
 	streamtest.Must(t, "Acquire", got.err)
 	f.tr.Release(got.slot)
 }
+
+// The host callback only hands its abandonment over: it takes no tracker
+// lock, so with the lock held elsewhere it still returns and its stream
+// drains; the worker retires the slot once the lock is free.
+func TestTheCallbackTakesNoTrackerLock(t *testing.T) {
+	f := newFixture(t, Options{Policy: Worker, MaxDraining: 1})
+	a := f.abandonGated(t, f.acquire(t), f.buffer(64), true)
+	f.tr.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			f.tr.mu.Unlock()
+		}
+	}()
+	a.gate.Open()
+	synced := make(chan error, 1)
+	go func() { synced <- f.sim.StreamSynchronize(a.stream) }()
+	streamtest.Must(t, "the abandoned stream drains with the tracker lock held", streamtest.Recv(t, "the callback returned", synced))
+	f.tr.mu.Unlock()
+	locked = false
+	if late := f.ticket(t); late {
+		t.Error("the callback was counted late")
+	}
+	streamtest.Recv(t, "scratch freed", a.buf.Freed())
+}
