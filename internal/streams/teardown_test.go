@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -176,32 +175,6 @@ func TestCloseWaitsForAnAbandonInFlight(t *testing.T) {
 	wantCounters(t, f.tr.Counters(), map[string]int64{
 		"ReclaimedByCallback": 1, "ReclaimedByBackstop": 0, "CallbackQueueFailed": 0, "ScratchFreed": 1,
 	})
-}
-
-// An Acquire at the cap is woken by the retirement itself: once the worker
-// has retired the slot, the channel the waiter sleeps on is closed (with
-// the re-test an hour away, nothing else would wake it).
-func TestARetirementSignalsTheWaitingAcquire(t *testing.T) {
-	f := newFixture(t, Options{Policy: Worker, MaxDraining: 1, RetestEvery: time.Hour})
-	release := f.hold(t)
-	a := f.abandonGated(t, f.acquire(t), f.buffer(64), true)
-	f.dev.Reset()
-	result := f.acquireAsync(context.Background())
-	f.dev.WaitReturns(t, "EventQuery", 1)
-	f.tr.mu.Lock()
-	waitingOn := f.tr.retired
-	f.tr.mu.Unlock()
-	f.retire(t, a)
-	release()
-	if late := f.ticket(t); late {
-		t.Fatal("the callback was late")
-	}
-	if !streamtest.Closed(waitingOn) {
-		t.Fatal("the worker retired the slot without signalling the waiting Acquire")
-	}
-	got := streamtest.Recv(t, "Acquire after the signal", result)
-	streamtest.Must(t, "Acquire", got.err)
-	f.tr.Release(got.slot)
 }
 
 // The host callback only hands its abandonment over: it takes no tracker

@@ -239,6 +239,9 @@ func TestAcquireAtTheCapWaitsForTheWorkersSignal(t *testing.T) {
 	f.dev.Reset()
 	result := f.acquireAsync(context.Background())
 	f.dev.WaitReturns(t, "EventQuery", 1) // Acquire's first sweep: not ready, so it waits
+	f.tr.mu.Lock()
+	waitingOn := f.tr.retired
+	f.tr.mu.Unlock()
 	f.retire(t, a)
 	if streamtest.Closed(result) {
 		t.Fatal("Acquire returned with the backlog full and no signal")
@@ -248,6 +251,12 @@ func TestAcquireAtTheCapWaitsForTheWorkersSignal(t *testing.T) {
 	}
 
 	release()
+	if late := f.ticket(t); late {
+		t.Fatal("the held callback was counted late")
+	}
+	if !streamtest.Closed(waitingOn) {
+		t.Fatal("the worker retired the slot without signalling the waiting Acquire")
+	}
 	got := streamtest.Recv(t, "Acquire after the held callback ran", result)
 	streamtest.Must(t, "Acquire", got.err)
 	if got.slot != a.slot {
