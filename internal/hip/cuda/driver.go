@@ -80,9 +80,9 @@ func (l *driverLib) symbols() []gpulib.Symbol {
 		{Name: "cuGraphExecDestroy", Addr: &f.GraphExecDestroy},
 		{Name: "cuGraphDestroy", Addr: &f.GraphDestroy},
 
-		{Name: "cuMemHostAlloc", Addr: &f.HostAllocMapped, Optional: true},
-		{Name: "cuMemHostGetDevicePointer_v2", Addr: &f.HostGetDevicePointer, Optional: true},
-		{Name: "cuMemFreeHost", Addr: &f.FreeHost, Optional: true},
+		{Name: "cuMemHostAlloc", Addr: &l.HostMapped.Alloc, Optional: true},
+		{Name: "cuMemHostGetDevicePointer_v2", Addr: &l.HostMapped.GetDevicePointer, Optional: true},
+		{Name: "cuMemFreeHost", Addr: &l.HostMapped.Free, Optional: true},
 	}
 }
 
@@ -126,7 +126,7 @@ func loadDriver(spec gpulib.SearchSpec) (*driverLib, error) {
 		RuntimeVersion:          "driver API",
 	}}
 	// CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
-	d.Funcs.HostAllocMappedFlags = 0x01 | 0x02
+	d.HostMapped.AllocFlags = 0x01 | 0x02
 	d.Status = gpulib.StatusMapper{Dialect: hip.DialectCUDA, ErrorName: d.errorName}
 	if err := d.Load(spec, d.symbols(), "the driver is too old or not NVIDIA's"); err != nil {
 		return nil, err

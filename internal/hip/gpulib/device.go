@@ -202,19 +202,20 @@ var _ hip.HostMapper = (*Device)(nil)
 // address space. Backends that did not bind the calls refuse it.
 func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
 	const op = "HostAllocMapped"
-	if d.funcs.HostAllocMapped == 0 || d.funcs.HostGetDevicePointer == 0 || d.funcs.FreeHost == 0 {
+	f := d.rt.HostMapped
+	if f.Alloc == 0 || f.GetDevicePointer == 0 || f.Free == 0 {
 		return hip.HostMapped{}, d.st.Errorf(op, hip.ErrNotSupported, "this backend has no host-mapped memory")
 	}
 	if bytes <= 0 {
 		return hip.HostMapped{}, d.invalid(op, "size %d must be positive", bytes)
 	}
 	var host uintptr
-	if err := d.call(op, d.funcs.HostAllocMapped, uintptr(unsafe.Pointer(&host)), uintptr(bytes), d.funcs.HostAllocMappedFlags); err != nil {
+	if err := d.call(op, f.Alloc, uintptr(unsafe.Pointer(&host)), uintptr(bytes), f.AllocFlags); err != nil {
 		return hip.HostMapped{}, err
 	}
 	var dev uint64
-	if err := d.call(op, d.funcs.HostGetDevicePointer, uintptr(unsafe.Pointer(&dev)), host, 0); err != nil {
-		_ = d.call("FreeHost", d.funcs.FreeHost, host)
+	if err := d.call(op, f.GetDevicePointer, uintptr(unsafe.Pointer(&dev)), host, 0); err != nil {
+		_ = d.call("FreeHost", f.Free, host)
 		return hip.HostMapped{}, err
 	}
 	// The memory is C memory the Go collector never moves or frees.
@@ -223,7 +224,7 @@ func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
 
 // HostFreeMapped frees what HostAllocMapped allocated.
 func (d *Device) HostFreeMapped(m hip.HostMapped) error {
-	return d.call("FreeHost", d.funcs.FreeHost, uintptr(m.Host))
+	return d.call("FreeHost", d.rt.HostMapped.Free, uintptr(m.Host))
 }
 
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {
