@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh assemble OUTDIR [FILE]  # joins OUTDIR/sections-*.md into docs/results/<device>.md
 #   scripts/gpu-check.sh all                   # build, run every section, assemble
 #
-# Sections: doctor rules find verify capture replay bench heuristics cudnn stress targets.
+# Sections: doctor rules find verify capture replay bench reclaim heuristics cudnn stress targets.
 # Every table in the results comes from miotool's own output (--format
 # markdown) or from scripts/benchmedians.py and scripts/cudnn-compare.py over
 # raw benchmark output; nothing is written by hand. The machine needs the
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${BACKEND:-cuda}
 BIN=${BIN:-bin}
-ALL_SECTIONS="doctor rules find verify capture replay bench heuristics cudnn stress targets"
+ALL_SECTIONS="doctor rules find verify capture replay bench reclaim heuristics cudnn stress targets"
 
 build() {
 	set -e
@@ -28,8 +28,9 @@ build() {
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/bench.test" ./internal/bench
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/cache.test" ./internal/aiheur/cache
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/builtin.test" ./internal/aiheur/builtin
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/cuda.test" ./internal/hip/cuda
 	set +e
-	echo "built $BIN/miotool and the benchmarks $BIN/bench.test, cache.test, builtin.test ($commit)"
+	echo "built $BIN/miotool and the benchmarks $BIN/bench.test, cache.test, builtin.test, cuda.test ($commit)"
 }
 
 # section OUT TITLE COMMAND...: runs a miotool command, appends its markdown.
@@ -124,6 +125,41 @@ run() {
 					--ratio=BenchmarkRun/worker-pinned-$cores:BenchmarkRun/raw-launch-$cores \
 					--ratio=BenchmarkRun/lazy-pinned-$cores:BenchmarkRun/raw-launch-$cores \
 					--ratio=BenchmarkRun/guarded-pinned-$cores:BenchmarkRun/raw-launch-$cores
+			} >>"$out" 2>>"$LOG"
+			;;
+		reclaim)
+			echo -e "\n## Reclaim latency from the kernel's end, and the paired ratios (medians of ${RECLAIM_RUNS:-5} runs)" >>"$out"
+			local rraw=$dir/reclaim-raw.txt bin
+			bin=$(cd "$BIN" && pwd)
+			echo "[reclaim] running" | tee -a "$LOG"
+			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench 'Hops|Paired' \
+				-test.count "${RECLAIM_RUNS:-5}" -test.benchtime 300x >"$rraw" 2>>"$LOG"
+			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench PollerCPU \
+				-test.count "${RECLAIM_RUNS:-5}" -test.benchtime 5x >>"$rraw" 2>>"$LOG"
+			# The hand-off on the host CPU, with the C stand-in driver (built with
+			# gcc where there is one): its host functions run on a C thread of
+			# their own, as the driver's callback thread does.
+			(cd internal/hip/cuda && "$bin/cuda.test" -test.run XXX -test.bench HandoffStandIn \
+				-test.count "${RECLAIM_RUNS:-5}" -test.benchtime 300x) >>"$rraw" 2>>"$LOG"
+			{
+				echo
+				echo '```'
+				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench 'Hops|Paired' -test.count ${RECLAIM_RUNS:-5} -test.benchtime 300x"
+				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench PollerCPU -test.count ${RECLAIM_RUNS:-5} -test.benchtime 5x"
+				echo "\$ (cd internal/hip/cuda && ../../../bin/cuda.test -test.bench HandoffStandIn -test.count ${RECLAIM_RUNS:-5} -test.benchtime 300x)"
+				echo '```'
+				echo
+				echo "Hops in µs from the kernel's own last write (a flag in host-mapped memory that a spinning"
+				echo "thread watches): callback = the driver's callback thread starting (the floor), awake = the"
+				echo "worker woken (worker) or the done event seen (poller), free-start, freed. worker-futex is the"
+				echo "worker without its spin. Ratios: Abandon / bare host-function enqueue (goal ≤ 1.1), Handle.Run /"
+				echo "raw launch (goal 1.00 ± 0.02). PollerCPU: the process's CPU while a slot drains 200 ms and while"
+				echo "none does (goal ≤ 5 % and 0 % of a core). HandoffStandIn: callback entry to free start on the CPU"
+				echo "(goal ≤ 10 µs)."
+				echo
+				grep -E '^(goos|goarch|cpu):' "$rraw" | awk '!seen[$0]++' | sed 's/^/    /'
+				echo
+				python3 scripts/benchmedians.py "$rraw"
 			} >>"$out" 2>>"$LOG"
 			;;
 		heuristics)

@@ -6,6 +6,7 @@ package handle
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"miotool/internal/hip"
 	"miotool/internal/streams"
@@ -23,6 +24,9 @@ type Options struct {
 	MaxDraining int
 	// Allocator replaces the runtime's malloc/free for scratch buffers.
 	Allocator *Allocator
+	// CloseTimeout bounds Close: the tracker's teardown and the wait for
+	// the handle's own stream (streams.DefaultCloseTimeout when zero).
+	CloseTimeout time.Duration
 }
 
 // Handle is bound to one device and one stream.
@@ -32,6 +36,7 @@ type Handle struct {
 	ownStream hip.Stream // created by New; zero when the caller gave one
 	alloc     Allocator
 	tracker   *streams.Tracker
+	closeWait time.Duration
 
 	scratchMu sync.Mutex
 	scratch   *Scratch
@@ -52,16 +57,20 @@ func New(dev hip.Device, opts Options) (*Handle, error) {
 		return nil, fmt.Errorf("allocator needs both Alloc and Free (Alloc set: %t, Free set: %t)",
 			opts.Allocator.Alloc != nil, opts.Allocator.Free != nil)
 	}
-	tr, err := streams.New(dev, streams.Options{Policy: opts.Policy, MaxDraining: opts.MaxDraining})
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = streams.DefaultCloseTimeout
+	}
+	tr, err := streams.New(dev, streams.Options{Policy: opts.Policy, MaxDraining: opts.MaxDraining, CloseTimeout: opts.CloseTimeout})
 	if err != nil {
 		return nil, err
 	}
 	h := &Handle{
-		dev:     dev,
-		stream:  opts.Stream,
-		tracker: tr,
-		modules: map[*hip.KernelSource]hip.Module{},
-		funcs:   map[funcKey]hip.Function{},
+		dev:       dev,
+		stream:    opts.Stream,
+		tracker:   tr,
+		closeWait: opts.CloseTimeout,
+		modules:   map[*hip.KernelSource]hip.Module{},
+		funcs:     map[funcKey]hip.Function{},
 	}
 	if opts.Allocator != nil {
 		h.alloc = *opts.Allocator
@@ -118,22 +127,18 @@ func (h *Handle) Function(src *hip.KernelSource, name string) (hip.Function, err
 }
 
 // Run launches a kernel on the handle's stream. It is the launch path every
-// convolution takes, so under the worker policy it does no tracker work;
-// the lazy and guarded policies sweep abandoned streams here first.
+// convolution takes, so under the worker and poller policies it does no
+// tracker work; the lazy and guarded policies sweep abandoned streams here
+// first.
 func (h *Handle) Run(f hip.Function, grid, block hip.Dim3, shared uint32, args ...hip.KernelArg) error {
 	return h.RunOn(h.stream, f, grid, block, shared, args...)
 }
 
-// RunOn is Run on another stream (a tracker slot's, during find).
+// RunOn is Run on another stream (a tracker slot's, during find). The
+// tracker's policy decides what else the launch path does (see
+// streams.Tracker.BeforeLaunch).
 func (h *Handle) RunOn(s hip.Stream, f hip.Function, grid, block hip.Dim3, shared uint32, args ...hip.KernelArg) error {
-	switch h.tracker.Policy() {
-	case streams.Lazy:
-		// The pre-fix launch path ignores the sweep's outcome; a refused
-		// query has already done its damage to any capture in flight.
-		_ = h.tracker.SweepFromLaunch()
-	case streams.Guarded:
-		_ = h.tracker.SweepGuarded(h.stream)
-	}
+	h.tracker.BeforeLaunch(h.stream)
 	if err := h.dev.LaunchKernel(f, grid, block, shared, s, args...); err != nil {
 		return fmt.Errorf("failed to launch kernel: %w", err)
 	}
@@ -185,7 +190,9 @@ func (h *Handle) DropScratchCache() error {
 }
 
 // Close tears down the tracker, the scratch cache, the modules and the
-// handle's own stream.
+// handle's own stream. Each wait is bounded by CloseTimeout: work that
+// never finishes makes Close return an error naming what it left (the
+// stream, and what the tracker still pins) instead of hanging.
 func (h *Handle) Close() error {
 	var first error
 	keep := func(err error) {
@@ -196,8 +203,17 @@ func (h *Handle) Close() error {
 	keep(h.tracker.Close())
 	keep(h.DropScratchCache())
 	if h.ownStream != 0 {
-		keep(h.dev.StreamSynchronize(h.ownStream))
-		keep(h.dev.StreamDestroy(h.ownStream))
+		synced := make(chan error, 1)
+		go func() { synced <- h.dev.StreamSynchronize(h.ownStream) }()
+		timer := time.NewTimer(h.closeWait)
+		select {
+		case err := <-synced:
+			keep(err)
+			keep(h.dev.StreamDestroy(h.ownStream))
+		case <-timer.C:
+			keep(fmt.Errorf("handle teardown stopped waiting after %v: its stream %#x is still busy and was left", h.closeWait, uintptr(h.ownStream)))
+		}
+		timer.Stop()
 	}
 	h.modMu.Lock()
 	for _, m := range h.modules {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +46,10 @@ func newSetup(t *testing.T, opts handle.Options) *setup {
 		case err := <-done:
 			if err != nil {
 				t.Errorf("handle Close at the end of the test: %v", err)
+			}
+			// Leaks show at the device, not only in the tracker's figures.
+			if n, blocks := sd.MemoryInUse(); n != 0 {
+				t.Errorf("after the handle's Close, %d device bytes in %d blocks are still allocated", n, blocks)
 			}
 		case <-timer.C:
 			t.Errorf("handle Close did not return within %v", streamtest.Limit)
@@ -108,15 +114,24 @@ func TestRunMakesOnlyItsPolicysCalls(t *testing.T) {
 		{streams.Guarded, true, map[string]int{"StreamIsCapturing": 1, "ThreadExchangeCaptureMode": 2, "EventQuery": 1, "LaunchKernel": 1}},
 		{streams.Lazy, false, map[string]int{"LaunchKernel": 1}},
 		{streams.Lazy, true, map[string]int{"StreamQuery": 1, "LaunchKernel": 1}},
+		{streams.Poller, false, map[string]int{"LaunchKernel": 1}},
+		{streams.Poller, true, map[string]int{"LaunchKernel": 1}},
 	} {
 		t.Run(fmt.Sprintf("%s/pinned=%t", tc.policy, tc.pinned), func(t *testing.T) {
 			s := newSetup(t, handle.Options{Policy: tc.policy})
 			if tc.pinned {
 				s.abandonFind(t, 256)
 			}
-			s.dev.Reset()
-			streamtest.Must(t, "Run", s.run(t))
-			if got := s.dev.Snapshot(); !maps.Equal(got, tc.wantRun) {
+			// Counted on the launching thread only: the poller queries from
+			// its own thread meanwhile.
+			th := streamtest.StartThread(t)
+			var tid int
+			th.Do(t, "Run", func() {
+				tid = syscall.Gettid()
+				s.dev.Reset()
+				streamtest.Must(t, "Run", s.run(t))
+			})
+			if got := s.dev.SnapshotOn(tid); !maps.Equal(got, tc.wantRun) {
 				t.Errorf("Run made %v, want %v", got, tc.wantRun)
 			}
 		})
@@ -231,10 +246,10 @@ func TestGuardedRunSkipsItsSweepWhileItsStreamCaptures(t *testing.T) {
 
 // Find, capture, then only replay the graph: nothing reaches the handle.
 // The guarded policy never releases the abandoned evaluation's scratch
-// (only a later uncaptured launch does); the worker releases it as soon as
-// the kernel retires.
-func TestReplayOnlyWorkloadReleasesScratchOnlyUnderTheWorker(t *testing.T) {
-	for _, policy := range []streams.Policy{streams.Guarded, streams.Worker} {
+// (only a later uncaptured launch does); the worker and the poller release
+// it as soon as the kernel retires.
+func TestReplayOnlyWorkloadReleasesScratchOnlyOffTheLaunchPath(t *testing.T) {
+	for _, policy := range []streams.Policy{streams.Guarded, streams.Worker, streams.Poller} {
 		t.Run(string(policy), func(t *testing.T) {
 			s := newSetup(t, handle.Options{Policy: policy})
 			a := s.abandonFind(t, 1024)
@@ -258,7 +273,7 @@ func TestReplayOnlyWorkloadReleasesScratchOnlyUnderTheWorker(t *testing.T) {
 			}
 			streamtest.Must(t, "synchronize the replays", s.sim.StreamSynchronize(replay))
 
-			if policy == streams.Worker {
+			if policy.ReclaimsOffLaunchPath() {
 				streamtest.Recv(t, "scratch released during replays", a.scratch.Freed())
 				return
 			}
@@ -286,6 +301,7 @@ func TestACustomDeallocatorRunsWhereItsPolicySays(t *testing.T) {
 		want   hip.CaptureMode
 	}{
 		{streams.Worker, hip.CaptureModeRelaxed},
+		{streams.Poller, hip.CaptureModeRelaxed},
 		{streams.Lazy, hip.CaptureModeGlobal},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
@@ -479,5 +495,22 @@ func TestScratchReferenceCounting(t *testing.T) {
 	if !streamtest.Closed(a.Freed()) || a.FreeErr() == nil || frees.Load() != 1 {
 		t.Errorf("after the last release: freed %t, error %v, deallocator calls %d; want freed once with the error",
 			streamtest.Closed(a.Freed()), a.FreeErr(), frees.Load())
+	}
+}
+
+// A kernel on the handle's own stream that never finishes cannot hang
+// Close: at its deadline Close returns an error naming the stream.
+func TestCloseIsBoundedByItsDeadline(t *testing.T) {
+	sd := streamtest.NewSim(t, hip.DialectHIP)
+	h, err := handle.New(sd, handle.Options{Policy: streams.Worker, MaxDraining: 1, CloseTimeout: 100 * time.Millisecond})
+	streamtest.Must(t, "new handle", err)
+	k := streamtest.LoadKernels(t, sd)
+	k.Hold(t, h.Stream())
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	err = streamtest.Recv(t, "Close with a kernel that never finishes", closed)
+	want := fmt.Sprintf("stream %#x is still busy", uintptr(h.Stream()))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Close: %v; want an error saying %q", err, want)
 	}
 }

@@ -9,10 +9,11 @@ import (
 )
 
 // Allocator is the allocate/deallocate pair a caller may install (the
-// counterpart of miopenSetAllocator). Under the worker reclaim policy the
-// deallocator is called from the stream tracker's worker thread, possibly
-// while another thread captures: it must not make calls that invalidate
-// every capture in the process (synchronous memset/memcpy, device sync).
+// counterpart of miopenSetAllocator). Under the worker and poller reclaim
+// policies the deallocator is called from the stream tracker's own thread,
+// possibly while another thread captures: it must not make calls that
+// invalidate every capture in the process (synchronous memset/memcpy,
+// device sync).
 type Allocator struct {
 	Alloc func(bytes int) (hip.DevPtr, error)
 	Free  func(p hip.DevPtr) error
@@ -34,6 +35,7 @@ type Scratch struct {
 	freed chan struct{}
 
 	mu      sync.Mutex
+	tried   bool // the last reference was released and free called
 	freeErr error
 }
 
@@ -62,27 +64,35 @@ func (s *Scratch) Retain() *Scratch {
 }
 
 // Release drops a reference; the last one frees the buffer on the calling
-// goroutine and returns the deallocator's error.
+// goroutine and returns the deallocator's error. Once the references are
+// gone, Release retries a free that failed (the tracker does, at Close).
 func (s *Scratch) Release() error {
 	n := s.refs.Add(-1)
 	if n > 0 {
 		return nil
 	}
 	if n < 0 {
-		panic("handle: scratch buffer released more often than retained")
+		s.refs.Add(1)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.tried || s.freeErr == nil {
+			panic("handle: scratch buffer released more often than retained")
+		}
+		s.freeErr = s.free(s.ptr)
+		return s.freeErr
 	}
-	err := s.free(s.ptr)
 	s.mu.Lock()
-	s.freeErr = err
+	err := s.free(s.ptr)
+	s.tried, s.freeErr = true, err
 	s.mu.Unlock()
 	close(s.freed)
 	return err
 }
 
-// Freed is closed once the buffer has been returned to its allocator.
+// Freed is closed once the deallocator has first returned (see FreeErr).
 func (s *Scratch) Freed() <-chan struct{} { return s.freed }
 
-// FreeErr is the deallocator's result once Freed is closed.
+// FreeErr is the last deallocator's result once Freed is closed.
 func (s *Scratch) FreeErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

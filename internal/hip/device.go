@@ -9,6 +9,7 @@ package hip
 import (
 	"fmt"
 	"runtime"
+	"unsafe"
 )
 
 // Opaque handles. Backends decide what the numbers mean (a C pointer on the
@@ -247,4 +248,22 @@ func WithCaptureMode(d Device, mode CaptureMode, fn func() error) error {
 	}
 	defer func() { _, _ = d.ThreadExchangeCaptureMode(prev) }()
 	return fn()
+}
+
+// HostMapped is pinned host memory mapped into the device's address space:
+// what a kernel writes at Dev, a host thread reads at Host without any
+// runtime call. Benchmarks use it to learn the moment a kernel ends.
+type HostMapped struct {
+	Host  unsafe.Pointer
+	Dev   DevPtr
+	Bytes int
+}
+
+// HostMapper is implemented by devices that can allocate host-mapped memory
+// (cuMemHostAlloc with DEVICEMAP, hipHostMalloc with hipHostMallocMapped;
+// on the simulator, device memory is host memory already). It is optional:
+// callers check for it.
+type HostMapper interface {
+	HostAllocMapped(bytes int) (HostMapped, error)
+	HostFreeMapped(m HostMapped) error
 }

@@ -65,6 +65,10 @@ func newFixtureOn(t *testing.T, dialect hip.Dialect, opts Options) *fixture {
 			if err != nil {
 				t.Errorf("tracker Close at the end of the test: %v", err)
 			}
+			// Leaks show at the device, not only in the tracker's figures.
+			if n, blocks := sd.MemoryInUse(); n != 0 {
+				t.Errorf("after the tracker's Close, %d device bytes in %d blocks are still allocated", n, blocks)
+			}
 		case <-timer.C:
 			t.Errorf("tracker Close did not return within %v", streamtest.Limit)
 		}
@@ -190,7 +194,8 @@ func wantCounters(t *testing.T, got Counters, want map[string]int64) {
 	fields := map[string]int64{
 		"Acquired": got.Acquired, "Released": got.Released, "Abandoned": got.Abandoned,
 		"ReclaimedByCallback": got.ReclaimedByCallback, "ReclaimedByBackstop": got.ReclaimedByBackstop,
-		"ReclaimedByLaunch": got.ReclaimedByLaunch, "CallbackQueueFailed": got.CallbackQueueFailed,
+		"ReclaimedByLaunch": got.ReclaimedByLaunch, "ReclaimedByPoller": got.ReclaimedByPoller,
+		"LeakedBytes": got.LeakedBytes, "Polls": got.Polls, "CallbackQueueFailed": got.CallbackQueueFailed,
 		"LateCallbacks": got.LateCallbacks, "ScratchBytesPinned": got.ScratchBytesPinned,
 		"ScratchFreed": got.ScratchFreed, "FreeErrors": got.FreeErrors,
 		"Draining": int64(got.Draining), "Streams": int64(got.Streams),

@@ -1,61 +1,22 @@
 // Package streams is the stream tracker: a pool of disposable streams on
 // which find evaluates naive solvers, the abandonment of a stream whose
 // evaluation overran its deadline, and the reclaim of abandoned streams and
-// the scratch they pin, under one of three policies (one per revision of
-// MIOpen's fix for abandoned find streams breaking graph captures).
+// the scratch they pin, under one of four policies (three revisions of
+// MIOpen's fix for abandoned find streams breaking graph captures, and a
+// poller beyond it).
 package streams
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"miotool/internal/hip"
 )
-
-// Policy selects how abandoned streams are reclaimed.
-type Policy string
-
-// The reclaim policies.
-const (
-	// Lazy sweeps abandoned streams from every kernel launch with a stream
-	// query and frees their scratch inline. A launch made while any global
-	// capture is in flight (or inside its own capture) has its query
-	// refused, which invalidates that capture.
-	Lazy Policy = "lazy"
-	// Guarded keeps the launch-path sweep but skips it while the handle's
-	// stream is capturing and runs it in relaxed capture mode, gated by an
-	// atomic count of pinned slots. Captures survive, but a workload that
-	// only replays graphs never releases the scratch.
-	Guarded Policy = "guarded"
-	// Worker takes reclaim off the launch path: abandon queues a host
-	// callback behind the evaluation's work and a worker thread retires
-	// the slot and frees its scratch when the stream reaches it.
-	Worker Policy = "worker"
-)
-
-// ReclaimsOffLaunchPath reports whether the policy reclaims abandoned
-// streams without help from the launch path, so that a workload which only
-// replays graphs (and never launches through the library) still gets its
-// scratch back.
-func (p Policy) ReclaimsOffLaunchPath() bool { return p == Worker }
-
-// Policies lists every policy in the order of the fix's history.
-var Policies = []Policy{Lazy, Guarded, Worker}
-
-// ParsePolicy accepts lazy, guarded or worker.
-func ParsePolicy(s string) (Policy, error) {
-	for _, p := range Policies {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("unknown reclaim policy %q (want lazy, guarded or worker)", s)
-}
 
 // MaxDrainingFor is the backlog cap of abandoned, still-running streams for
 // a hardware-queue count: two queues stay free for the user's own work, and
@@ -74,7 +35,9 @@ func DefaultMaxDraining() int {
 }
 
 // Pin is what an abandoned slot keeps alive until its stream drains: a
-// scratch buffer the evaluation writes to. The last Release frees it.
+// scratch buffer the evaluation writes to. The last Release frees it. A
+// Release that failed left the memory allocated; calling Release again
+// retries the free (the tracker does, once, at Close).
 type Pin interface {
 	Bytes() int
 	Release() error
@@ -86,14 +49,20 @@ type Counters struct {
 	Released            int64
 	Abandoned           int64
 	ReclaimedByCallback int64 // retired by the worker on the slot's own callback
-	ReclaimedByBackstop int64 // retired without it: by Acquire, a launch-path sweep, or Close
+	ReclaimedByPoller   int64 // retired by the poller on the slot's done event
+	ReclaimedByBackstop int64 // retired otherwise: by Acquire, a launch-path sweep, or Close
 	ReclaimedByLaunch   int64 // of which by a launch-path sweep (lazy, guarded)
 	CallbackQueueFailed int64
-	LateCallbacks       int64 // callbacks whose ticket no longer matched (slot already retired or reused)
+	LateCallbacks       int64 // callbacks whose slot was already retired (and perhaps reused)
 	ScratchBytesPinned  int64 // bytes held by abandoned slots right now (a shared buffer counts per slot)
 	ScratchFreed        int64 // pins released without error (a shared buffer counts per slot)
 	FreeErrors          int64 // pin releases and done-event destroys that failed
-	WorkerWakeups       int64
+	// LeakedBytes are the bytes of pins whose free failed and failed again
+	// when Close retried it, or that Close could not free because their
+	// streams were still busy at its deadline: still on the device.
+	LeakedBytes   int64
+	WorkerWakeups int64 // wake-ups of the worker or the poller
+	Polls         int64 // done-event (or stream) queries made by the poller
 	// LastAbandonedFor is, for the slot retired last, the time from its
 	// Abandon to its retirement: how long the abandoned work went on
 	// (plus the reclaim's own delay).
@@ -114,16 +83,33 @@ const (
 type Slot struct {
 	stream hip.Stream
 	state  slotState
-	pin    Pin
-	done   hip.Event
-	ticket uint64
-	// abandonedAt is when Abandon gave the slot up, to measure how long
-	// the abandoned work went on.
-	abandonedAt time.Time
+	pin    Pin          // while lent out
+	rec    *abandonment // while draining
 }
 
 // Stream is the slot's stream; valid until the slot is released or abandoned.
 func (s *Slot) Stream() hip.Stream { return s.stream }
+
+// abandonment is one Abandon of a slot. It is also the ticket its host
+// callback carries: a callback whose abandonment was already retired (by
+// the backstop, the slot perhaps lent and abandoned again since) is late
+// and retires nothing.
+type abandonment struct {
+	slot  *Slot
+	pin   Pin
+	done  hip.Event
+	at    time.Time
+	state atomic.Int32
+}
+
+// Abandonment states. Whoever moves one from draining to claimed retires
+// it; the poller holds it in polling while it queries the done event, so
+// that nobody destroys the event under the query.
+const (
+	recDraining int32 = iota
+	recPolling
+	recClaimed
+)
 
 // ErrClosed is returned by Acquire after Close.
 var ErrClosed = errors.New("stream tracker is closed")
@@ -137,23 +123,62 @@ type Options struct {
 	// RetestEvery is the backstop re-test period of a waiting Acquire
 	// (10 ms when zero).
 	RetestEvery time.Duration
+	// Spin is how long the reclaim thread spins while slots drain before
+	// it sleeps: the worker on its wake word after an Abandon or a wake,
+	// the poller querying back to back after a slot arrives or retires.
+	// Zero means DefaultSpin; negative means never spin.
+	Spin time.Duration
+	// PollSleepMax caps the poller's backed-off sleep between queries
+	// (DefaultPollSleepMax when zero).
+	PollSleepMax time.Duration
+	// CloseTimeout bounds Close (DefaultCloseTimeout when zero).
+	CloseTimeout time.Duration
+	// Trace, when set, is told the moments of the reclaim path, for
+	// benchmarks.
+	Trace *Trace
+}
+
+// Defaults of Options.
+const (
+	// DefaultSpin covers the driver's own delay in starting a host
+	// callback after a kernel ends (~137 µs median on the H200), so a
+	// callback for work that ends soon after its Abandon finds the worker
+	// awake; it costs at most that much of one core per Abandon.
+	DefaultSpin         = 250 * time.Microsecond
+	DefaultPollSleepMax = time.Millisecond
+	DefaultCloseTimeout = 30 * time.Second
+)
+
+// Trace receives the reclaim path's moments. Each func runs on the thread
+// named and must be quick.
+type Trace struct {
+	// CallbackEntered is called first thing in the worker policy's host
+	// callback, on the runtime's callback thread.
+	CallbackEntered func()
+	// Awake is called when the reclaim thread has work for a draining
+	// slot: the worker woken by a callback's delivery, the poller seeing a
+	// done event complete.
+	Awake func()
 }
 
 // Tracker owns the disposable streams of one handle.
 type Tracker struct {
-	dev         hip.Device
-	policy      Policy
-	maxDraining int
-	retest      time.Duration
+	dev          hip.Device
+	policy       Policy
+	behaviour    behaviour
+	maxDraining  int
+	retest       time.Duration
+	closeTimeout time.Duration
+	trace        *Trace
 
-	mu       sync.Mutex
-	slots    []*Slot
-	draining int
-	tickets  uint64
-	closed   bool
-	// retired signals Acquire waiters that a slot left the backlog.
-	retired chan struct{}
+	mu      sync.Mutex
+	slots   []*Slot
+	closed  bool
+	retired chan struct{} // signals Acquire waiters that a slot left the backlog
 
+	// draining counts draining slots; changed under mu, read without it
+	// by the reclaim thread.
+	draining atomic.Int64
 	// pinned counts slots that pin scratch; the guarded launch path reads
 	// it without the lock.
 	pinned      atomic.Int64
@@ -166,41 +191,30 @@ type Tracker struct {
 	refusalMu    sync.Mutex
 	firstRefusal error
 
+	// failed holds pins whose free failed, for Close to retry.
+	failedMu sync.Mutex
+	failed   []Pin
+
 	// abandons counts Abandon calls between marking a slot draining and
 	// queuing its callback; Close waits for them so that every callback that
 	// will ever be queued is behind the streams it synchronizes.
-	abandons sync.WaitGroup
+	abandons inflight
 
-	// Worker state. The host callback only appends a ticket and pokes the
-	// worker; everything else happens on the worker's own thread.
-	workerOnce sync.Once
-	cbMu       sync.Mutex
-	delivered  []delivery
-	toFree     []Pin
-	// workerAlive is true from the worker's start until it has taken the
-	// last of toFree; dispose hands pins over only while it holds.
-	workerAlive bool
-	wake        chan struct{}
-	stop        chan struct{}
-	workerDone  chan struct{}
-	workerErr   error
+	reclaimOnce sync.Once
+	reclaim     *reclaimThread // nil under lazy and guarded
 
 	// afterDrain, set by tests before the first Abandon, is told after each
-	// batch the worker handled: whether each delivered ticket was late, and
-	// how many pins (done events included) it released.
+	// batch the reclaim thread handled: whether each delivered abandonment
+	// was late, and how many pins (done events included) it released.
 	afterDrain func(late []bool, pins int)
-}
-
-// delivery is one callback's news: the slot it was queued on and the ticket
-// of the abandonment it belongs to.
-type delivery struct {
-	slot   *Slot
-	ticket uint64
+	// beforeIdle, set by tests, is called when the poller, with nothing
+	// draining, goes to sleep with no deadline.
+	beforeIdle func()
 }
 
 type counters struct {
-	acquired, released, abandoned, byCallback, byBackstop, byLaunch atomic.Int64
-	queueFailed, late, freed, freeErrors, wakeups                   atomic.Int64
+	acquired, released, abandoned, byCallback, byPoller, byBackstop, byLaunch atomic.Int64
+	queueFailed, late, freed, freeErrors, leaked, wakeups, polls              atomic.Int64
 }
 
 // New makes a tracker for dev.
@@ -208,12 +222,13 @@ func New(dev hip.Device, opts Options) (*Tracker, error) {
 	if dev == nil {
 		return nil, errors.New("stream tracker needs a device, got nil")
 	}
-	switch opts.Policy {
-	case Lazy, Guarded, Worker:
-	case "":
+	if opts.Policy == "" {
 		opts.Policy = Worker
-	default:
-		return nil, fmt.Errorf("unknown reclaim policy %q", opts.Policy)
+	}
+	b, ok := behaviours[opts.Policy]
+	if !ok {
+		_, err := ParsePolicy(string(opts.Policy))
+		return nil, err
 	}
 	if opts.MaxDraining < 0 {
 		return nil, fmt.Errorf("backlog cap MaxDraining must be positive (or 0 for the %s default), got %d", hip.EnvHWQueues, opts.MaxDraining)
@@ -224,17 +239,38 @@ func New(dev hip.Device, opts Options) (*Tracker, error) {
 	if opts.RetestEvery <= 0 {
 		opts.RetestEvery = 10 * time.Millisecond
 	}
+	switch {
+	case opts.Spin == 0:
+		opts.Spin = DefaultSpin
+	case opts.Spin < 0:
+		opts.Spin = 0
+	}
+	if opts.PollSleepMax <= 0 {
+		opts.PollSleepMax = DefaultPollSleepMax
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
+	}
 	t := &Tracker{
-		dev:         dev,
-		policy:      opts.Policy,
-		maxDraining: opts.MaxDraining,
-		retest:      opts.RetestEvery,
-		retired:     make(chan struct{}),
-		wake:        make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		workerDone:  make(chan struct{}),
+		dev:          dev,
+		policy:       opts.Policy,
+		behaviour:    b,
+		maxDraining:  opts.MaxDraining,
+		retest:       opts.RetestEvery,
+		closeTimeout: opts.CloseTimeout,
+		trace:        opts.Trace,
+		retired:      make(chan struct{}),
+	}
+	if b.loop != nil {
+		t.reclaim = &reclaimThread{t: t, done: make(chan struct{}), spin: opts.Spin, maxSleep: max(opts.PollSleepMax, minPollSleep)}
 	}
 	return t, nil
+}
+
+// startThread starts the reclaim thread on first use and returns it.
+func (t *Tracker) startThread() *reclaimThread {
+	t.reclaimOnce.Do(func() { t.reclaim.start(t.behaviour.loop) })
+	return t.reclaim
 }
 
 // Policy is the tracker's reclaim policy.
@@ -246,13 +282,14 @@ func (t *Tracker) MaxDraining() int { return t.maxDraining }
 // Counters returns a snapshot of the tracker's figures.
 func (t *Tracker) Counters() Counters {
 	t.mu.Lock()
-	draining, n := t.draining, len(t.slots)
+	draining, n := t.draining.Load(), len(t.slots)
 	t.mu.Unlock()
 	return Counters{
 		Acquired:            t.c.acquired.Load(),
 		Released:            t.c.released.Load(),
 		Abandoned:           t.c.abandoned.Load(),
 		ReclaimedByCallback: t.c.byCallback.Load(),
+		ReclaimedByPoller:   t.c.byPoller.Load(),
 		ReclaimedByBackstop: t.c.byBackstop.Load(),
 		ReclaimedByLaunch:   t.c.byLaunch.Load(),
 		CallbackQueueFailed: t.c.queueFailed.Load(),
@@ -260,9 +297,11 @@ func (t *Tracker) Counters() Counters {
 		ScratchBytesPinned:  t.pinnedBytes.Load(),
 		ScratchFreed:        t.c.freed.Load(),
 		FreeErrors:          t.c.freeErrors.Load(),
+		LeakedBytes:         t.c.leaked.Load(),
 		WorkerWakeups:       t.c.wakeups.Load(),
+		Polls:               t.c.polls.Load(),
 		LastAbandonedFor:    time.Duration(t.lastDrained.Load()),
-		Draining:            draining,
+		Draining:            int(draining),
 		Streams:             n,
 	}
 }
@@ -273,7 +312,7 @@ func (t *Tracker) HasPinned() bool { return t.pinned.Load() > 0 }
 
 // Acquire lends a clean slot. It first retires finished abandoned slots by
 // their done events (the backstop for a callback that is late or lost); at
-// the backlog cap it waits for the worker's signal, re-testing every
+// the backlog cap it waits for the reclaim's signal, re-testing every
 // RetestEvery. A query answering anything but success or not-ready is the
 // device's sticky error: Acquire returns it rather than wait on a backlog
 // that cannot drain, and leaves the slot and its scratch where they are
@@ -293,15 +332,15 @@ func (t *Tracker) Acquire(ctx context.Context) (*Slot, error) {
 			return nil, err
 		}
 		if len(freed) > 0 {
-			// Under the worker policy Acquire never runs a deallocator: the
-			// worker frees. The older policies have no worker, so the
-			// caller frees, outside the lock.
+			// Under worker and poller Acquire never runs a deallocator:
+			// the reclaim thread frees. The older policies have none, so
+			// the caller frees, outside the lock.
 			t.mu.Unlock()
 			t.dispose(freed)
 			t.mu.Lock()
 			continue
 		}
-		if t.draining < t.maxDraining {
+		if int(t.draining.Load()) < t.maxDraining {
 			s, err := t.takeFreeLocked()
 			t.mu.Unlock()
 			if err != nil {
@@ -344,26 +383,29 @@ func (t *Tracker) takeFreeLocked() (*Slot, error) {
 // sweepLocked retires every draining slot whose work has completed: by its
 // done event, or, for a slot abandoned without one, by a query of its
 // stream. Only success retires; not-ready keeps waiting; anything else is
-// the device's sticky error and is returned. The pins of retired slots come
-// back for disposal outside the lock, with the number of slots retired.
+// the device's sticky error and is returned. A slot the poller is querying
+// right now is left to it. The pins of retired slots come back for
+// disposal outside the lock, with the number of slots retired.
 func (t *Tracker) sweepLocked() ([]Pin, int, error) {
 	var freed []Pin
 	retired := 0
 	for _, s := range t.slots {
-		if s.state != slotDraining {
+		if s.state != slotDraining || s.rec.state.Load() != recDraining {
 			continue
 		}
 		var err error
-		if s.done != 0 {
-			err = t.dev.EventQuery(s.done)
+		if s.rec.done != 0 {
+			err = t.dev.EventQuery(s.rec.done)
 		} else {
 			err = t.dev.StreamQuery(s.stream)
 		}
 		switch {
 		case err == nil:
-			freed = append(freed, t.retireLocked(s)...)
-			retired++
-			t.c.byBackstop.Add(1)
+			if s.rec.state.CompareAndSwap(recDraining, recClaimed) {
+				freed = append(freed, t.retireLocked(s.rec)...)
+				retired++
+				t.c.byBackstop.Add(1)
+			}
 		case hip.IsNotReady(err):
 		default:
 			return freed, retired, fmt.Errorf("abandoned stream's work: %w", err)
@@ -372,26 +414,31 @@ func (t *Tracker) sweepLocked() ([]Pin, int, error) {
 	return freed, retired, nil
 }
 
-// retireLocked returns a draining slot to the pool. Its pin and its done
-// event come back for disposal outside the lock.
-func (t *Tracker) retireLocked(s *Slot) []Pin {
+// retireLocked returns a claimed abandonment's slot to the pool. Its pin
+// and its done event come back, in that order, for disposal outside the
+// lock.
+func (t *Tracker) retireLocked(a *abandonment) []Pin {
 	var out []Pin
-	if s.pin != nil {
-		out = append(out, s.pin)
+	if a.pin != nil {
+		out = append(out, a.pin)
 		t.pinned.Add(-1)
-		t.pinnedBytes.Add(-int64(s.pin.Bytes()))
+		t.pinnedBytes.Add(-int64(a.pin.Bytes()))
 	}
-	if s.done != 0 {
-		out = append(out, eventPin{t.dev, s.done})
+	if a.done != 0 {
+		out = append(out, eventPin{t.dev, a.done})
 	}
-	if !s.abandonedAt.IsZero() {
-		t.lastDrained.Store(int64(time.Since(s.abandonedAt)))
-	}
-	s.pin, s.done, s.ticket, s.state, s.abandonedAt = nil, 0, 0, slotFree, time.Time{}
-	t.draining--
+	t.lastDrained.Store(int64(time.Since(a.at)))
+	s := a.slot
+	s.rec, s.state = nil, slotFree
+	t.draining.Add(-1)
+	t.signalLocked()
+	return out
+}
+
+// signalLocked wakes every Acquire waiting at the cap.
+func (t *Tracker) signalLocked() {
 	close(t.retired)
 	t.retired = make(chan struct{})
-	return out
 }
 
 // eventPin destroys a done event the tracker took over with Abandon.
@@ -403,31 +450,28 @@ type eventPin struct {
 func (e eventPin) Bytes() int     { return 0 }
 func (e eventPin) Release() error { return e.dev.EventDestroy(e.ev) }
 
-// dispose frees pins: on the worker while it runs (the worker policy),
-// else here. The hand-over and the worker's exit share cbMu, so no pin is
-// left behind in a queue nobody drains.
+// dispose frees pins: on the reclaim thread while it runs (worker,
+// poller), else here.
 func (t *Tracker) dispose(ps []Pin) {
 	if len(ps) == 0 {
 		return
 	}
-	if t.policy == Worker {
-		t.cbMu.Lock()
-		if t.workerAlive {
-			t.toFree = append(t.toFree, ps...)
-			t.cbMu.Unlock()
-			t.poke()
-			return
-		}
-		t.cbMu.Unlock()
+	if t.reclaim != nil && t.reclaim.handOver(ps) {
+		return
 	}
 	for _, p := range ps {
 		t.release(p)
 	}
 }
 
+// release frees one pin; a failure is counted and the pin kept for Close
+// to retry.
 func (t *Tracker) release(p Pin) {
 	if err := p.Release(); err != nil {
 		t.c.freeErrors.Add(1)
+		t.failedMu.Lock()
+		t.failed = append(t.failed, p)
+		t.failedMu.Unlock()
 		return
 	}
 	if _, isEvent := p.(eventPin); !isEvent {
@@ -456,7 +500,7 @@ func (t *Tracker) Pin(s *Slot, p Pin) {
 }
 
 // Release returns a slot whose work the caller saw finish. It comes back
-// clean: pin dropped (outside the lock), no done event, no ticket.
+// clean: pin dropped (outside the lock), no abandonment.
 func (t *Tracker) Release(s *Slot) {
 	t.mu.Lock()
 	if s.state != slotInUse {
@@ -464,9 +508,8 @@ func (t *Tracker) Release(s *Slot) {
 		return
 	}
 	p := s.pin
-	s.pin, s.done, s.ticket, s.state = nil, 0, 0, slotFree
-	close(t.retired)
-	t.retired = make(chan struct{})
+	s.pin, s.state = nil, slotFree
+	t.signalLocked()
 	t.mu.Unlock()
 	t.c.released.Add(1)
 	if p != nil {
@@ -476,11 +519,12 @@ func (t *Tracker) Release(s *Slot) {
 
 // Abandon gives up a slot whose work is still running. done, when non-zero,
 // is an event recorded after the work (the evaluation's stop event); it lets
-// Acquire reclaim the slot if the callback is late or lost, and the tracker
-// destroys it when the slot retires. Without one, the backstop queries the
-// slot's stream instead, which a held callback keeps busy. Under the worker
-// policy a host callback carrying a ticket is queued behind the work.
-// After Close the tracker frees the pin and the done event at once.
+// Acquire (and the poller) reclaim the slot, and the tracker destroys it
+// when the slot retires. Without one, a query of the slot's stream stands
+// in, which a held callback keeps busy. Under the worker policy a host
+// callback is queued behind the work; under the poller policy the slot is
+// handed to the poller. After Close the tracker frees the pin and the done
+// event at once.
 func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 	t.mu.Lock()
 	if t.closed {
@@ -499,213 +543,80 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 		t.mu.Unlock()
 		return
 	}
-	t.tickets++
-	ticket := t.tickets
-	s.state, s.done, s.ticket, s.abandonedAt = slotDraining, done, ticket, time.Now()
-	t.draining++
-	if s.pin != nil {
+	a := &abandonment{slot: s, pin: s.pin, done: done, at: time.Now()}
+	s.pin, s.rec, s.state = nil, a, slotDraining
+	t.draining.Add(1)
+	if a.pin != nil {
 		t.pinned.Add(1)
-		t.pinnedBytes.Add(int64(s.pin.Bytes()))
+		t.pinnedBytes.Add(int64(a.pin.Bytes()))
 	}
-	stream := s.stream
-	t.abandons.Add(1)
+	t.abandons.add()
 	t.mu.Unlock()
-	defer t.abandons.Done()
+	defer t.abandons.done()
 	t.c.abandoned.Add(1)
-	if t.policy != Worker {
-		return
-	}
-	t.startWorker()
-	if err := t.dev.LaunchHostFunc(stream, func() { t.onCallback(s, ticket) }); err != nil {
-		// The callback will never run; the ticket stays with the slot and
-		// the done event (or a stream query) is its way home: Acquire's
-		// backstop, or Close.
-		t.c.queueFailed.Add(1)
+	if f := t.behaviour.abandoned; f != nil {
+		f(t, a)
 	}
 }
 
-// onCallback runs on the runtime's callback thread. It makes no runtime
-// call and never blocks: it records the delivery and pokes the worker.
-func (t *Tracker) onCallback(s *Slot, ticket uint64) {
-	t.cbMu.Lock()
-	t.delivered = append(t.delivered, delivery{s, ticket})
-	t.cbMu.Unlock()
-	t.poke()
+// inflight counts Abandon calls in flight, with a deadline-bounded wait
+// for none.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero while someone waits
+	// waiting, set by tests, is closed when a wait finds calls in flight.
+	waiting chan struct{}
 }
 
-func (t *Tracker) poke() {
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait reports whether no call is in flight by the deadline.
+func (f *inflight) wait(deadline <-chan time.Time) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	if f.waiting != nil {
+		close(f.waiting)
+		f.waiting = nil
+	}
+	f.mu.Unlock()
 	select {
-	case t.wake <- struct{}{}:
-	default:
+	case <-idle:
+		return true
+	case <-deadline:
+		return false
 	}
 }
 
-func (t *Tracker) startWorker() {
-	t.workerOnce.Do(func() {
-		ready := make(chan struct{})
-		t.cbMu.Lock()
-		t.workerAlive = true
-		t.cbMu.Unlock()
-		go t.work(ready)
-		<-ready
-	})
-}
-
-// work is the worker: its own OS thread, in relaxed capture mode, so its
-// event destroys and frees cannot invalidate anyone's capture. The thread's
-// previous mode is restored before it goes back to the pool; if that fails
-// the thread stays locked and exits with the goroutine, so no other
-// goroutine inherits the relaxed mode.
-func (t *Tracker) work(ready chan<- struct{}) {
-	defer close(t.workerDone)
-	runtime.LockOSThread()
-	prev, err := t.dev.ThreadExchangeCaptureMode(hip.CaptureModeRelaxed)
-	if err != nil {
-		t.workerErr = fmt.Errorf("stream tracker worker: set relaxed capture mode: %w", err)
-	}
-	close(ready)
-	for running := true; running; {
-		select {
-		case <-t.wake:
-			t.c.wakeups.Add(1)
-		case <-t.stop:
-			running = false
-		}
-		t.drainQueues()
-	}
-	// Pins handed over after the last drain are freed here; later ones are
-	// freed by whoever disposes them.
-	t.cbMu.Lock()
-	t.workerAlive = false
-	t.cbMu.Unlock()
-	t.drainQueues()
-	if err == nil {
-		if _, rerr := t.dev.ThreadExchangeCaptureMode(prev); rerr == nil {
-			runtime.UnlockOSThread()
-		}
-	}
-}
-
-// drainQueues retires the slots named by delivered tickets and frees
-// pending pins, outside the tracker lock. A ticket that no longer matches
-// its slot (retired by the backstop, perhaps reused since) is late and
-// retires nothing.
-func (t *Tracker) drainQueues() {
-	for {
-		t.cbMu.Lock()
-		batch, pins := t.delivered, t.toFree
-		t.delivered, t.toFree = nil, nil
-		t.cbMu.Unlock()
-		if len(batch) == 0 && len(pins) == 0 {
-			return
-		}
-		var late []bool
-		if len(batch) > 0 {
-			late = make([]bool, len(batch))
-			t.mu.Lock()
-			for i, d := range batch {
-				if d.slot.state != slotDraining || d.slot.ticket != d.ticket {
-					late[i] = true
-					t.c.late.Add(1)
-					continue
-				}
-				pins = append(pins, t.retireLocked(d.slot)...)
-				t.c.byCallback.Add(1)
-			}
-			t.mu.Unlock()
-		}
-		for _, p := range pins {
-			t.release(p)
-		}
-		if t.afterDrain != nil {
-			t.afterDrain(late, len(pins))
-		}
-	}
-}
-
-// SweepFromLaunch is the lazy policy's launch-path reclaim: poll every
-// abandoned stream with a stream query and free the scratch of those that
-// finished, inline. It returns the first refused query, which is how a
-// capture in flight learns of it (the refusal invalidates the capture).
-func (t *Tracker) SweepFromLaunch() error {
-	t.mu.Lock()
-	var freed []Pin
-	var first error
-	for _, s := range t.slots {
-		if s.state != slotDraining {
-			continue
-		}
-		err := t.dev.StreamQuery(s.stream)
-		switch {
-		case err == nil:
-			freed = append(freed, t.retireLocked(s)...)
-			t.c.byBackstop.Add(1)
-			t.c.byLaunch.Add(1)
-		case hip.IsNotReady(err):
-		default:
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	t.mu.Unlock()
-	for _, p := range freed {
-		t.release(p)
-	}
-	t.noteRefusal(first)
-	return first
-}
-
-func (t *Tracker) noteRefusal(err error) {
-	if err == nil {
-		return
-	}
-	t.refusalMu.Lock()
-	if t.firstRefusal == nil {
-		t.firstRefusal = err
-	}
-	t.refusalMu.Unlock()
-}
-
-// FirstSweepRefusal is the first error a launch-path sweep met, if any.
-func (t *Tracker) FirstSweepRefusal() error {
-	t.refusalMu.Lock()
-	defer t.refusalMu.Unlock()
-	return t.firstRefusal
-}
-
-// SweepGuarded is the guarded policy's launch-path reclaim: nothing at all
-// unless some slot pins scratch (one atomic load), skipped while the
-// handle's stream is capturing, and otherwise done by done event in relaxed
-// capture mode so that a capture on another stream or thread survives.
-func (t *Tracker) SweepGuarded(handleStream hip.Stream) error {
-	if !t.HasPinned() {
-		return nil
-	}
-	st, err := t.dev.StreamIsCapturing(handleStream)
-	if err != nil {
-		t.noteRefusal(err)
-		return err
-	}
-	if st != hip.CaptureStatusNone {
-		return nil
-	}
-	return hip.WithCaptureMode(t.dev, hip.CaptureModeRelaxed, func() error {
-		t.mu.Lock()
-		freed, retired, err := t.sweepLocked()
-		t.mu.Unlock()
-		t.c.byLaunch.Add(int64(retired))
-		for _, p := range freed {
-			t.release(p)
-		}
-		t.noteRefusal(err)
-		return err
-	})
-}
-
-// Close tears the tracker down: it synchronizes every owned stream, lets
-// every queued callback run, joins the worker, frees what is still pinned
-// and destroys the streams. It returns the first error met. Acquire calls
+// Close tears the tracker down: it waits for Abandon calls in flight,
+// synchronizes every owned stream, lets every queued callback run, stops
+// the reclaim thread, frees what is still pinned (retrying frees that
+// failed before) and destroys the streams. A kernel or callback that never
+// returns cannot hang it: at CloseTimeout it stops waiting, leaves the
+// streams still busy and what they pin alone (a kernel may still write to
+// it), and returns an error naming them. Otherwise it returns the first
+// error met, or one naming bytes whose free failed twice. Acquire calls
 // waiting at the cap return ErrClosed; a later Abandon frees what it is
 // given.
 func (t *Tracker) Close() error {
@@ -715,8 +626,7 @@ func (t *Tracker) Close() error {
 		return nil
 	}
 	t.closed = true
-	close(t.retired)
-	t.retired = make(chan struct{})
+	t.signalLocked()
 	slots := append([]*Slot(nil), t.slots...)
 	t.mu.Unlock()
 
@@ -726,42 +636,146 @@ func (t *Tracker) Close() error {
 			first = err
 		}
 	}
+	timer := time.NewTimer(t.closeTimeout)
+	defer timer.Stop()
+	var stuck []string
+
 	// An Abandon that got in before closed was set queues its callback
 	// before the streams are synchronized.
-	t.abandons.Wait()
-	for _, s := range slots {
-		keep(t.dev.StreamSynchronize(s.stream))
+	if !t.abandons.wait(timer.C) {
+		stuck = append(stuck, "an Abandon still queuing its callback")
 	}
-	t.cbMu.Lock()
-	started := t.workerAlive
-	t.cbMu.Unlock()
-	if started {
+	busy := map[*Slot]bool{}
+	if len(stuck) == 0 {
+		var err error
+		busy, err = t.synchronize(slots, timer.C)
+		keep(err)
+	} else {
+		for _, s := range slots {
+			busy[s] = true
+		}
+	}
+	if r := t.reclaim; r != nil && r.accepting.Load() {
 		// A host function holds its stream until it returns, so with every
 		// stream drained each callback that will ever run has run; the
-		// worker handles what they delivered before it exits. A callback the
-		// runtime dropped never arrives: its slot is retired below.
-		close(t.stop)
-		<-t.workerDone
-		keep(t.workerErr)
+		// worker handles what they delivered before it exits. A callback
+		// the runtime dropped never arrives: its slot is retired below.
+		r.stop()
+		select {
+		case <-r.done:
+			keep(r.err)
+		case <-timer.C:
+			stuck = append(stuck, fmt.Sprintf("the %s thread (a deallocator that does not return?)", t.policy))
+		}
 	}
+
 	t.mu.Lock()
 	var pins []Pin
+	var left []*Slot
+	leftBytes := int64(0)
 	for _, s := range t.slots {
-		if s.state == slotDraining {
-			pins = append(pins, t.retireLocked(s)...)
+		if busy[s] {
+			left = append(left, s)
+			if s.rec != nil && s.rec.pin != nil {
+				leftBytes += int64(s.rec.pin.Bytes())
+			} else if s.pin != nil {
+				leftBytes += int64(s.pin.Bytes())
+			}
+			continue
+		}
+		if s.state == slotDraining && s.rec.state.CompareAndSwap(recDraining, recClaimed) {
+			pins = append(pins, t.retireLocked(s.rec)...)
 			t.c.byBackstop.Add(1)
 		} else if s.pin != nil {
 			pins = append(pins, s.pin)
 			s.pin = nil
 		}
 	}
-	t.slots = nil
+	t.slots = left
 	t.mu.Unlock()
 	for _, p := range pins {
 		t.release(p)
 	}
 	for _, s := range slots {
-		keep(t.dev.StreamDestroy(s.stream))
+		if !busy[s] {
+			keep(t.dev.StreamDestroy(s.stream))
+		}
+	}
+	if err := t.retryFailedFrees(); err != nil {
+		keep(err)
+	}
+	if len(left) > 0 {
+		t.c.leaked.Add(leftBytes)
+		names := make([]string, len(left))
+		for i, s := range left {
+			names[i] = fmt.Sprintf("stream %#x", uintptr(s.stream))
+		}
+		stuck = append(stuck, fmt.Sprintf("%d stream(s) still busy (%s), pinning %d bytes left allocated",
+			len(left), strings.Join(names, ", "), leftBytes))
+	}
+	if len(stuck) > 0 {
+		return fmt.Errorf("stream tracker teardown stopped waiting after %v: %s", t.closeTimeout, strings.Join(stuck, "; "))
 	}
 	return first
+}
+
+// synchronize synchronizes the slots' streams until deadline and returns
+// the slots whose streams had not drained by then, with the first error.
+// A synchronize still blocked at the deadline is left to return on its
+// own.
+func (t *Tracker) synchronize(slots []*Slot, deadline <-chan time.Time) (map[*Slot]bool, error) {
+	type result struct {
+		s   *Slot
+		err error
+	}
+	results := make(chan result, len(slots))
+	for _, s := range slots {
+		go func() { results <- result{s, t.dev.StreamSynchronize(s.stream)} }()
+	}
+	busy := make(map[*Slot]bool, len(slots))
+	for _, s := range slots {
+		busy[s] = true
+	}
+	var first error
+	for range slots {
+		select {
+		case r := <-results:
+			delete(busy, r.s)
+			if r.err != nil && first == nil {
+				first = r.err
+			}
+		case <-deadline:
+			return busy, first
+		}
+	}
+	return busy, first
+}
+
+// retryFailedFrees tries once more every free that failed; what fails
+// again stays on the device and is reported.
+func (t *Tracker) retryFailedFrees() error {
+	t.failedMu.Lock()
+	failed := t.failed
+	t.failed = nil
+	t.failedMu.Unlock()
+	var leaked int64
+	var first error
+	for _, p := range failed {
+		if err := p.Release(); err != nil {
+			t.c.freeErrors.Add(1)
+			leaked += int64(p.Bytes())
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if _, isEvent := p.(eventPin); !isEvent {
+			t.c.freed.Add(1)
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	t.c.leaked.Add(leaked)
+	return fmt.Errorf("stream tracker: %d bytes could not be freed, even on a retry at teardown: %w", leaked, first)
 }

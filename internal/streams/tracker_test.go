@@ -40,13 +40,18 @@ func TestScratchIsReleasedOnceItsKernelRetiresWithNoFurtherCall(t *testing.T) {
 	}
 }
 
-// The worker frees on its own OS thread in relaxed capture mode, so a
-// release leaves a global-mode capture on another thread valid. Without the
-// relaxed mode the free is refused and the capture invalidated.
+// The worker and the poller query and free on their own OS thread in
+// relaxed capture mode, so a release leaves a global-mode capture on
+// another thread valid. Without the relaxed mode the free is refused and
+// the capture invalidated.
 func TestReleaseLeavesAnUnrelatedGlobalCaptureValid(t *testing.T) {
-	for _, dialect := range []hip.Dialect{hip.DialectHIP, hip.DialectCUDA} {
-		t.Run(string(dialect), func(t *testing.T) {
-			f := newFixtureOn(t, dialect, Options{Policy: Worker, MaxDraining: 2})
+	for _, tc := range []struct {
+		policy  Policy
+		dialect hip.Dialect
+	}{{Worker, hip.DialectHIP}, {Worker, hip.DialectCUDA}, {Poller, hip.DialectHIP}, {Poller, hip.DialectCUDA}} {
+		t.Run(string(tc.policy)+"/"+string(tc.dialect), func(t *testing.T) {
+			policy := tc.policy
+			f := newFixtureOn(t, tc.dialect, Options{Policy: policy, MaxDraining: 2})
 			buf := streamtest.NewBuffer(t, f.sim, 1024) // freed by the runtime's free
 			a := f.abandonGated(t, f.acquire(t), buf, true)
 
@@ -74,7 +79,11 @@ func TestReleaseLeavesAnUnrelatedGlobalCaptureValid(t *testing.T) {
 				_ = f.sim.GraphDestroy(g)
 			})
 			f.ticket(t)
-			wantCounters(t, f.tr.Counters(), map[string]int64{"FreeErrors": 0, "ScratchFreed": 1, "ReclaimedByCallback": 1})
+			by := "ReclaimedByCallback"
+			if policy == Poller {
+				by = "ReclaimedByPoller"
+			}
+			wantCounters(t, f.tr.Counters(), map[string]int64{"FreeErrors": 0, "ScratchFreed": 1, by: 1})
 		})
 	}
 }
@@ -230,6 +239,9 @@ func TestAcquireAtTheCapWaitsForTheWorkersSignal(t *testing.T) {
 	f.dev.Reset()
 	result := f.acquireAsync(context.Background())
 	f.dev.WaitReturns(t, "EventQuery", 1) // Acquire's first sweep: not ready, so it waits
+	f.tr.mu.Lock()
+	waitingOn := f.tr.retired
+	f.tr.mu.Unlock()
 	f.retire(t, a)
 	if streamtest.Closed(result) {
 		t.Fatal("Acquire returned with the backlog full and no signal")
@@ -239,6 +251,12 @@ func TestAcquireAtTheCapWaitsForTheWorkersSignal(t *testing.T) {
 	}
 
 	release()
+	if late := f.ticket(t); late {
+		t.Fatal("the held callback was counted late")
+	}
+	if !streamtest.Closed(waitingOn) {
+		t.Fatal("the worker retired the slot without signalling the waiting Acquire")
+	}
 	got := streamtest.Recv(t, "Acquire after the held callback ran", result)
 	streamtest.Must(t, "Acquire", got.err)
 	if got.slot != a.slot {
@@ -259,7 +277,8 @@ func TestAcquireAtTheCapWithCallbacksHeldReclaimsByTheDoneEventOnItsRetest(t *te
 	result := f.acquireAsync(context.Background())
 	f.dev.WaitReturns(t, "EventQuery", 1)
 	a.gate.Open()
-	got := streamtest.Recv(t, "Acquire with the callback held", result)
+	// 300 re-test periods: without the re-test it would wait for ever.
+	got := streamtest.RecvWithin(t, "Acquire with the callback held, by its re-test", 3*time.Second, result)
 	streamtest.Must(t, "Acquire", got.err)
 	streamtest.Recv(t, "scratch freed by the worker", a.buf.Freed())
 	wantCounters(t, f.tr.Counters(), map[string]int64{"ReclaimedByBackstop": 1, "ReclaimedByCallback": 0})
@@ -383,8 +402,8 @@ func TestReleaseReturnsASlotCleanAndReuseTakesNoNewStream(t *testing.T) {
 	if !streamtest.Closed(buf.Freed()) {
 		t.Error("Release kept the pin alive")
 	}
-	if s.pin != nil || s.done != 0 || s.ticket != 0 || s.state != slotFree {
-		t.Errorf("released slot: pin %v, done %d, ticket %d, state %d; want clean and free", s.pin, s.done, s.ticket, s.state)
+	if s.pin != nil || s.rec != nil || s.state != slotFree {
+		t.Errorf("released slot: pin %v, abandonment %v, state %d; want clean and free", s.pin, s.rec, s.state)
 	}
 
 	again := f.acquire(t)
@@ -394,8 +413,8 @@ func TestReleaseReturnsASlotCleanAndReuseTakesNoNewStream(t *testing.T) {
 	a := f.abandonGated(t, again, nil, true)
 	a.gate.Open()
 	f.ticket(t)
-	if s.pin != nil || s.done != 0 || s.ticket != 0 || s.state != slotFree {
-		t.Errorf("retired slot: pin %v, done %d, ticket %d, state %d; want clean and free", s.pin, s.done, s.ticket, s.state)
+	if s.pin != nil || s.rec != nil || s.state != slotFree {
+		t.Errorf("retired slot: pin %v, abandonment %v, state %d; want clean and free", s.pin, s.rec, s.state)
 	}
 
 	// The slot's old done event is gone; abandon it again without one while
@@ -464,7 +483,7 @@ func TestCloseSynchronizesRetiresAndFreesEverything(t *testing.T) {
 	if late, ok := f.handled(); !ok || late {
 		t.Errorf("the abandoned slot's callback was not handled before Close returned (late %t, handled %t)", late, ok)
 	}
-	if !streamtest.Closed(f.tr.workerDone) {
+	if !streamtest.Closed(f.tr.reclaim.done) {
 		t.Error("Close returned before the worker exited")
 	}
 	wantCounters(t, f.tr.Counters(), map[string]int64{
@@ -815,7 +834,7 @@ func TestSweepFromLaunchIsRefusedDuringAGlobalCapture(t *testing.T) {
 	})
 	sweeper := streamtest.StartThread(t)
 	var err error
-	sweeper.Do(t, "launch-path sweep", func() { err = f.tr.SweepFromLaunch() })
+	sweeper.Do(t, "launch-path sweep", func() { err = f.tr.sweepFromLaunch() })
 	if hip.CodeOf(err) != hip.ErrStreamCaptureUnsupported {
 		t.Errorf("sweep during a global capture: %v, want the refusal", err)
 	}
@@ -830,7 +849,7 @@ func TestSweepFromLaunchIsRefusedDuringAGlobalCapture(t *testing.T) {
 	// The lazy sweep asks the stream, which is idle only once its last
 	// operation has returned, a moment after the marker completes.
 	streamtest.Must(t, "synchronize the abandoned stream", f.sim.StreamSynchronize(a.stream))
-	sweeper.Do(t, "sweep after the capture", func() { err = f.tr.SweepFromLaunch() })
+	sweeper.Do(t, "sweep after the capture", func() { err = f.tr.sweepFromLaunch() })
 	streamtest.Must(t, "sweep after the capture", err)
 	if !streamtest.Closed(a.buf.Freed()) {
 		t.Error("the lazy sweep did not free the finished slot's scratch inline")
@@ -848,7 +867,7 @@ func TestSweepGuardedIsGatedSkipsWhileCapturingAndCountsSlots(t *testing.T) {
 	f.dev.Reset()
 	f.tr.mu.Lock()
 	result := make(chan error, 1)
-	go func() { result <- f.tr.SweepGuarded(handleStream) }()
+	go func() { result <- f.tr.sweepGuarded(handleStream) }()
 	timer := time.NewTimer(streamtest.Limit / 2)
 	select {
 	case err := <-result:
@@ -870,7 +889,7 @@ func TestSweepGuardedIsGatedSkipsWhileCapturingAndCountsSlots(t *testing.T) {
 	th.Do(t, "capture on the handle's stream", func() {
 		streamtest.Must(t, "begin capture", f.sim.StreamBeginCapture(handleStream, hip.CaptureModeThreadLocal))
 		f.dev.Reset()
-		streamtest.Must(t, "SweepGuarded while capturing", f.tr.SweepGuarded(handleStream))
+		streamtest.Must(t, "SweepGuarded while capturing", f.tr.sweepGuarded(handleStream))
 		if n := f.dev.Calls("EventQuery") + f.dev.Calls("StreamQuery"); n != 0 {
 			t.Errorf("SweepGuarded queried %d times while the handle's stream captured", n)
 		}
@@ -881,7 +900,7 @@ func TestSweepGuardedIsGatedSkipsWhileCapturingAndCountsSlots(t *testing.T) {
 	})
 
 	th.Do(t, "sweep after the capture", func() {
-		streamtest.Must(t, "SweepGuarded", f.tr.SweepGuarded(handleStream))
+		streamtest.Must(t, "SweepGuarded", f.tr.sweepGuarded(handleStream))
 	})
 	if !streamtest.Closed(a.buf.Freed()) {
 		t.Error("the guarded sweep did not free the finished slot's scratch")

@@ -134,6 +134,7 @@ func TestShippedSuites(t *testing.T) {
 		"pr12265": {
 			"capture-matrix": report.Pass, "capture-global-lazy": report.Fail, "capture-global-worker": report.Pass,
 			"replay-guarded": report.Fail, "replay-worker": report.Pass, "find-naive-timeout": report.Pass, "rules-sim-vs-h200": report.Pass,
+			"capture-global-poller": report.Pass, "replay-poller": report.Pass,
 		},
 		"rocm27477": {"stress-unlocked": report.Fail, "stress-locked": report.Pass, "stress-lockfree": report.Pass},
 	}

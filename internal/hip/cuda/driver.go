@@ -79,6 +79,10 @@ func (l *driverLib) symbols() []gpulib.Symbol {
 		{Name: "cuGraphLaunch", Addr: &f.GraphLaunch},
 		{Name: "cuGraphExecDestroy", Addr: &f.GraphExecDestroy},
 		{Name: "cuGraphDestroy", Addr: &f.GraphDestroy},
+
+		{Name: "cuMemHostAlloc", Addr: &l.HostMapped.Alloc, Optional: true},
+		{Name: "cuMemHostGetDevicePointer_v2", Addr: &l.HostMapped.GetDevicePointer, Optional: true},
+		{Name: "cuMemFreeHost", Addr: &l.HostMapped.Free, Optional: true},
 	}
 }
 
@@ -121,6 +125,8 @@ func loadDriver(spec gpulib.SearchSpec) (*driverLib, error) {
 		Attributes:              gpulib.Attributes{ComputeUnits: attrMultiprocessors, WarpSize: attrWarpSize, ClockKHz: attrClockRate},
 		RuntimeVersion:          "driver API",
 	}}
+	// CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
+	d.HostMapped.AllocFlags = 0x01 | 0x02
 	d.Status = gpulib.StatusMapper{Dialect: hip.DialectCUDA, ErrorName: d.errorName}
 	if err := d.Load(spec, d.symbols(), "the driver is too old or not NVIDIA's"); err != nil {
 		return nil, err

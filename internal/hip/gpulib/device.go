@@ -196,6 +196,37 @@ func (d *Device) Free(p hip.DevPtr) error {
 	return d.call("Free", d.funcs.Free, uintptr(p))
 }
 
+var _ hip.HostMapper = (*Device)(nil)
+
+// HostAllocMapped allocates pinned host memory mapped into the device's
+// address space. Backends that did not bind the calls refuse it.
+func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
+	const op = "HostAllocMapped"
+	f := d.rt.HostMapped
+	if f.Alloc == 0 || f.GetDevicePointer == 0 || f.Free == 0 {
+		return hip.HostMapped{}, d.st.Errorf(op, hip.ErrNotSupported, "this backend has no host-mapped memory")
+	}
+	if bytes <= 0 {
+		return hip.HostMapped{}, d.invalid(op, "size %d must be positive", bytes)
+	}
+	var host uintptr
+	if err := d.call(op, f.Alloc, uintptr(unsafe.Pointer(&host)), uintptr(bytes), f.AllocFlags); err != nil {
+		return hip.HostMapped{}, err
+	}
+	var dev uint64
+	if err := d.call(op, f.GetDevicePointer, uintptr(unsafe.Pointer(&dev)), host, 0); err != nil {
+		_ = d.call("FreeHost", f.Free, host)
+		return hip.HostMapped{}, err
+	}
+	// The memory is C memory the Go collector never moves or frees.
+	return hip.HostMapped{Host: *(*unsafe.Pointer)(unsafe.Pointer(&host)), Dev: hip.DevPtr(dev), Bytes: bytes}, nil
+}
+
+// HostFreeMapped frees what HostAllocMapped allocated.
+func (d *Device) HostFreeMapped(m hip.HostMapped) error {
+	return d.call("FreeHost", d.rt.HostMapped.Free, uintptr(m.Host))
+}
+
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {
 	if bytes < 0 {
 		return d.invalid("Memset", "size %d is negative", bytes)

@@ -51,6 +51,17 @@ type RuntimeFuncs struct {
 	GraphInstantiate, GraphLaunch, GraphExecDestroy, GraphDestroy   uintptr
 }
 
+// HostMappedFuncs are the optional entry points of host-mapped memory,
+// which benchmarks use (zero where a backend does not bind them):
+//
+//	Alloc(ptr*, bytes, AllocFlags)  GetDevicePointer(dptr*, ptr, 0)
+//	Free(ptr)
+type HostMappedFuncs struct {
+	Alloc, GetDevicePointer, Free uintptr
+	// AllocFlags asks Alloc for mapped, portable memory.
+	AllocFlags uintptr
+}
+
 // Attributes are a vendor's device-attribute numbers (CUdevice_attribute,
 // hipDeviceAttribute_t) for the Props fields read by attribute.
 type Attributes struct {
@@ -65,7 +76,9 @@ type Runtime struct {
 	Vendor  string // "CUDA", "HIP": in messages such as "no HIP device is present"
 	Lib     hip.Library
 	Funcs   RuntimeFuncs
-	Status  StatusMapper
+	// HostMapped is bound where the backend offers host-mapped memory.
+	HostMapped HostMappedFuncs
+	Status     StatusMapper
 	// SelectOp names a failing Funcs.Select where no Device method is the
 	// operation (Close): "CtxSetCurrent", "SetDevice".
 	SelectOp string

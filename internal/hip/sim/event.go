@@ -60,6 +60,9 @@ func (d *Device) EventCreate(flags hip.EventFlags) (hip.Event, error) {
 	if flags&^known != 0 {
 		return 0, d.errf(op, hip.ErrInvalidValue, "event flags %#x are unknown (want a combination of %#x)", uint32(flags), uint32(known))
 	}
+	if err := d.injectedCallFailure(op, 0); err != nil {
+		return 0, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.alive(op); err != nil {
@@ -98,6 +101,9 @@ func (d *Device) eventLocked(op string, h hip.Event) (*event, error) {
 // record becomes a graph node and the event a captured one.
 func (d *Device) EventRecord(eh hip.Event, h hip.Stream) error {
 	const op = "EventRecord"
+	if err := d.injectedCallFailure(op, h); err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, err := d.eventLocked(op, eh)

@@ -22,10 +22,81 @@ type Faults struct {
 	delay      time.Duration
 	holds      map[uint64]chan struct{}
 	nextHold   uint64
+	calls      map[string]*callFault // by op: EventCreate, EventRecord, StreamCreate, Malloc
+}
+
+// callFault fails the next n calls of one op that match.
+type callFault struct {
+	n     int
+	code  hip.Code
+	match func(hip.Stream) bool // nil: every call
 }
 
 func newFaults() *Faults {
-	return &Faults{holds: make(map[uint64]chan struct{})}
+	return &Faults{holds: make(map[uint64]chan struct{}), calls: make(map[string]*callFault)}
+}
+
+func (f *Faults) failCalls(op string, n int, code hip.Code, match func(hip.Stream) bool) error {
+	if err := checkFault(op, n, code); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n == 0 {
+		delete(f.calls, op)
+		return nil
+	}
+	f.calls[op] = &callFault{n: n, code: code, match: match}
+	return nil
+}
+
+// FailEventCreates makes the next n EventCreate calls fail with code and
+// create nothing. n = 0 cancels.
+func (f *Faults) FailEventCreates(n int, code hip.Code) error {
+	return f.failCalls("EventCreate", n, code, nil)
+}
+
+// FailEventRecords makes the next n EventRecord calls that match fail with
+// code and queue nothing. match sees the stream the record is for (it runs
+// under the injector's lock: it must not call the injector); nil matches
+// every call. n = 0 cancels.
+func (f *Faults) FailEventRecords(n int, code hip.Code, match func(hip.Stream) bool) error {
+	return f.failCalls("EventRecord", n, code, match)
+}
+
+// FailStreamCreates makes the next n StreamCreate calls fail with code and
+// create nothing. n = 0 cancels.
+func (f *Faults) FailStreamCreates(n int, code hip.Code) error {
+	return f.failCalls("StreamCreate", n, code, nil)
+}
+
+// FailMallocs makes the next n Malloc calls fail with code and allocate
+// nothing. n = 0 cancels.
+func (f *Faults) FailMallocs(n int, code hip.Code) error {
+	return f.failCalls("Malloc", n, code, nil)
+}
+
+// takeCallFailure consumes one injected failure of op for a call on s.
+func (f *Faults) takeCallFailure(op string, s hip.Stream) (hip.Code, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls[op]
+	if c == nil || (c.match != nil && !c.match(s)) {
+		return 0, false
+	}
+	if c.n--; c.n == 0 {
+		delete(f.calls, op)
+	}
+	return c.code, true
+}
+
+// injectedCallFailure applies FailEventCreates, FailEventRecords,
+// FailStreamCreates and FailMallocs to one call.
+func (d *Device) injectedCallFailure(op string, s hip.Stream) error {
+	if c, ok := d.faults.takeCallFailure(op, s); ok {
+		return d.newErr(op, c, "injected "+op+" failure")
+	}
+	return nil
 }
 
 func checkFault(field string, n int, code hip.Code) error {

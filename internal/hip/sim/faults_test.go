@@ -121,3 +121,75 @@ func TestFaultFailFrees(t *testing.T) {
 	must(t, d.Free(p))
 	wantCode(t, "free after the real free", d.Free(p), hip.ErrInvalidValue)
 }
+
+// TestFaultFailCalls: EventCreate, EventRecord (on the streams matched),
+// StreamCreate and Malloc fail as often as asked, create or queue nothing,
+// and then work again; the injection is validated.
+func TestFaultFailCalls(t *testing.T) {
+	d := newDevice(t, "", 0)
+	s := must1[hip.Stream](t)(d.StreamCreate(0))
+	other := must1[hip.Stream](t)(d.StreamCreate(0))
+	ev := must1[hip.Event](t)(d.EventCreate(0))
+	f := d.Faults()
+
+	must(t, f.FailEventCreates(1, hip.ErrOutOfMemory))
+	if e, err := d.EventCreate(0); hip.CodeOf(err) != hip.ErrOutOfMemory || e != 0 {
+		t.Errorf("EventCreate: %d, %v; want no event and the injected failure", e, err)
+	}
+	must1[hip.Event](t)(d.EventCreate(0))
+
+	must(t, f.FailEventRecords(2, hip.ErrInvalidValue, func(on hip.Stream) bool { return on == s }))
+	must(t, d.EventRecord(ev, other)) // not matched: recorded
+	wantCode(t, "first record on s", d.EventRecord(ev, s), hip.ErrInvalidValue)
+	wantCode(t, "second record on s", d.EventRecord(ev, s), hip.ErrInvalidValue)
+	must(t, d.EventRecord(ev, s))
+	within(t, "event sync", func() { must(t, d.EventSynchronize(ev)) })
+
+	must(t, f.FailStreamCreates(1, hip.ErrOutOfMemory))
+	if st, err := d.StreamCreate(0); hip.CodeOf(err) != hip.ErrOutOfMemory || st != 0 {
+		t.Errorf("StreamCreate: %d, %v; want no stream and the injected failure", st, err)
+	}
+	must1[hip.Stream](t)(d.StreamCreate(0))
+
+	must(t, f.FailMallocs(1, hip.ErrOutOfMemory))
+	if p, err := d.Malloc(64); hip.CodeOf(err) != hip.ErrOutOfMemory || p != 0 {
+		t.Errorf("Malloc: %#x, %v; want no memory and the injected failure", uint64(p), err)
+	}
+	if n, blocks := d.MemoryInUse(); n != 0 || blocks != 0 {
+		t.Errorf("a failed Malloc left %d bytes in %d blocks in use", n, blocks)
+	}
+	must1[hip.DevPtr](t)(d.Malloc(64))
+
+	must(t, f.FailMallocs(3, hip.ErrOutOfMemory))
+	must(t, f.FailMallocs(0, hip.ErrOutOfMemory)) // cancels
+	must1[hip.DevPtr](t)(d.Malloc(8))
+	for _, bad := range []struct {
+		n    int
+		code hip.Code
+	}{{-1, hip.ErrUnknown}, {1, hip.Success}} {
+		if err := f.FailMallocs(bad.n, bad.code); err == nil {
+			t.Errorf("FailMallocs(%d, %d) accepted", bad.n, int(bad.code))
+		}
+	}
+}
+
+// TestMemoryInUse counts what Malloc handed out and Free has not taken
+// back, including a block whose free failed.
+func TestMemoryInUse(t *testing.T) {
+	d := newDevice(t, "", 0)
+	a := must1[hip.DevPtr](t)(d.Malloc(1000))
+	b := must1[hip.DevPtr](t)(d.Malloc(24))
+	if n, blocks := d.MemoryInUse(); n != 1024 || blocks != 2 {
+		t.Errorf("in use after two mallocs: %d bytes in %d blocks, want 1024 in 2", n, blocks)
+	}
+	must(t, d.Faults().FailFrees(1, hip.ErrInvalidValue))
+	wantCode(t, "failed free", d.Free(a), hip.ErrInvalidValue)
+	if n, _ := d.MemoryInUse(); n != 1024 {
+		t.Errorf("in use after a failed free: %d bytes, want 1024 (the block stays)", n)
+	}
+	must(t, d.Free(a))
+	must(t, d.Free(b))
+	if n, blocks := d.MemoryInUse(); n != 0 || blocks != 0 {
+		t.Errorf("in use after freeing everything: %d bytes in %d blocks", n, blocks)
+	}
+}

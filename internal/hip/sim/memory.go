@@ -96,6 +96,21 @@ func (m *memory) release(p hip.DevPtr) bool {
 	return true
 }
 
+// inUse is the bytes and blocks allocated and not freed.
+func (m *memory) inUse() (bytes int64, blocks int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, a := range m.allocs {
+		bytes += int64(a.size)
+	}
+	return bytes, len(m.allocs)
+}
+
+// MemoryInUse is what Malloc handed out and Free has not taken back: the
+// bytes asked for and the number of blocks. Tests of teardown check it is
+// zero, so a leak shows at the device and not only in a caller's counters.
+func (d *Device) MemoryInUse() (bytes int64, blocks int) { return d.mem.inUse() }
+
 // span returns the n bytes at p, which must lie inside one allocation. The
 // slice's capacity ends with the range, so appending cannot reach past it.
 func (m *memory) span(p hip.DevPtr, n int) ([]byte, error) {
@@ -157,6 +172,9 @@ func (d *Device) Malloc(bytes int) (hip.DevPtr, error) {
 	if bytes <= 0 {
 		return 0, d.errf(op, hip.ErrInvalidValue, "size %d must be positive", bytes)
 	}
+	if err := d.injectedCallFailure(op, 0); err != nil {
+		return 0, err
+	}
 	if uint64(bytes) > TotalMemory {
 		return 0, d.errf(op, hip.ErrOutOfMemory, "size %d exceeds the device's %d bytes", bytes, uint64(TotalMemory))
 	}
@@ -189,6 +207,27 @@ func (d *Device) Free(p hip.DevPtr) error {
 	}
 	return nil
 }
+
+var _ hip.HostMapper = (*Device)(nil)
+
+// HostAllocMapped allocates device memory and returns its host view too:
+// the simulator's device memory is host memory, so a Go kernel's write is
+// seen at Host (through atomic loads, if the kernel stores atomically).
+func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
+	p, err := d.Malloc(bytes)
+	if err != nil {
+		return hip.HostMapped{}, err
+	}
+	b, err := d.mem.span(p, bytes)
+	if err != nil {
+		_ = d.Free(p)
+		return hip.HostMapped{}, d.newErr("HostAllocMapped", hip.ErrInvalidValue, err.Error())
+	}
+	return hip.HostMapped{Host: unsafe.Pointer(&b[0]), Dev: p, Bytes: bytes}, nil
+}
+
+// HostFreeMapped frees what HostAllocMapped allocated.
+func (d *Device) HostFreeMapped(m hip.HostMapped) error { return d.Free(m.Dev) }
 
 // Memset is the synchronous byte memset. All simulated streams are
 // non-blocking, so it does not wait for them.

@@ -24,8 +24,9 @@
 //   - Free first waits for every stream of the device to drain, as
 //     hipFree/cuMemFree do.
 //
-// A fault injector (Device.Faults) lets tests fail queries and frees, and
-// drop, hold or delay host functions.
+// A fault injector (Device.Faults) lets tests fail queries, frees, event
+// creates and records, stream creates and mallocs, and drop, hold or delay
+// host functions. MemoryInUse reports what was allocated and not freed.
 package sim
 
 import (

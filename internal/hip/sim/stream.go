@@ -281,6 +281,9 @@ func (d *Device) StreamCreate(flags hip.StreamFlags) (hip.Stream, error) {
 	if flags&^hip.StreamNonBlocking != 0 {
 		return 0, d.errf(op, hip.ErrInvalidValue, "stream flags %#x are unknown (want 0 or %#x)", uint32(flags), uint32(hip.StreamNonBlocking))
 	}
+	if err := d.injectedCallFailure(op, 0); err != nil {
+		return 0, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.alive(op); err != nil {

@@ -17,11 +17,19 @@ type Device struct {
 	hip.Device
 
 	mu            sync.Mutex
-	calls         map[string]int // calls begun
-	returns       map[string]int // calls returned
+	calls         map[string]int         // calls begun
+	returns       map[string]int         // calls returned
+	byThread      map[int]map[string]int // calls begun, by OS thread id
 	changed       chan struct{}
 	failHostFuncs int
+	holdEnqueue   *enqueueHold
+	watchers      map[string][]chan struct{}
 	modes         []ModeChange
+}
+
+// enqueueHold keeps the next LaunchHostFunc inside the runtime call.
+type enqueueHold struct {
+	entered, release chan struct{}
 }
 
 // ModeChange is one ThreadExchangeCaptureMode call.
@@ -40,6 +48,20 @@ func Wrap(d hip.Device) *Device {
 // track counts a call of op as it begins; the returned func counts its
 // return.
 func (d *Device) track(op string) func() {
+	tid := syscall.Gettid()
+	d.mu.Lock()
+	if d.byThread == nil {
+		d.byThread = map[int]map[string]int{}
+	}
+	if d.byThread[tid] == nil {
+		d.byThread[tid] = map[string]int{}
+	}
+	d.byThread[tid][op]++
+	for _, w := range d.watchers[op] {
+		close(w)
+	}
+	delete(d.watchers, op)
+	d.mu.Unlock()
 	d.bump(d.calls, op)
 	return func() { d.bump(d.returns, op) }
 }
@@ -50,6 +72,32 @@ func (d *Device) bump(m map[string]int, op string) {
 	close(d.changed)
 	d.changed = make(chan struct{})
 	d.mu.Unlock()
+}
+
+// Begins returns a channel closed when the next call of op begins.
+func (d *Device) Begins(op string) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.watchers == nil {
+		d.watchers = map[string][]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	d.watchers[op] = append(d.watchers[op], ch)
+	return ch
+}
+
+// HoldHostFuncEnqueue makes the next LaunchHostFunc wait inside the
+// runtime call, before anything is queued: entered closes when it is held
+// there, and release (idempotent, called when the test ends) lets it queue.
+func (d *Device) HoldHostFuncEnqueue(t testing.TB) (entered <-chan struct{}, release func()) {
+	h := &enqueueHold{entered: make(chan struct{}), release: make(chan struct{})}
+	d.mu.Lock()
+	d.holdEnqueue = h
+	d.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(release)
+	return h.entered, release
 }
 
 // Calls is the number of calls of op begun since the last Reset.
@@ -66,12 +114,22 @@ func (d *Device) Snapshot() map[string]int {
 	return maps.Clone(d.calls)
 }
 
+// SnapshotOn is every op's count since the last Reset made on one OS
+// thread, so that a test can tell a launch path's calls from those of a
+// tracker's own thread.
+func (d *Device) SnapshotOn(tid int) map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.byThread[tid])
+}
+
 // Reset zeroes the counts.
 func (d *Device) Reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	clear(d.calls)
 	clear(d.returns)
+	clear(d.byThread)
 }
 
 // WaitCalls waits until at least n calls of op have begun since the last
@@ -264,7 +322,13 @@ func (d *Device) LaunchHostFunc(s hip.Stream, fn func()) error {
 	if fail {
 		d.failHostFuncs--
 	}
+	hold := d.holdEnqueue
+	d.holdEnqueue = nil
 	d.mu.Unlock()
+	if hold != nil {
+		close(hold.entered)
+		<-hold.release
+	}
 	if fail {
 		return &hip.Error{Op: "LaunchHostFunc", Code: hip.ErrInvalidValue, Dialect: d.Device.Dialect(), Detail: "refused by the test wrapper"}
 	}

@@ -67,6 +67,24 @@ func Recv[T any](t testing.TB, what string, ch <-chan T) T {
 	return zero
 }
 
+// RecvWithin is Recv with a shorter bound, for an outcome that a periodic
+// mechanism (a re-test every few milliseconds) must deliver: d should be
+// hundreds of periods, so that a missing mechanism fails fast and a loaded
+// machine does not.
+func RecvWithin[T any](t testing.TB, what string, d time.Duration, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(min(d, Limit))
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: nothing within %v", what, min(d, Limit))
+	}
+	var zero T
+	return zero
+}
+
 // Closed reports whether ch is closed (or holds a value) right now.
 func Closed[T any](ch <-chan T) bool {
 	select {
@@ -272,14 +290,18 @@ func (th *Thread) Do(t testing.TB, what string, fn func()) {
 }
 
 // Buffer is a reference-counted device buffer, the tracker's Pin in tests:
-// the last Release calls free and closes Freed, whether free failed or not.
+// the last Release calls free and closes Freed, whether free failed or not;
+// after a failed free, Release tries the free again.
 type Buffer struct {
 	ptr   hip.DevPtr
 	bytes int
 	free  func(hip.DevPtr) error
 	refs  atomic.Int64
 	freed chan struct{}
-	err   atomic.Pointer[error]
+
+	mu       sync.Mutex
+	attempts int
+	err      error
 }
 
 // NewBuffer allocates bytes on dev; the last Release frees them with dev.Free.
@@ -312,29 +334,45 @@ func (b *Buffer) Retain() *Buffer {
 // Refs is the number of references left.
 func (b *Buffer) Refs() int64 { return b.refs.Load() }
 
-// Release drops a reference; the last one frees the buffer. Releasing more
-// often than retained is an error, not a second free.
+// Release drops a reference; the last one frees the buffer. Once the
+// references are gone, Release retries a free that failed; releasing a
+// buffer already freed is an error, not a second free.
 func (b *Buffer) Release() error {
-	n := b.refs.Add(-1)
-	switch {
-	case n > 0:
+	if n := b.refs.Add(-1); n > 0 {
 		return nil
-	case n < 0:
-		return fmt.Errorf("test buffer %#x released %d more times than retained", uint64(b.ptr), -n)
+	} else if n < 0 {
+		b.refs.Add(1)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.attempts == 0 || b.err == nil {
+			return fmt.Errorf("test buffer %#x released more times than retained", uint64(b.ptr))
+		}
+		b.attempts++
+		b.err = b.free(b.ptr)
+		return b.err
 	}
-	err := b.free(b.ptr)
-	b.err.Store(&err)
+	b.mu.Lock()
+	b.attempts++
+	b.err = b.free(b.ptr)
+	err := b.err
+	b.mu.Unlock()
 	close(b.freed)
 	return err
 }
 
-// Freed is closed once the deallocator has returned.
+// Freed is closed once the deallocator has first returned.
 func (b *Buffer) Freed() <-chan struct{} { return b.freed }
 
-// FreeErr is the deallocator's result once Freed is closed.
+// FreeErr is the last deallocator's result once Freed is closed.
 func (b *Buffer) FreeErr() error {
-	if e := b.err.Load(); e != nil {
-		return *e
-	}
-	return nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// FreeAttempts counts the deallocator's calls.
+func (b *Buffer) FreeAttempts() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.attempts
 }

@@ -1,0 +1,457 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"miotool/internal/handle"
+	"miotool/internal/hip"
+	"miotool/internal/streams"
+)
+
+// flagKernel spins for ns nanoseconds and then, as its last act, writes
+// value to flag, which lies in host-mapped memory: a host thread spinning
+// on it learns the moment the kernel ends without asking the runtime. That
+// moment is t0 of every hop below.
+const flagKernel = "miotool_spin_flag"
+
+const flagKernelText = `// miotool reclaim-latency kernel.
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC_RTC__)
+__device__ static unsigned long long miotool_now_ns() {
+  return wall_clock64() * 10ull;
+}
+#else
+__device__ static unsigned long long miotool_now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
+
+extern "C" __global__ void miotool_spin_flag(unsigned long long ns, unsigned int* flag, unsigned int value) {
+  unsigned long long start = miotool_now_ns();
+  while (miotool_now_ns() - start < ns) {
+  }
+  __threadfence_system();
+  *(volatile unsigned int*)flag = value;
+}
+`
+
+// flagKernelPTX is the same kernel for a driver without NVRTC.
+const flagKernelPTX = `//
+// miotool reclaim-latency kernel
+//
+.version 6.0
+.target sm_50
+.address_size 64
+
+.visible .entry miotool_spin_flag(
+	.param .u64 miotool_spin_flag_ns,
+	.param .u64 miotool_spin_flag_flag,
+	.param .u32 miotool_spin_flag_value
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<7>;
+
+	ld.param.u64 	%rd1, [miotool_spin_flag_ns];
+	ld.param.u64 	%rd5, [miotool_spin_flag_flag];
+	ld.param.u32 	%r1, [miotool_spin_flag_value];
+	mov.u64 	%rd2, %globaltimer;
+$Lspin:
+	mov.u64 	%rd3, %globaltimer;
+	sub.s64 	%rd4, %rd3, %rd2;
+	setp.lt.u64 	%p1, %rd4, %rd1;
+	@%p1 bra 	$Lspin;
+	cvta.to.global.u64 	%rd6, %rd5;
+	membar.sys;
+	st.volatile.global.u32 	[%rd6], %r1;
+	ret;
+}
+`
+
+// flagTwin is the simulator's kernel: a timer (the simulated stream stays
+// busy without burning a core), then an atomic store the watcher can load.
+func flagTwin(mem hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) error {
+	ns, ok1 := args[0].(uint64)
+	flag, ok2 := args[1].(hip.DevPtr)
+	value, ok3 := args[2].(uint32)
+	if len(args) != 3 || !ok1 || !ok2 || !ok3 {
+		return fmt.Errorf("%s: arguments %v, want uint64, DevPtr, uint32", flagKernel, args)
+	}
+	b, err := mem.Bytes(flag, 4)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(time.Duration(ns))
+	<-t.C
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[0])), value)
+	twinEnd.at.Store(benchClock.now())
+	twinEnd.value.Store(value)
+	return nil
+}
+
+// twinEnd is when the simulator's kernel made its last write, stamped by
+// the kernel itself: on the simulator the kernel is Go code in this
+// process, and on a loaded machine with few cores a spinning watcher
+// thread is not always on a core to see the write when it happens.
+var twinEnd struct {
+	at    atomic.Int64
+	value atomic.Uint32
+}
+
+func flagSource() *hip.KernelSource {
+	return &hip.KernelSource{
+		Name:    "miotool-bench-flag",
+		Text:    flagKernelText,
+		PTX:     flagKernelPTX,
+		Kernels: []string{flagKernel},
+		Twins:   map[string]hip.GoKernel{flagKernel: flagTwin},
+	}
+}
+
+// clock is the benchmarks' one time base: nanoseconds since it was made.
+type clock struct{ epoch time.Time }
+
+func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
+
+var benchClock = clock{time.Now()}
+
+// watcher is a goroutine locked to its OS thread that spins on a flag in
+// host-mapped memory and stamps every new value: the kernel's end.
+type watcher struct {
+	flag  *atomic.Uint32
+	seen  atomic.Uint32
+	at    atomic.Int64
+	stop  atomic.Bool
+	ended chan struct{}
+}
+
+func watch(c clock, flag *atomic.Uint32) *watcher {
+	w := &watcher{flag: flag, ended: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(w.ended)
+		last := flag.Load()
+		close(ready)
+		for !w.stop.Load() {
+			if v := flag.Load(); v != last {
+				w.at.Store(c.now())
+				w.seen.Store(v)
+				last = v
+			}
+		}
+	}()
+	<-ready
+	return w
+}
+
+// endOf waits until the kernel that writes value has been seen and returns
+// when. On the simulator the kernel's own stamp is taken instead.
+func (w *watcher) endOf(b *testing.B, value uint32, sim bool) int64 {
+	seen, at := &twinEnd.value, &twinEnd.at
+	if !sim {
+		seen, at = &w.seen, &w.at
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for seen.Load() != value {
+		if time.Now().After(deadline) {
+			b.Fatalf("the kernel's flag %d was never seen", value)
+		}
+		runtime.Gosched()
+	}
+	return at.Load()
+}
+
+func (w *watcher) close() {
+	w.stop.Store(true)
+	<-w.ended
+}
+
+// hopsKernel is how long the abandoned kernel runs after its Abandon: an
+// evaluation that overran its deadline a little.
+const hopsKernel = 50 * time.Microsecond
+
+// BenchmarkHops is the reclaim path of one abandoned evaluation, hop by
+// hop, each measured from the kernel's own last write (t0): the driver's
+// callback thread starting (the floor: the tracker's own callback under
+// worker; a bare host function queued after the done event under poller),
+// the reclaim thread awake with work (worker woken by the callback; poller
+// seeing the done event), the deallocator starting, and the scratch freed.
+// Medians and p90 in µs. worker-futex is the worker without its spin: the
+// futex wake alone. On the simulator t0 is stamped by the kernel's Go twin
+// itself (see twinEnd).
+func BenchmarkHops(b *testing.B) {
+	for _, v := range []struct {
+		name   string
+		policy streams.Policy
+		spin   time.Duration
+	}{
+		{"worker", streams.Worker, 0},
+		{"worker-futex", streams.Worker, -1},
+		{"poller", streams.Poller, 0},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchHops(b, v.policy, v.spin) })
+	}
+}
+
+func benchHops(b *testing.B, policy streams.Policy, spin time.Duration) {
+	d := device(b)
+	mapper, ok := d.(hip.HostMapper)
+	if !ok {
+		b.Skipf("the %s backend has no host-mapped memory", d.Props().Backend)
+	}
+	hm, err := mapper.HostAllocMapped(64)
+	if err != nil {
+		b.Skipf("host-mapped memory: %v", err)
+	}
+	b.Cleanup(func() { _ = mapper.HostFreeMapped(hm) })
+	flag := (*atomic.Uint32)(hm.Host)
+	flag.Store(0)
+	m, err := d.ModuleLoad(flagSource())
+	must(b, err)
+	b.Cleanup(func() { _ = d.ModuleUnload(m) })
+	kern, err := d.ModuleGetFunction(m, flagKernel)
+	must(b, err)
+
+	c := benchClock
+	onSim := d.Props().Backend == "sim"
+	var callback, awake, freeStart, freed atomic.Int64
+	alloc := &handle.Allocator{
+		Alloc: d.Malloc,
+		Free: func(p hip.DevPtr) error {
+			freeStart.Store(c.now())
+			err := d.Free(p)
+			freed.Store(c.now())
+			return err
+		},
+	}
+	trace := &streams.Trace{
+		CallbackEntered: func() { callback.Store(c.now()) },
+		Awake:           func() { awake.Store(c.now()) },
+	}
+	tr, err := streams.New(d, streams.Options{Policy: policy, MaxDraining: 2, Spin: spin, Trace: trace})
+	must(b, err)
+	b.Cleanup(func() { _ = tr.Close() })
+	var w *watcher
+	if !onSim {
+		w = watch(c, flag)
+		defer w.close()
+	}
+
+	var hops [4][]float64
+	value := flag.Load()
+	for b.Loop() {
+		value++
+		callback.Store(0)
+		scratch, err := alloc.Alloc(1 << 20)
+		must(b, err)
+		slot, err := tr.Acquire(context.Background())
+		must(b, err)
+		p := &freedPin{free: alloc.Free, ptr: scratch, done: make(chan struct{})}
+		tr.Pin(slot, p)
+		must(b, d.LaunchKernel(kern, hip.D1(1), hip.D1(1), 0, slot.Stream(), uint64(hopsKernel), hm.Dev, value))
+		ev, err := d.EventCreate(hip.EventDisableTiming)
+		must(b, err)
+		must(b, d.EventRecord(ev, slot.Stream()))
+		if policy == streams.Poller {
+			must(b, d.LaunchHostFunc(slot.Stream(), func() { callback.Store(c.now()) }))
+		}
+		tr.Abandon(slot, ev)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			b.Fatal("scratch not freed within 30 s")
+		}
+		t0 := w.endOf(b, value, onSim)
+		for deadline := time.Now().Add(30 * time.Second); callback.Load() == 0; runtime.Gosched() {
+			if time.Now().After(deadline) {
+				b.Fatal("the host function never ran")
+			}
+		}
+		for i, at := range []int64{callback.Load(), awake.Load(), freeStart.Load(), freed.Load()} {
+			hops[i] = append(hops[i], float64(at-t0)/1e3)
+		}
+	}
+	for i, name := range []string{"callback", "awake", "free-start", "freed"} {
+		b.ReportMetric(quantile(hops[i], 0.5), "us-"+name+"-p50")
+		b.ReportMetric(quantile(hops[i], 0.9), "us-"+name+"-p90")
+	}
+}
+
+// freedPin is a scratch buffer pinned by the benchmark; done closes once
+// freed.
+type freedPin struct {
+	free func(hip.DevPtr) error
+	ptr  hip.DevPtr
+	done chan struct{}
+}
+
+func (p *freedPin) Bytes() int { return 1 << 20 }
+func (p *freedPin) Release() error {
+	err := p.free(p.ptr)
+	close(p.done)
+	return err
+}
+
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// BenchmarkPaired compares what runs on the caller's thread with its bare
+// runtime floor, the two alternating in one loop so that both see the same
+// machine: Abandon under the worker policy (bookkeeping, the host function's
+// enqueue, the worker's wake to spin; worker-futex without it) against a
+// bare host-function enqueue, both
+// behind a running kernel; and Handle.Run under worker and poller against
+// a raw LaunchKernel, in blocks of launches. The ratio of medians is the
+// figure: goal ≤ 1.1 for Abandon, 1.00 ± 0.02 for Run.
+func BenchmarkPaired(b *testing.B) {
+	b.Run("abandon-vs-enqueue/worker", func(b *testing.B) { benchPairedAbandon(b, 0) })
+	b.Run("abandon-vs-enqueue/worker-futex", func(b *testing.B) { benchPairedAbandon(b, -1) })
+	for _, p := range []streams.Policy{streams.Worker, streams.Poller} {
+		b.Run("run-vs-raw/"+string(p), func(b *testing.B) { benchPairedRun(b, p) })
+	}
+}
+
+func benchPairedAbandon(b *testing.B, spin time.Duration) {
+	d := device(b)
+	k := load(b, d)
+	tr, err := streams.New(d, streams.Options{Policy: streams.Worker, MaxDraining: 64, Spin: spin})
+	must(b, err)
+	defer tr.Close()
+	bare, err := d.StreamCreate(hip.StreamNonBlocking)
+	must(b, err)
+	defer d.StreamDestroy(bare)
+	noop := func() {}
+	var abandon, enqueue []float64
+	for b.Loop() {
+		s, err := tr.Acquire(context.Background())
+		must(b, err)
+		tr.Pin(s, pin{})
+		k.spinOn(b, d, s.Stream(), 20*time.Microsecond)
+		ev, err := d.EventCreate(hip.EventDisableTiming)
+		must(b, err)
+		must(b, d.EventRecord(ev, s.Stream()))
+		t0 := time.Now()
+		tr.Abandon(s, ev)
+		abandon = append(abandon, float64(time.Since(t0).Nanoseconds()))
+
+		k.spinOn(b, d, bare, 20*time.Microsecond)
+		t0 = time.Now()
+		must(b, d.LaunchHostFunc(bare, noop))
+		enqueue = append(enqueue, float64(time.Since(t0).Nanoseconds()))
+		if len(enqueue)%64 == 0 {
+			must(b, d.StreamSynchronize(bare))
+		}
+	}
+	must(b, d.StreamSynchronize(bare))
+	a, e := quantile(abandon, 0.5), quantile(enqueue, 0.5)
+	b.ReportMetric(a, "ns-abandon-p50")
+	b.ReportMetric(e, "ns-enqueue-p50")
+	b.ReportMetric(a/e, "ratio-abandon/enqueue")
+}
+
+// runBlock is the number of launches timed together in BenchmarkPaired's
+// Run comparison; the stream is synchronized between blocks, untimed.
+const runBlock = 64
+
+func benchPairedRun(b *testing.B, policy streams.Policy) {
+	d := device(b)
+	k := load(b, d)
+	h, err := handle.New(d, handle.Options{Policy: policy, MaxDraining: 2})
+	must(b, err)
+	defer h.Close()
+	st := h.Stream()
+	one := hip.D1(1)
+	var run, raw []float64
+	i := uint32(0)
+	block := func(viaHandle bool) float64 {
+		t0 := time.Now()
+		for range runBlock {
+			i++
+			if viaHandle {
+				err = h.Run(k.tiny, one, one, 0, k.out, i)
+			} else {
+				err = d.LaunchKernel(k.tiny, one, one, 0, st, k.out, i)
+			}
+			must(b, err)
+		}
+		ns := float64(time.Since(t0).Nanoseconds()) / runBlock
+		must(b, d.StreamSynchronize(st))
+		return ns
+	}
+	for b.Loop() {
+		// Alternate which goes first, so neither always follows a sync.
+		if len(run)%2 == 0 {
+			raw = append(raw, block(false))
+			run = append(run, block(true))
+		} else {
+			run = append(run, block(true))
+			raw = append(raw, block(false))
+		}
+	}
+	r, w := quantile(run, 0.5), quantile(raw, 0.5)
+	b.ReportMetric(r, "ns-run-p50")
+	b.ReportMetric(w, "ns-raw-p50")
+	b.ReportMetric(r/w, "ratio-run/raw")
+}
+
+// pollerDrain is how long the abandoned kernel of BenchmarkPollerCPU runs.
+const pollerDrain = 200 * time.Millisecond
+
+// BenchmarkPollerCPU is what the poller costs the host: the process's CPU
+// time, in percent of one core, while one abandoned slot drains for 200 ms
+// (the poller spins briefly, then sleeps with a backed-off period) and for
+// as long again with nothing draining (goal: 0). The kernel runs on the
+// device (a timer on the simulator), so the process has nothing else to do.
+func BenchmarkPollerCPU(b *testing.B) {
+	d := device(b)
+	k := load(b, d)
+	tr, err := streams.New(d, streams.Options{Policy: streams.Poller, MaxDraining: 2})
+	must(b, err)
+	defer tr.Close()
+	var draining, idle []float64
+	for b.Loop() {
+		s, err := tr.Acquire(context.Background())
+		must(b, err)
+		p := &freedPin{free: func(hip.DevPtr) error { return nil }, done: make(chan struct{})}
+		tr.Pin(s, p)
+		k.spinOn(b, d, s.Stream(), pollerDrain)
+		ev, err := d.EventCreate(hip.EventDisableTiming)
+		must(b, err)
+		must(b, d.EventRecord(ev, s.Stream()))
+		cpu0, t0 := processCPU(b), time.Now()
+		tr.Abandon(s, ev)
+		<-p.done
+		draining = append(draining, 100*float64(processCPU(b)-cpu0)/float64(time.Since(t0)))
+		cpu0, t0 = processCPU(b), time.Now()
+		time.Sleep(pollerDrain) // measuring idle cost: nothing to wait for
+		idle = append(idle, 100*float64(processCPU(b)-cpu0)/float64(time.Since(t0)))
+	}
+	b.ReportMetric(quantile(draining, 0.5), "pct-core-draining")
+	b.ReportMetric(quantile(idle, 0.5), "pct-core-idle")
+	b.ReportMetric(float64(tr.Counters().Polls)/float64(b.N), "polls/drain")
+}
+
+// processCPU is the process's user and system time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	must(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,410 @@
+package streams
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"miotool/internal/hip"
+)
+
+// Hand-off from the runtime's callback thread to the worker.
+//
+// A host function runs Go on a thread the runtime created. Had it woken the
+// worker through a Go channel, the woken goroutine would land on the run
+// queue of the P the callback borrowed, and that P parks in syscall state
+// when the callback returns to C: the worker then waits for sysmon or a
+// steal, ~100 µs on the H200. So the callback wakes the worker through a
+// futex word with a raw system call, and the worker, locked to its own OS
+// thread, sleeps on that word; nothing between the two needs Go's
+// scheduler. From the wake to the free the worker takes no lock the
+// callback holds and spins briefly for the tracker lock before it would
+// park on it.
+//
+// Queuing libc's sem_post as the host function itself (no Go on the
+// callback thread at all) was weighed and not taken: the wake would carry
+// no ticket, so the worker could not tell its slot's own callback from a
+// late one without querying events (the poller's job); the runtime
+// interface would need a second, C-only kind of host function that the
+// simulator cannot run; and entering Go on the callback thread costs far
+// less than the driver's own callback delay.
+
+// waker wakes one thread sleeping on a futex word.
+type waker struct {
+	word     atomic.Uint32 // 1: work is pending
+	sleeping atomic.Uint32 // 1 while the thread is in, or entering, its futex wait
+}
+
+// signal marks work pending and wakes the thread if it sleeps. It never
+// blocks and makes at most one raw system call.
+func (w *waker) signal() {
+	if w.word.Swap(1) == 0 && w.sleeping.Load() != 0 {
+		futexWake(&w.word)
+	}
+}
+
+// wait returns true once signalled, false after d (d <= 0: only on a
+// signal, or spuriously). It first spins on the word for spin, then sleeps.
+func (w *waker) wait(spin, d time.Duration) bool {
+	if w.word.Swap(0) != 0 {
+		return true
+	}
+	if spin > 0 {
+		end := time.Now().Add(spin)
+		for i := 1; ; i++ {
+			if w.word.Load() != 0 {
+				w.word.Store(0)
+				return true
+			}
+			if i%64 == 0 && time.Now().After(end) {
+				break
+			}
+		}
+	}
+	w.sleeping.Store(1)
+	if w.word.Load() == 0 {
+		futexWait(&w.word, d)
+	}
+	w.sleeping.Store(0)
+	return w.word.Swap(0) != 0
+}
+
+// stack is a lock-free stack of values; pushAll takes everything at once,
+// oldest first. A callback thread may push while the reclaim thread takes.
+type stack[T any] struct{ top atomic.Pointer[stackNode[T]] }
+
+type stackNode[T any] struct {
+	v    T
+	next *stackNode[T]
+}
+
+func (s *stack[T]) push(v T) {
+	n := &stackNode[T]{v: v}
+	for {
+		old := s.top.Load()
+		n.next = old
+		if s.top.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (s *stack[T]) takeAll() []T {
+	n := s.top.Swap(nil)
+	var out []T
+	for ; n != nil; n = n.next {
+		out = append(out, n.v)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// reclaimThread is the worker or the poller: a goroutine locked to its own
+// OS thread in relaxed capture mode, so that its queries, event destroys
+// and frees cannot invalidate anyone's capture. It also frees the pins the
+// backstop retires, so that no deallocator runs on Acquire's caller.
+type reclaimThread struct {
+	t    *Tracker
+	wake waker
+	// inbox holds abandonments: delivered by their callbacks (worker), or
+	// handed over by Abandon to be polled (poller).
+	inbox  stack[*abandonment]
+	toFree stack[Pin]
+	// accepting is true until the thread has taken its last pins; dispose
+	// hands pins over only while it holds.
+	accepting atomic.Bool
+	stopping  atomic.Bool
+	done      chan struct{}
+	err       error
+
+	spin     time.Duration // see Options.Spin
+	maxSleep time.Duration // see Options.PollSleepMax
+}
+
+// minPollSleep is the poller's first sleep after its spin.
+const minPollSleep = 10 * time.Microsecond
+
+func (r *reclaimThread) start(loop func(*reclaimThread)) {
+	ready := make(chan struct{})
+	r.accepting.Store(true)
+	go r.run(loop, ready)
+	<-ready
+}
+
+// run sets the thread up, runs the policy's loop, and frees what is left.
+// The thread's previous mode is restored before it goes back to the pool;
+// if that fails the thread stays locked and exits with the goroutine, so
+// no other goroutine inherits the relaxed mode.
+func (r *reclaimThread) run(loop func(*reclaimThread), ready chan<- struct{}) {
+	defer close(r.done)
+	runtime.LockOSThread()
+	t := r.t
+	prev, err := t.dev.ThreadExchangeCaptureMode(hip.CaptureModeRelaxed)
+	if err != nil {
+		r.err = fmt.Errorf("stream tracker %s thread: set relaxed capture mode: %w", t.policy, err)
+	}
+	restoreSlack := preciseSleeps()
+	close(ready)
+	loop(r)
+	// Pins handed over after this are freed by whoever disposes them.
+	r.accepting.Store(false)
+	r.freeAll(r.toFree.takeAll())
+	restoreSlack()
+	if err == nil {
+		if _, rerr := t.dev.ThreadExchangeCaptureMode(prev); rerr == nil {
+			runtime.UnlockOSThread()
+		}
+	}
+}
+
+// stop asks the thread to handle what it has and exit.
+func (r *reclaimThread) stop() {
+	r.stopping.Store(true)
+	r.wake.signal()
+}
+
+// handOver gives pins to the thread to free; false when it no longer takes
+// them (the caller frees them).
+func (r *reclaimThread) handOver(ps []Pin) bool {
+	if !r.accepting.Load() {
+		return false
+	}
+	for _, p := range ps {
+		r.toFree.push(p)
+	}
+	if !r.accepting.Load() {
+		// The thread may have taken its last pins before these arrived:
+		// free whatever is still there here. Each pin is taken once.
+		r.freeAll(r.toFree.takeAll())
+		return true
+	}
+	r.wake.signal()
+	return true
+}
+
+func (r *reclaimThread) freeAll(ps []Pin) {
+	for _, p := range ps {
+		r.t.release(p)
+	}
+}
+
+// runWorker is the worker policy's loop: sleep until a callback delivers
+// an abandonment (or Abandon or dispose pokes), retire what was delivered,
+// free. While slots drain it spins for Spin before it sleeps, so that a
+// callback arriving soon finds it awake.
+func (r *reclaimThread) runWorker() {
+	t := r.t
+	for {
+		r.workerBatch()
+		if r.stopping.Load() {
+			r.workerBatch()
+			return
+		}
+		var spin time.Duration
+		if t.draining.Load() > 0 {
+			spin = r.spin
+		}
+		if r.wake.wait(spin, 0) {
+			t.c.wakeups.Add(1)
+		}
+	}
+}
+
+// workerBatch retires the slots named by delivered abandonments and frees
+// their pins and the pins handed over. An abandonment already retired by
+// the backstop (its slot perhaps reused since) is a late callback and
+// retires nothing.
+func (r *reclaimThread) workerBatch() {
+	t := r.t
+	delivered := r.inbox.takeAll()
+	pins := r.toFree.takeAll()
+	if len(delivered) == 0 && len(pins) == 0 {
+		return
+	}
+	if len(delivered) > 0 && t.trace != nil && t.trace.Awake != nil {
+		t.trace.Awake()
+	}
+	var late []bool
+	if len(delivered) > 0 {
+		late = make([]bool, len(delivered))
+		var own []Pin
+		t.lockSpinning()
+		for i, a := range delivered {
+			if !a.state.CompareAndSwap(recDraining, recClaimed) {
+				late[i] = true
+				t.c.late.Add(1)
+				continue
+			}
+			own = append(own, t.retireLocked(a)...)
+			t.c.byCallback.Add(1)
+		}
+		t.mu.Unlock()
+		pins = append(own, pins...)
+	}
+	r.freeAll(pins)
+	if t.afterDrain != nil {
+		t.afterDrain(late, len(pins))
+	}
+}
+
+// runPoller is the poller policy's loop. With nothing draining it sleeps
+// until Abandon hands it a slot. While slots drain it queries their done
+// events (a stream query for a slot abandoned without one): back to back
+// for Spin after a slot arrives or retires, then with sleeps that double
+// from 10 µs up to PollSleepMax. It never touches the launch path.
+func (r *reclaimThread) runPoller() {
+	t := r.t
+	var active []*abandonment
+	sleep := minPollSleep
+	lastChange := time.Now()
+	for {
+		if in := r.inbox.takeAll(); len(in) > 0 {
+			active = append(active, in...)
+			sleep, lastChange = minPollSleep, time.Now()
+		}
+		if ps := r.toFree.takeAll(); len(ps) > 0 {
+			r.freeAll(ps)
+			if t.afterDrain != nil {
+				t.afterDrain(nil, len(ps))
+			}
+		}
+		if r.stopping.Load() {
+			// Close has synchronized the streams: what it polls now has
+			// finished, and is retired as the poller's own.
+			r.pollOnce(active)
+			return
+		}
+		if len(active) == 0 {
+			if t.beforeIdle != nil {
+				t.beforeIdle()
+			}
+			if r.wake.wait(0, 0) {
+				t.c.wakeups.Add(1)
+			}
+			continue
+		}
+		var retired int
+		active, retired = r.pollOnce(active)
+		if retired > 0 {
+			sleep, lastChange = minPollSleep, time.Now()
+		}
+		if len(active) == 0 || time.Since(lastChange) < r.spin {
+			continue
+		}
+		if r.wake.wait(0, sleep) {
+			t.c.wakeups.Add(1)
+		}
+		sleep = min(2*sleep, r.maxSleep)
+	}
+}
+
+// pollOnce queries every active abandonment once and retires the finished
+// ones. An abandonment is marked polling while its event is queried, so
+// the backstop neither claims it nor destroys the event meanwhile; one the
+// backstop already claimed is dropped. It returns the abandonments still
+// draining and how many it retired.
+func (r *reclaimThread) pollOnce(active []*abandonment) ([]*abandonment, int) {
+	t := r.t
+	keep := active[:0]
+	var ready []*abandonment
+	for _, a := range active {
+		if !a.state.CompareAndSwap(recDraining, recPolling) {
+			continue // claimed by the backstop
+		}
+		var err error
+		if a.done != 0 {
+			err = t.dev.EventQuery(a.done)
+		} else {
+			err = t.dev.StreamQuery(a.slot.stream)
+		}
+		t.c.polls.Add(1)
+		if err == nil {
+			ready = append(ready, a)
+			continue
+		}
+		// Not ready, or the device's sticky error, which Acquire reports:
+		// keep polling at the backed-off pace.
+		a.state.Store(recDraining)
+		keep = append(keep, a)
+	}
+	clear(active[len(keep):])
+	if len(ready) == 0 {
+		return keep, 0
+	}
+	if t.trace != nil && t.trace.Awake != nil {
+		t.trace.Awake()
+	}
+	var pins []Pin
+	t.lockSpinning()
+	for _, a := range ready {
+		a.state.Store(recClaimed)
+		pins = append(pins, t.retireLocked(a)...)
+		t.c.byPoller.Add(1)
+	}
+	t.mu.Unlock()
+	r.freeAll(pins)
+	if t.afterDrain != nil {
+		t.afterDrain(make([]bool, len(ready)), len(pins))
+	}
+	return keep, len(ready)
+}
+
+// queueCallback is the worker policy's step of Abandon: a host function
+// behind the slot's work delivers the abandonment to the worker.
+func (t *Tracker) queueCallback(a *abandonment) {
+	r := t.startThread()
+	if r.spin > 0 {
+		// Wake the worker to spin while the slot drains; before the
+		// enqueue, so that it is awake even for a callback that runs at
+		// once.
+		r.wake.signal()
+	}
+	if err := t.dev.LaunchHostFunc(a.slot.stream, func() { t.onCallback(a) }); err != nil {
+		// The callback will never run; the done event (or a stream query)
+		// is the slot's way home: Acquire's backstop, or Close.
+		t.c.queueFailed.Add(1)
+	}
+}
+
+// onCallback runs on the runtime's callback thread. It makes no runtime
+// call, takes no lock and never blocks: it pushes the abandonment and
+// wakes the worker.
+func (t *Tracker) onCallback(a *abandonment) {
+	if t.trace != nil && t.trace.CallbackEntered != nil {
+		t.trace.CallbackEntered()
+	}
+	r := t.reclaim
+	r.inbox.push(a)
+	r.wake.signal()
+}
+
+// handToPoller is the poller policy's step of Abandon.
+func (t *Tracker) handToPoller(a *abandonment) {
+	r := t.startThread()
+	r.inbox.push(a)
+	r.wake.signal()
+}
+
+// lockSpinning takes the tracker lock, spinning for a short while before
+// it would park: the reclaim thread's way from a wake to a free should not
+// wait on the scheduler to hand it the lock. Critical sections are short.
+func (t *Tracker) lockSpinning() {
+	const spinFor = 50 * time.Microsecond
+	var end time.Time
+	for i := 0; ; i++ {
+		if t.mu.TryLock() {
+			return
+		}
+		if i%32 == 31 {
+			if end.IsZero() {
+				end = time.Now().Add(spinFor)
+			} else if time.Now().After(end) {
+				break
+			}
+		}
+	}
+	t.mu.Lock()
+}
