@@ -20,10 +20,21 @@
 //   - Locked is the fix: one mutex held across find, load and insert; the
 //     insert never replaces (emplace), so a returned model lives for the
 //     rest of the process.
-//   - LockFree reads an immutable snapshot map through an atomic pointer
-//     with no lock on a hit; a miss takes a mutex only to join or start the
+//   - LockFree reads an immutable snapshot through an atomic pointer with
+//     no lock on a hit; a miss takes a mutex only to join or start the
 //     single in-flight load of that key, publishes a new snapshot after the
-//     load (copy on write; model sets are small) and never replaces.
+//     load (copy on write; model sets are small) and never replaces. A hit
+//     scans the few keys of a small snapshot instead of hashing, and counts
+//     itself on a counter cell picked by its stack, not a random draw.
+//
+// Crashes are luck, so every cache also records, as a happens-before race
+// detector would, what makes the pre-fix pattern wrong in every run: an
+// access that none of the cache's own synchronization orders after another
+// goroutine's conflicting one (a race), a published model released by an
+// insert, and a model released while a reader holds it (Hold, Held.Done).
+// The unlocked cache records a race whenever two goroutines share it; the
+// fixed caches record nothing, at no cost on their hit path. See
+// Detections, Records and Barrier, and detect.go for the rules.
 //
 // Options.RaceWindow, off by default, waits a random time of up to the
 // window between a miss's load and its insert. That widens the window in
