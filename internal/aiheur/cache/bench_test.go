@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 var benchKeys = []SetKey{{Arch: "gfx942"}, {Arch: "gfx942", Solver: "ConvHipIgemmGroupFwdXdlops"},
@@ -52,8 +53,19 @@ func benchHits(b *testing.B, p Policy, g int, hold bool) {
 		}()
 	}
 	b.ResetTimer()
+	cpu := processCPU()
 	close(start)
 	wg.Wait()
+	reportCPU(b, cpu)
+}
+
+// reportCPU adds cpu-ns/op, the process's CPU time per op since cpu: on a
+// shared machine it is the cost of a hit, where ns/op also counts the time
+// other processes held the cores.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	if end := processCPU(); end > 0 {
+		b.ReportMetric(float64(end-cpu)/float64(b.N), "cpu-ns/op")
+	}
 }
 
 func missing() (*fakeModel, error) { panic("benchmark key missing") }
