@@ -98,7 +98,7 @@ func TestCrossThreadReadRecordsARaceOnlyWithoutSynchronization(t *testing.T) {
 			if r != want {
 				t.Errorf("first race\n got %+v\nwant %+v", r, want)
 			}
-			if d.Races.First.Since <= 0 || d.Races.First.At <= d.Races.First.Since/2 {
+			if d.Races.First.Since <= 0 || d.Races.First.At < d.Races.First.Since {
 				t.Errorf("race timing since %v, at %v", d.Races.First.Since, d.Races.First.At)
 			}
 			note := d.Races.First.String()
