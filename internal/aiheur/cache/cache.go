@@ -33,7 +33,7 @@
 // goroutine's conflicting one (a race), a published model released by an
 // insert, and a model released while a reader holds it (Hold, Held.Done).
 // The unlocked cache records a race whenever two goroutines share it; the
-// fixed caches record nothing, at no cost on their hit path. See
+// fixed caches record nothing, at no measurable cost on their hit path. See
 // Detections, Records and Barrier, and detect.go for the rules.
 //
 // Options.RaceWindow, off by default, waits a random time of up to the
