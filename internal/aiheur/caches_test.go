@@ -88,3 +88,100 @@ func TestCachesErrors(t *testing.T) {
 		t.Errorf("Stats() = %v, want 2 load errors", s)
 	}
 }
+
+// Holding real models through the caches: the fixed caches record nothing
+// with 16 goroutines holding while they rank; the pre-fix cache records a
+// race in the TunaNet cache as soon as a second goroutine reads what the
+// first inserted, and a barrier in between orders the two.
+func TestCachesHoldAndDetections(t *testing.T) {
+	fsys := os.DirFS(modelsDir(t))
+	for _, p := range []cache.Policy{cache.Locked, cache.LockFree} {
+		t.Run(string(p), func(t *testing.T) {
+			c, err := NewCaches(p, cache.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for g := 0; g < 16; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					h, err := c.HoldTunaNet(fsys, "gfx942")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer h.Done()
+					if _, err := h.Model.Rank(exampleProblem); err != nil {
+						t.Error(err)
+					}
+					k, err := c.HoldKTN(fsys, "gfx942", KTNGroupFwd)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					k.Done()
+					f, err := c.HoldFile(fsys, "gfx90a.tn.model", "gfx90a_tn")
+					if err != nil || f.Model.Name() != "gfx90a.tn.model" {
+						t.Errorf("HoldFile = %v, %v", f.Model, err)
+						return
+					}
+					f.Done()
+				}()
+			}
+			wg.Wait()
+			c.Barrier()
+			if d := c.Detections(); d.Any() {
+				t.Errorf("detections %v", d)
+			}
+			if s := c.Stats(); s.Loads != 3 || s.Hits+s.Misses != 48 {
+				t.Errorf("stats %v; want 3 loads of 48 gets", s)
+			}
+		})
+	}
+	t.Run("unlocked", func(t *testing.T) {
+		var first []cache.Record
+		var mu sync.Mutex
+		c, err := NewCaches(cache.Unlocked, cache.Options{Records: cache.NewRecords(func(r cache.Record) {
+			mu.Lock()
+			first = append(first, r)
+			mu.Unlock()
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each step on a goroutine of its own, ordered by the wait alone.
+		step := func(fn func()) {
+			done := make(chan struct{})
+			go func() { defer close(done); fn() }()
+			<-done
+		}
+		hold := func(arch string) func() {
+			return func() {
+				h, err := c.HoldTunaNet(fsys, arch)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				h.Done()
+			}
+		}
+		step(hold("gfx942"))
+		c.Barrier()
+		step(hold("gfx942"))
+		if d := c.Detections(); d.Any() {
+			t.Fatalf("detections %v across a barrier", d)
+		}
+		step(hold("gfx90a")) // inserts into the map the previous step read
+		d := c.Detections()
+		if d.Races.Count != 1 || d.Races.First.Cache != "TunaNet" || d.Races.First.Key != "gfx90a/TunaNet" ||
+			d.Races.First.Access != "write" || d.Races.First.OtherAccess != "read" {
+			t.Fatalf("detections %v, first race %+v; want the gfx90a insert racing with the gfx942 read", d, d.Races.First)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(first) != 1 || first[0].Kind != cache.KindRace {
+			t.Errorf("first records reported as made: %+v", first)
+		}
+	})
+}

@@ -20,10 +20,21 @@
 //   - Locked is the fix: one mutex held across find, load and insert; the
 //     insert never replaces (emplace), so a returned model lives for the
 //     rest of the process.
-//   - LockFree reads an immutable snapshot map through an atomic pointer
-//     with no lock on a hit; a miss takes a mutex only to join or start the
+//   - LockFree reads an immutable snapshot through an atomic pointer with
+//     no lock on a hit; a miss takes a mutex only to join or start the
 //     single in-flight load of that key, publishes a new snapshot after the
-//     load (copy on write; model sets are small) and never replaces.
+//     load (copy on write; model sets are small) and never replaces. A hit
+//     scans the few keys of a small snapshot instead of hashing, and counts
+//     itself on a counter cell picked by its stack, not a random draw.
+//
+// Crashes are luck, so every cache also records, as a happens-before race
+// detector would, what makes the pre-fix pattern wrong in every run: an
+// access that none of the cache's own synchronization orders after another
+// goroutine's conflicting one (a race), a published model released by an
+// insert, and a model released while a reader holds it (Hold, Held.Done).
+// The unlocked cache records a race whenever two goroutines share it; the
+// fixed caches record nothing, at no measurable cost on their hit path. See
+// Detections, Records and Barrier, and detect.go for the rules.
 //
 // Options.RaceWindow, off by default, waits a random time of up to the
 // window between a miss's load and its insert. That widens the window in
@@ -44,7 +55,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -107,6 +117,11 @@ type Options struct {
 	// this long between a miss's load and its insert. For demonstrations
 	// only; zero (off) is the default.
 	RaceWindow time.Duration
+	// Name names the cache in records ("TunaNet").
+	Name string
+	// Records collects the cache's detections; caches that share one
+	// report together. Nil: the cache keeps its own.
+	Records *Records
 }
 
 // Stats are a cache's counters since it was made.
@@ -129,6 +144,17 @@ type Cache[K comparable, V Releaser] interface {
 	// Get returns the model for key, calling load on a miss. A load error
 	// is returned and nothing is cached.
 	Get(key K, load func() (V, error)) (V, error)
+	// Hold is Get for a caller that says when it has finished with the
+	// model (Held.Done), so that a release in between is recorded as a
+	// use-after-free.
+	Hold(key K, load func() (V, error)) (Held[V], error)
+	// Barrier declares a point at which every goroutine that used the
+	// cache has synchronized with the caller (all joined, or all met at a
+	// barrier) and none is inside it: accesses before it are ordered
+	// before accesses after it.
+	Barrier()
+	// Records holds what the cache detected (see Detections).
+	Records() *Records
 	Stats() Stats
 	// Describe is a one-line account of the policy and options.
 	Describe() string
@@ -142,9 +168,9 @@ func New[K comparable, V Releaser](p Policy, o Options) (Cache[K, V], error) {
 	}
 	switch p {
 	case Unlocked:
-		return &unlocked[K, V]{models: map[K]V{}, opts: o}, nil
+		return &unlocked[K, V]{models: map[K]*entry[K, V]{}, opts: o, d: newDetector(o)}, nil
 	case Locked:
-		return &locked[K, V]{models: map[K]V{}, opts: o}, nil
+		return &locked[K, V]{models: map[K]*entry[K, V]{}, opts: o, d: newDetector(o)}, nil
 	case LockFree:
 		return newLockFree[K, V](o), nil
 	}
@@ -174,51 +200,4 @@ func widen(o Options) {
 	until := time.Now().Add(rand.N(o.RaceWindow + 1))
 	for time.Now().Before(until) {
 	}
-}
-
-// counters are shared by all policies so their costs compare fairly. The
-// per-Get counters are striped over padded cells: one shared atomic would
-// itself be the contention the lock-free policy is meant to avoid.
-type counters struct {
-	hits, misses          stripedCounter
-	loads, loadErrors     atomic.Uint64
-	waits, replacedModels atomic.Uint64
-}
-
-const stripes = 16
-
-type stripedCounter [stripes]struct {
-	n atomic.Uint64
-	_ [56]byte // one cache line per stripe
-}
-
-func (s *stripedCounter) inc() { s[rand.Uint32()%stripes].n.Add(1) }
-
-func (s *stripedCounter) sum() uint64 {
-	var total uint64
-	for i := range s {
-		total += s[i].n.Load()
-	}
-	return total
-}
-
-func (c *counters) stats() Stats {
-	return Stats{
-		Hits:       c.hits.sum(),
-		Misses:     c.misses.sum(),
-		Loads:      c.loads.Load(),
-		LoadErrors: c.loadErrors.Load(),
-		Waits:      c.waits.Load(),
-		Replaced:   c.replacedModels.Load(),
-	}
-}
-
-// countedLoad calls fn and counts it.
-func countedLoad[V any](c *counters, fn func() (V, error)) (V, error) {
-	c.loads.Add(1)
-	v, err := fn()
-	if err != nil {
-		c.loadErrors.Add(1)
-	}
-	return v, err
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -74,9 +75,13 @@ func TestUnlockedCacheCrashesForReal(t *testing.T) {
 }
 
 // hammerUnlocked runs rounds until the process dies or a time budget ends.
+// Whatever the timing, every round that survives has recorded a race.
 func hammerUnlocked(t *testing.T) {
-	rounds, replaced := hammer(t, Unlocked, 10*time.Second, 1<<30)
-	t.Logf("NO-CRASH after %d rounds (%d models replaced while in use)", rounds, replaced)
+	rounds, replaced, raced := hammer(t, Unlocked, 10*time.Second, 1<<30)
+	t.Logf("NO-CRASH after %d rounds (%d models replaced while in use, races recorded in %d rounds)", rounds, replaced, raced)
+	if raced != rounds {
+		t.Errorf("races recorded in %d of %d rounds; want every round", raced, rounds)
+	}
 }
 
 // The same hammering against the fixed caches, in this process: every
@@ -87,17 +92,18 @@ func TestFixedCachesSurviveHammer(t *testing.T) {
 		want = 2
 	}
 	for _, p := range []Policy{Locked, LockFree} {
-		rounds, replaced := hammer(t, p, 30*time.Second, want)
-		if rounds != want || replaced != 0 {
-			t.Errorf("%s: %d rounds, %d replaced; want %d rounds, none replaced", p, rounds, replaced, want)
+		rounds, replaced, raced := hammer(t, p, 30*time.Second, want)
+		if rounds != want || replaced != 0 || raced != 0 {
+			t.Errorf("%s: %d rounds, %d replaced, %d with races; want %d rounds, none replaced or racing", p, rounds, replaced, raced, want)
 		}
 	}
 }
 
 // hammer runs rounds of: a fresh cache, goroutines released together that
-// all Get the same key and then predict with the model they got. It returns
-// the rounds run and the models replaced.
-func hammer(t *testing.T, p Policy, budget time.Duration, maxRounds int) (rounds int, replaced uint64) {
+// all hold the same key and predict with the model they got. It returns
+// the rounds run, the models replaced and the rounds that recorded a race;
+// it fails the test if a fixed cache records anything.
+func hammer(t *testing.T, p Policy, budget time.Duration, maxRounds int) (rounds int, replaced uint64, raced int) {
 	const (
 		goroutines = 8
 		predicts   = 400
@@ -119,15 +125,16 @@ func hammer(t *testing.T, p Policy, budget time.Duration, maxRounds int) (rounds
 			go func() {
 				defer wg.Done()
 				<-start
-				m, err := c.Get(key, load)
+				h, err := c.Hold(key, load)
 				if err != nil {
 					t.Error(err)
 					return
 				}
+				defer h.Done()
 				in, out := make([]float32, 18), [][]float32{make([]float32, 21)}
 				for i := 0; i < predicts; i++ {
 					in[i%18] = float32(i)
-					if err := m.PredictInto(out, in); err != nil {
+					if err := h.Model.PredictInto(out, in); err != nil {
 						t.Error(err)
 						return
 					}
@@ -136,13 +143,16 @@ func hammer(t *testing.T, p Policy, budget time.Duration, maxRounds int) (rounds
 		}
 		close(start)
 		wg.Wait()
-		s := c.Stats()
+		s, d := c.Stats(), c.Records().Detections()
 		replaced += s.Replaced
-		if p != Unlocked && s.Loads != 1 {
-			t.Errorf("%s round %d: %d loads, want 1", p, rounds, s.Loads)
+		if d.Races.Count > 0 {
+			raced++
+		}
+		if p != Unlocked && (s.Loads != 1 || d.Any()) {
+			t.Errorf("%s round %d: %d loads, detections %v; want 1 load, nothing detected", p, rounds, s.Loads, d)
 		}
 	}
-	return rounds, replaced
+	return rounds, replaced, raced
 }
 
 func lastLine(text, marker string) string {
@@ -159,4 +169,84 @@ func tailText(s string) string {
 		return "..." + s[len(s)-3000:]
 	}
 	return s
+}
+
+const raceRoundsChildEnv = "MIOTOOL_CACHE_TEST_RACE_ROUNDS"
+
+// With real concurrency, not gates: rounds of two goroutines released
+// together on a fresh unlocked cache, holding the model they got while
+// they use it. Every round records a race, whatever the scheduler did. The
+// models only mark their release, so nothing faults; the runtime often
+// kills the child for concurrent map access, the pre-fix map's own crash,
+// so the child prints each round as it ends and the parent counts the
+// rounds that finished over a few children.
+func TestUnlockedRecordsARaceInEveryRound(t *testing.T) {
+	if os.Getenv(raceRoundsChildEnv) == "1" {
+		raceRounds(t)
+		return
+	}
+	if raceEnabled {
+		t.Skip("the unlocked cache is racy by design; run without -race")
+	}
+	const wantRounds = 50
+	rounds := 0
+	for attempt := 1; attempt <= 20 && rounds < wantRounds; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestUnlockedRecordsARaceInEveryRound$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), raceRoundsChildEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		text := string(out)
+		rounds += strings.Count(text, roundRaced)
+		if strings.Contains(text, roundMissed) {
+			t.Fatalf("a round recorded no race:\n%s", tailText(text))
+		}
+		if err != nil && !strings.Contains(text, "concurrent map") {
+			t.Fatalf("attempt %d: %v\n%s", attempt, err, tailText(text))
+		}
+	}
+	if rounds < wantRounds {
+		t.Fatalf("only %d rounds finished before the children died of concurrent map access", rounds)
+	}
+	t.Logf("races recorded in each of %d rounds", rounds)
+}
+
+const (
+	roundRaced  = "ROUND RACED"
+	roundMissed = "ROUND WITHOUT A RACE"
+)
+
+func raceRounds(t *testing.T) {
+	const rounds, goroutines, uses = 200, 2, 2000
+	for r := 0; r < rounds; r++ {
+		c := newCache(t, Unlocked, Options{})
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				h, err := c.Hold(SetKey{Arch: "gfx942"}, func() (*fakeModel, error) { return &fakeModel{id: g}, nil })
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer h.Done()
+				sum := 0
+				for i := 0; i < uses; i++ {
+					sum += h.Model.id
+				}
+				_ = sum
+			}()
+		}
+		close(start)
+		wg.Wait()
+		d := c.Records().Detections()
+		if d.Races.Count == 0 {
+			fmt.Printf("%s: round %d, stats %v\n", roundMissed, r+1, c.Stats())
+			t.FailNow()
+		}
+		fmt.Printf("%s: round %d, %v\n", roundRaced, r+1, d)
+	}
 }

@@ -2,89 +2,172 @@ package cache
 
 import (
 	"errors"
-	"maps"
 	"sync"
 	"sync/atomic"
 )
 
-// lockFree serves hits from an immutable snapshot map behind an atomic
+// lockFree serves hits from an immutable snapshot behind an atomic
 // pointer, so readers never lock. Misses take mu only to find or start the
 // key's single in-flight load; the loader publishes a new snapshot with the
-// key added. Entries are never replaced, so a returned model stays valid.
+// key added (copy on write). Entries are never replaced, so a returned
+// model stays valid.
 type lockFree[K comparable, V Releaser] struct {
-	snapshot atomic.Pointer[map[K]V]
+	snapshot atomic.Pointer[snapshot[K, V]]
 	mu       sync.Mutex // guards inflight and snapshot publication
-	inflight map[K]*flight[V]
+	inflight map[K]*flight[K, V]
 	opts     Options
 	c        counters
+	d        detector
 }
 
-// flight is one in-progress load; done closes when v and err are final.
-type flight[V any] struct {
+// scanKeys is how many keys a snapshot holds in a slice, scanned in order
+// on a lookup: a model cache holds a handful, and comparing a few keys
+// (string lengths first, then bytes or the same pointer) is cheaper than
+// hashing one. Beyond it the snapshot keeps a map.
+const scanKeys = 8
+
+// snapshot is one generation of the cache's contents. It is never written
+// after it is published: a new key makes a new snapshot.
+type snapshot[K comparable, V any] struct {
+	// gen counts publications; each entry records the one it came with.
+	gen   uint64
+	slots []slot[K, V]       // while the keys are few
+	index map[K]*entry[K, V] // once they are not (slots is then nil)
+}
+
+type slot[K comparable, V any] struct {
+	key K
+	e   *entry[K, V]
+}
+
+func (s *snapshot[K, V]) find(key K) *entry[K, V] {
+	if s.index != nil {
+		return s.index[key]
+	}
+	for i := range s.slots {
+		if s.slots[i].key == key {
+			return s.slots[i].e
+		}
+	}
+	return nil
+}
+
+func (s *snapshot[K, V]) len() int { return len(s.slots) + len(s.index) }
+
+// with is a new snapshot: s's entries and e, one generation later.
+func (s *snapshot[K, V]) with(e *entry[K, V]) *snapshot[K, V] {
+	next := &snapshot[K, V]{gen: s.gen + 1}
+	if n := s.len() + 1; n <= scanKeys {
+		next.slots = make([]slot[K, V], 0, n)
+		next.slots = append(append(next.slots, s.slots...), slot[K, V]{e.key, e})
+		return next
+	}
+	next.index = make(map[K]*entry[K, V], s.len()+1)
+	for _, sl := range s.slots {
+		next.index[sl.key] = sl.e
+	}
+	for k, old := range s.index {
+		next.index[k] = old
+	}
+	next.index[e.key] = e
+	return next
+}
+
+// flight is one in-progress load; done closes when e and err are final.
+type flight[K comparable, V any] struct {
 	done chan struct{}
-	v    V
+	e    *entry[K, V]
 	err  error
 }
 
 var errLoadPanicked = errors.New("model load panicked in another goroutine")
 
 func newLockFree[K comparable, V Releaser](o Options) *lockFree[K, V] {
-	c := &lockFree[K, V]{inflight: map[K]*flight[V]{}, opts: o}
-	empty := map[K]V{}
-	c.snapshot.Store(&empty)
+	c := &lockFree[K, V]{inflight: map[K]*flight[K, V]{}, opts: o, d: newDetector(o)}
+	c.snapshot.Store(&snapshot[K, V]{})
 	return c
 }
 
-func (c *lockFree[K, V]) Get(key K, load func() (V, error)) (V, error) {
-	if m, ok := (*c.snapshot.Load())[key]; ok {
+func (c *lockFree[K, V]) get(key K, load func() (V, error)) (*entry[K, V], error) {
+	s := c.snapshot.Load()
+	if e := s.find(key); e != nil {
+		if e.epoch > s.gen { // written into a snapshot already published
+			unpublished(&c.d, e, s.gen)
+		}
 		c.c.hits.inc()
-		return m, nil
+		return e, nil
 	}
+	return c.miss(key, load)
+}
+
+func (c *lockFree[K, V]) miss(key K, load func() (V, error)) (*entry[K, V], error) {
 	c.mu.Lock()
-	if m, ok := (*c.snapshot.Load())[key]; ok { // published while we waited for mu
+	if e := c.snapshot.Load().find(key); e != nil { // published while we waited for mu
 		c.mu.Unlock()
 		c.c.hits.inc()
-		return m, nil
+		return e, nil
 	}
-	c.c.misses.inc()
+	c.c.misses.Add(1)
 	if f, ok := c.inflight[key]; ok {
 		c.mu.Unlock()
 		c.c.waits.Add(1)
 		<-f.done
-		return f.v, f.err
+		return f.e, f.err
 	}
-	f := &flight[V]{done: make(chan struct{})}
+	f := &flight[K, V]{done: make(chan struct{})}
 	c.inflight[key] = f
 	c.mu.Unlock()
 	c.run(key, f, load)
-	return f.v, f.err
+	return f.e, f.err
 }
 
 // run performs the load for f and publishes it. If load panics, waiters
 // get an error instead of hanging and the panic continues in the caller.
-func (c *lockFree[K, V]) run(key K, f *flight[V], load func() (V, error)) {
+func (c *lockFree[K, V]) run(key K, f *flight[K, V], load func() (V, error)) {
 	finished := false
+	var m V
 	defer func() {
 		if !finished {
 			f.err = errLoadPanicked
 		}
 		c.mu.Lock()
 		if f.err == nil {
-			next := maps.Clone(*c.snapshot.Load())
-			next[key] = f.v
-			c.snapshot.Store(&next)
+			cur := c.snapshot.Load()
+			if f.e = cur.find(key); f.e == nil { // never replace
+				f.e = newEntry(key, m, cur.gen+1, threadID())
+				c.snapshot.Store(cur.with(f.e))
+			}
 		}
 		delete(c.inflight, key)
 		c.mu.Unlock()
 		close(f.done)
 	}()
-	f.v, f.err = countedLoad(&c.c, load)
+	m, f.err = countedLoad(&c.c, load)
 	if f.err == nil {
 		widen(c.opts)
 	}
 	finished = true
 }
 
-func (c *lockFree[K, V]) Stats() Stats     { return c.c.stats() }
-func (c *lockFree[K, V]) Describe() string { return describe(LockFree, c.opts) }
-func (c *lockFree[K, V]) Policy() Policy   { return LockFree }
+func (c *lockFree[K, V]) Get(key K, load func() (V, error)) (V, error) {
+	e, err := c.get(key, load)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return e.model, nil
+}
+
+func (c *lockFree[K, V]) Hold(key K, load func() (V, error)) (Held[V], error) {
+	e, err := c.get(key, load)
+	if err != nil {
+		return Held[V]{}, err
+	}
+	return hold(&c.d, e), nil
+}
+
+func (c *lockFree[K, V]) Barrier()          { c.d.barrier.Add(1) }
+func (c *lockFree[K, V]) Records() *Records { return c.d.records }
+func (c *lockFree[K, V]) Stats() Stats      { return c.c.stats() }
+func (c *lockFree[K, V]) Describe() string  { return describe(LockFree, c.opts) }
+func (c *lockFree[K, V]) Policy() Policy    { return LockFree }
