@@ -5,15 +5,16 @@
 #
 #   scripts/mutation-check.sh [--tier fast|full] [--only NAME] [--write FILE] [--timeout S]
 #
-# Each regression is a patch in scripts/mutations/NAME.patch whose header,
+# Each regression is a patch kept beside the code it breaks, in a
+# testdata/mutations folder of that package (NAME.patch), whose header,
 # before the diff, names the guard, the test expected to catch it and the
-# packages to test:
+# packages to test (keys in any case):
 #
-#   Guard: a late callback never retires a reuse of its stream
-#   Test: TestLateCallbackIgnored
-#   Packages: ./internal/streams
-#   Flags: -race          (optional: extra go test flags)
-#   Tier: fast            (optional: part of the fast tier that CI runs)
+#   guard: a late callback never retires a reuse of its stream
+#   test: TestLateCallbackIgnored          (several: A|B)
+#   package: ./internal/streams            (or packages: with several)
+#   flags: -race                           (optional: extra go test flags)
+#   tier: fast                             (optional: part of the fast tier that CI runs)
 #
 # The script copies the tracked tree once to a temporary folder (the
 # working tree is never touched), checks that the expected tests pass
@@ -49,23 +50,22 @@ case $tier in fast | full) ;; *) echo "mutation-check: --tier must be fast or fu
 case $limit in '' | *[!0-9]*) echo "mutation-check: --timeout must be a number of seconds, not '$limit'" >&2; exit 2 ;; esac
 
 field() { # field NAME FILE: the header value, from the lines before the diff
-	sed -n '/^diff --git /q;p' "$2" | sed -n "s/^$1:[[:space:]]*//p" | head -n 1
+	sed -n '/^diff --git /q;p' "$2" | grep -i -E "^$1s?:" | head -n 1 | sed -E 's/^[^:]*:[[:space:]]*//; s/[[:space:]]+$//'
 }
 
 patches=()
-for p in scripts/mutations/*.patch; do
-	[ -e "$p" ] || continue
+while IFS= read -r p; do
 	name=$(basename "$p" .patch)
 	[ -n "$only" ] && [ "$name" != "$only" ] && continue
 	[ "$tier" = fast ] && [ "$(field Tier "$p")" != fast ] && continue
-	for f in Guard Test Packages; do
+	for f in Guard Test Package; do
 		if [ -z "$(field $f "$p")" ]; then
 			echo "mutation-check: $p has no '$f:' line in its header" >&2
 			exit 2
 		fi
 	done
 	patches+=("$p")
-done
+done < <(git ls-files '*/testdata/mutations/*.patch')
 if [ ${#patches[@]} -eq 0 ]; then
 	echo "mutation-check: no regression selected (tier $tier${only:+, only $only})" >&2
 	exit 2
@@ -90,9 +90,9 @@ echo "mutation-check: tier $tier, ${#patches[@]} regressions, $limit s limit eac
 # The expected tests must pass on the unchanged tree, or a "killed" says nothing.
 declare -A baseline=()
 for p in "${patches[@]}"; do
-	key="$(field Test "$p")|$(field Packages "$p")|$(field Flags "$p")"
+	key="$(field Test "$p")|$(field Package "$p")|$(field Flags "$p")"
 	[ -n "${baseline[$key]:-}" ] && continue
-	if ! run_tests "$(field Test "$p")" "$(field Packages "$p")" "$(field Flags "$p")"; then
+	if ! run_tests "$(field Test "$p")" "$(field Package "$p")" "$(field Flags "$p")"; then
 		echo "mutation-check: the expected tests fail without any regression ($key); fix them first:" >&2
 		tail -n 30 "$work/.last.log" >&2
 		exit 2
@@ -115,7 +115,7 @@ for p in "${patches[@]}"; do
 		result=stale
 		stale=$((stale + 1))
 	else
-		run_tests "$test" "$(field Packages "$p")" "$(field Flags "$p")"
+		run_tests "$test" "$(field Package "$p")" "$(field Flags "$p")"
 		case $? in
 		0) result=survived; survived=$((survived + 1)) ;;
 		124 | 137) result=hung; hung=$((hung + 1)) ;;
