@@ -43,12 +43,15 @@ func requireHIPCC(t *testing.T) string {
 	if p, err := exec.LookPath("hipcc"); err == nil {
 		return p
 	}
+	var tried []string
 	for _, r := range rocmRoots() {
-		if p := filepath.Join(r, "bin", "hipcc"); isFile(p) {
+		p := filepath.Join(r, "bin", "hipcc")
+		if isFile(p) {
 			return p
 		}
+		tried = append(tried, p)
 	}
-	t.Skipf("hipcc is not on PATH nor in %q (%s)", rocmRoots(), installHint)
+	t.Skipf("hipcc is neither on PATH nor at %s (%s)", strings.Join(tried, ", "), installHint)
 	return ""
 }
 
@@ -65,7 +68,7 @@ func requireHIPHeaders(t *testing.T) string {
 			return d
 		}
 	}
-	t.Skipf("hip/hip_runtime_api.h and hip/hiprtc.h are in none of %q (%s)", append(dirs, "/usr/include"), installHint)
+	t.Skipf("hip/hip_runtime_api.h and hip/hiprtc.h are in none of %s (%s)", strings.Join(append(dirs, "/usr/include"), ", "), installHint)
 	return ""
 }
 
