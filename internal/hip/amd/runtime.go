@@ -121,7 +121,8 @@ func rocmLibDirs() []string {
 
 // runtimeSearch finds HIP 7, then HIP 6. The unversioned libamdhip64.so is
 // a development link (and may be HIP 5, whose struct layouts differ), so it
-// is not tried.
+// is not tried; HIP 5 itself is looked for only to say why it cannot serve
+// (legacyRuntimeSearch).
 func runtimeSearch() gpulib.SearchSpec {
 	return gpulib.SearchSpec{
 		Name:    "libamdhip64",
