@@ -3,6 +3,9 @@ package hip
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -76,8 +79,25 @@ func TestParseHWQueues(t *testing.T) {
 	}
 }
 
+// isolateRegistry gives t an empty backend registry and puts the process's
+// back when t ends, so that a test registers what it needs however often it
+// runs (-count) and in whatever order (-shuffle).
+func isolateRegistry(t *testing.T) {
+	t.Helper()
+	regMu.Lock()
+	saved := registry
+	registry = maps.Clone(registry) // a map of the registry's own type
+	clear(registry)
+	regMu.Unlock()
+	t.Cleanup(func() {
+		regMu.Lock()
+		registry = saved
+		regMu.Unlock()
+	})
+}
+
 func TestSelect(t *testing.T) {
-	// The registry is process-wide; use names no real backend takes.
+	isolateRegistry(t)
 	Register(Backend{Name: "test-gpu-missing", GPU: true, Order: -2, Open: func(OpenOptions) (Device, error) {
 		return nil, &UnavailableError{Backend: "test-gpu-missing", Reason: "libfoo.so.1 not found"}
 	}})
@@ -89,12 +109,39 @@ func TestSelect(t *testing.T) {
 	if !errors.As(err, &ue) || sel.Chosen != "" {
 		t.Errorf("explicit unavailable backend: %v %+v", err, sel)
 	}
-	// With no simulator registered in this package's tests, auto fails
-	// and says why.
+	// With no simulator registered, auto fails and says why.
 	if _, sel, err := Select("auto", OpenOptions{}); err == nil || len(sel.Attempts) == 0 {
 		t.Errorf("auto without a simulator: %v %+v", err, sel)
 	}
 	if CallName("Malloc", DialectCUDA) != "cuMemAlloc" || CallName("StreamQuery", DialectHIP) != "hipStreamQuery" {
 		t.Error("CallName")
+	}
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	isolateRegistry(t)
+	b := Backend{Name: "test-twice", GPU: true, Open: func(OpenOptions) (Device, error) { return nil, errors.New("unused") }}
+	Register(b)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "registered twice: test-twice") {
+			t.Fatalf("a second Register of one name: recovered %v, want a panic naming it", r)
+		}
+	}()
+	Register(b)
+}
+
+// TestIsolateRegistry checks the helper the tests above rely on: inside a
+// test the registry starts empty, and the process's comes back after.
+func TestIsolateRegistry(t *testing.T) {
+	before := len(Backends())
+	t.Run("inner", func(t *testing.T) {
+		isolateRegistry(t)
+		if n := len(Backends()); n != 0 {
+			t.Fatalf("an isolated registry holds %d backends", n)
+		}
+		Register(Backend{Name: "test-inner", Open: func(OpenOptions) (Device, error) { return nil, errors.New("unused") }})
+	})
+	if got := backendNames(); len(got) != before || slices.Contains(got, "test-inner") {
+		t.Fatalf("after the test the registry holds %q, want the %d from before", got, before)
 	}
 }

@@ -27,13 +27,14 @@ var mockCtl struct {
 	setDevices, setInit, requireDevice, resetThreadDevice, setDeviceCalls uintptr
 	setLegacy, setArch, propsLayout, failNext, lastBeginMode              uintptr
 	lastInstantiateFlags, eventsTID, hostCalls, lastLaunch, launchSize    uintptr
-	compiles, lastOptions                                                 uintptr
+	compiles, lastOptions, setRuntimeVersion                              uintptr
 }
 
 var standIns = gputest.StandIns{Libs: []gputest.StandIn{
 	{Source: "testdata/mockhip.c", Path: "lib/libamdhip64.so.7", Controls: []gpulib.Symbol{
 		{Name: "mock_set_device_count", Addr: &mockCtl.setDevices},
 		{Name: "mock_set_init_result", Addr: &mockCtl.setInit},
+		{Name: "mock_set_runtime_version", Addr: &mockCtl.setRuntimeVersion},
 		{Name: "mock_require_device", Addr: &mockCtl.requireDevice},
 		{Name: "mock_reset_thread_device", Addr: &mockCtl.resetThreadDevice},
 		{Name: "mock_set_device_calls", Addr: &mockCtl.setDeviceCalls},

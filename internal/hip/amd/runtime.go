@@ -121,7 +121,8 @@ func rocmLibDirs() []string {
 
 // runtimeSearch finds HIP 7, then HIP 6. The unversioned libamdhip64.so is
 // a development link (and may be HIP 5, whose struct layouts differ), so it
-// is not tried.
+// is not tried; HIP 5 itself is looked for only to say why it cannot serve
+// (legacyRuntimeSearch).
 func runtimeSearch() gpulib.SearchSpec {
 	return gpulib.SearchSpec{
 		Name:    "libamdhip64",
@@ -130,11 +131,12 @@ func runtimeSearch() gpulib.SearchSpec {
 	}
 }
 
-var defaultRuntime = sync.OnceValues(func() (*runtimeLib, error) { return loadRuntime(runtimeSearch()) })
+var defaultRuntime = sync.OnceValues(func() (*runtimeLib, error) {
+	return openRuntime(runtimeSearch(), legacyRuntimeSearch())
+})
 
-// loadRuntime opens, binds and initialises libamdhip64. Every failure is a
-// *hip.UnavailableError naming what failed and listing the paths tried.
-func loadRuntime(spec gpulib.SearchSpec) (*runtimeLib, error) {
+// newRuntimeLib is libamdhip64 before loading: what sets HIP apart as data.
+func newRuntimeLib() *runtimeLib {
 	r := &runtimeLib{Runtime: gpulib.Runtime{
 		Backend:    backendName,
 		Vendor:     "HIP",
@@ -143,24 +145,39 @@ func loadRuntime(spec gpulib.SearchSpec) (*runtimeLib, error) {
 		Attributes: gpulib.Attributes{ComputeUnits: attrMultiprocessors, WarpSize: attrWarpSize, ClockKHz: attrClockRate},
 	}}
 	r.Status = gpulib.StatusMapper{Dialect: hip.DialectHIP, ErrorName: r.errorName}
+	return r
+}
+
+// loadRuntime opens, binds and initialises libamdhip64. Every failure is a
+// *hip.UnavailableError naming what failed and listing the paths tried.
+func loadRuntime(spec gpulib.SearchSpec) (*runtimeLib, error) {
+	r := newRuntimeLib()
 	if err := r.Load(spec, r.symbols(), "HIP older than 6.0, or not AMD's runtime"); err != nil {
 		return nil, err
 	}
+	r.readVersions()
+	return r, nil
+}
+
+// readVersions asks the runtime its own and the driver's version.
+func (r *runtimeLib) readVersions() {
 	var v int32
-	if gpulib.Call(r.api.runtimeGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
+	if r.api.runtimeGetVersion != 0 && gpulib.Call(r.api.runtimeGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
 		r.RuntimeVersion = formatHIPVersion(v)
 	}
-	if gpulib.Call(r.api.driverGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
+	if r.api.driverGetVersion != 0 && gpulib.Call(r.api.driverGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
 		r.DriverVersion = formatHIPVersion(v)
 	}
 	r.Lib.Version = r.RuntimeVersion
-	return r, nil
 }
 
 // errorName asks the runtime for a code's name. HIP names every code it
 // does not know hipErrorUnknown; that says nothing the number does not, so
 // it is dropped.
 func (r *runtimeLib) errorName(code int32) string {
+	if r.api.getErrorName == 0 {
+		return ""
+	}
 	s := gpulib.GoString(gpulib.CallPtr(r.api.getErrorName, uintptr(code)))
 	if s == hip.ErrUnknown.Name(hip.DialectHIP) && hip.Code(code) != hip.ErrUnknown {
 		return ""

@@ -147,13 +147,30 @@ func TestLoadRuntimeRecordsAttempts(t *testing.T) {
 	}
 }
 
-// TestOpenWithoutROCm runs where no HIP runtime is installed (CI, this
-// machine): Open names the library it wanted and every path it tried.
+// TestOpenWithoutROCm runs where no HIP 6 or 7 runtime is installed (CI,
+// this machine): Open names the library it wanted and every path it tried,
+// or, where a HIP 5 runtime is there (Debian's libamdhip64-5), why that one
+// cannot serve.
 func TestOpenWithoutROCm(t *testing.T) {
 	if _, err := defaultRuntime(); err == nil {
 		t.Skip("a HIP runtime loads on this machine; the GPU tests cover Open")
 	}
-	ue := gputest.OpenUnavailable(t, "hip", "libamdhip64", "libamdhip64.so.7", "libamdhip64.so.6")
+	var ue *hip.UnavailableError
+	if _, _, err := hip.Select("hip", hip.OpenOptions{}); errors.As(err, &ue) && ue.Libraries[0].Loaded != "" {
+		t.Logf("a HIP 5 runtime is installed: %v", err)
+		for _, want := range []string{"is too old: miotool needs HIP 6.0 or newer", ue.Libraries[0].Loaded} {
+			if !strings.Contains(ue.Reason, want) {
+				t.Errorf("reason %q lacks %q", ue.Reason, want)
+			}
+		}
+		tried := ue.Libraries[0].Tried
+		if len(tried) < 3 || tried[0].Path != "libamdhip64.so.7" || tried[1].Path != "libamdhip64.so.6" ||
+			filepath.Base(tried[len(tried)-1].Path) != "libamdhip64.so.5" {
+			t.Errorf("attempts %+v: the current sonames first, the HIP 5 one last", tried)
+		}
+	} else {
+		ue = gputest.OpenUnavailable(t, "hip", "libamdhip64", "libamdhip64.so.7", "libamdhip64.so.6")
+	}
 	if !slices.ContainsFunc(ue.Libraries[0].Tried, func(a hip.PathAttempt) bool { return a.Path == "/opt/rocm/lib/libamdhip64.so.7" }) {
 		t.Error("the default install /opt/rocm/lib was not tried")
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -216,10 +217,13 @@ func Open(spec SearchSpec) (uintptr, hip.Library, error) {
 				continue
 			}
 		}
-		h, err := purego.Dlopen(c.Path, DlopenMode)
+		h, err := dlopen(c.Path)
 		if err != nil {
 			// dlerror repeats the path; the attempt already names it.
 			why := strings.TrimPrefix(oneLine(err.Error()), c.Path+": ")
+			if why == "" {
+				why = dlopenNoMessage
+			}
 			lib.Tried = append(lib.Tried, hip.PathAttempt{Path: c.Path, Err: why})
 			continue
 		}
@@ -231,6 +235,20 @@ func Open(spec SearchSpec) (uintptr, hip.Library, error) {
 		return h, lib, nil
 	}
 	return 0, lib, &NotFoundError{Library: lib, Sonames: spec.Sonames}
+}
+
+// dlopenNoMessage records a failed dlopen whose dlerror said nothing, so
+// that a failed attempt never reads as one that loaded.
+const dlopenNoMessage = "the dynamic loader refused it without a message"
+
+// dlopen opens path with DlopenMode on one OS thread throughout: dlerror's
+// message is per thread, and a goroutine moved to another thread between
+// dlopen and dlerror reads that thread's message, or none (then the failed
+// attempt looked as if it had loaded).
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, DlopenMode)
 }
 
 func oneLine(s string) string {

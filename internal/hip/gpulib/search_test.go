@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"miotool/internal/hip"
@@ -183,5 +185,62 @@ func TestFormatAttempts(t *testing.T) {
 	}
 	if FormatAttempts(nil) != "nothing" {
 		t.Fatal("empty attempts")
+	}
+}
+
+// TestOpenFailureReasonSurvivesThreadMoves opens an absent soname from
+// many goroutines while others keep the scheduler busy, so that goroutines
+// move between OS threads: dlerror's message is per thread, and every
+// failed attempt must still carry the loader's own reason for it (an empty
+// one reads as "loaded").
+func TestOpenFailureReasonSurvivesThreadMoves(t *testing.T) {
+	const openers, opens = 8, 150
+	stop := make(chan struct{})
+	var busy sync.WaitGroup
+	for range 4 {
+		busy.Add(1)
+		go func() {
+			defer busy.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); busy.Wait() }()
+
+	reasons := make(chan string, openers*opens)
+	var wg sync.WaitGroup
+	for range openers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range opens {
+				_, lib, err := Open(SearchSpec{Name: "libfake", Sonames: []string{"libmiotool-fake-absent.so.9"}})
+				if err == nil || len(lib.Tried) != 1 {
+					reasons <- "unexpected result"
+					continue
+				}
+				reasons <- lib.Tried[0].Err
+			}
+		}()
+	}
+	wg.Wait()
+	close(reasons)
+	counts := map[string]int{}
+	for r := range reasons {
+		counts[r]++
+	}
+	if len(counts) != 1 {
+		t.Fatalf("reasons differ between attempts of one soname: %v", counts)
+	}
+	for r := range counts {
+		if r == "" || r == dlopenNoMessage || r == "unexpected result" {
+			t.Fatalf("failed attempts recorded as %q", r)
+		}
 	}
 }

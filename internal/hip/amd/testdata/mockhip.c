@@ -19,8 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-typedef int hipError_t;
-typedef void (*hipHostFn_t)(void *);
+#include "mockhip_api.h"
+MOCKHIP_RUNTIME_API(MOCKHIP_DECLARE)
 
 /* Graph nodes. */
 enum { NODE_KERNEL, NODE_HOST, NODE_MEMSET, NODE_COPY };
@@ -51,12 +51,13 @@ struct stream {
 #include "standin.h"
 
 /* hipDeviceProp_tR0600, field for field as the HIP 6.x and 7.x headers
- * declare it, so that the compiler computes the offsets the backend uses. */
+ * declare it, so that the compiler computes the offsets the backend uses
+ * (hipapi_check.c compares them with a real 6.x header's). */
 typedef struct {
     unsigned a : 1, b : 1, c : 1, d : 1, e : 1, f : 1, g : 1, h : 1, i : 1, j : 1, k : 1, l : 1, m : 1, n : 1, o : 1,
         p : 1, q : 1;
 } arch_flags;
-typedef struct {
+typedef struct props_r0600 {
     char name[256];
     char uuid[16];
     char luid[8];
@@ -105,6 +106,7 @@ typedef struct {
 
 static int g_device_count = 1;
 static int g_init_result;
+static int g_runtime_version = 70151234; /* HIP_VERSION: 7.1.51234 */
 static int g_require_device = -1;
 static int g_legacy_invalidated;
 static char g_arch_name[256] = "gfx942:sramecc+:xnack-";
@@ -137,6 +139,7 @@ static int take_fail(const char *fn) {
 /* Controls for the tests. */
 void mock_set_device_count(int n) { g_device_count = n; }
 void mock_set_init_result(int r) { g_init_result = r; }
+void mock_set_runtime_version(int v) { g_runtime_version = v; }
 void mock_require_device(int d) { g_require_device = d; }
 void mock_reset_thread_device(void) { t_device = 0; }
 long mock_set_device_calls(void) { return __atomic_load_n(&g_set_device_calls, __ATOMIC_SEQ_CST); }
@@ -332,7 +335,7 @@ static hipError_t enqueue(struct stream *s, const struct node *n) {
 }
 
 hipError_t hipInit(unsigned flags) { (void)flags; ENTER(); return g_init_result; }
-hipError_t hipRuntimeGetVersion(int *v) { ENTER(); *v = 70151234; return 0; }
+hipError_t hipRuntimeGetVersion(int *v) { ENTER(); *v = g_runtime_version; return 0; }
 hipError_t hipDriverGetVersion(int *v) { ENTER(); *v = 70151234; return 0; }
 const char *hipGetErrorName(hipError_t code) {
     switch (code) {
@@ -448,7 +451,7 @@ hipError_t hipMemcpyHtoD(void *dst, const void *src, size_t n) {
     memcpy(dst, src, n);
     return 0;
 }
-hipError_t hipMemcpyDtoH(void *dst, const void *src, size_t n) {
+hipError_t hipMemcpyDtoH(void *dst, hipDeviceptr_t src, size_t n) {
     ENTER();
     NEED_DEVICE();
     hipError_t r = invalidate_all(906);
@@ -461,8 +464,8 @@ static hipError_t copy_async(void *dst, const void *src, size_t n, struct stream
     return enqueue(s, &k);
 }
 hipError_t hipMemcpyHtoDAsync(void *dst, const void *src, size_t n, struct stream *s) { ENTER(); NEED_DEVICE(); return copy_async(dst, src, n, s); }
-hipError_t hipMemcpyDtoHAsync(void *dst, const void *src, size_t n, struct stream *s) { ENTER(); NEED_DEVICE(); return copy_async(dst, src, n, s); }
-hipError_t hipMemcpyDtoDAsync(void *dst, const void *src, size_t n, struct stream *s) { ENTER(); NEED_DEVICE(); return copy_async(dst, src, n, s); }
+hipError_t hipMemcpyDtoHAsync(void *dst, hipDeviceptr_t src, size_t n, struct stream *s) { ENTER(); NEED_DEVICE(); return copy_async(dst, src, n, s); }
+hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t dst, hipDeviceptr_t src, size_t n, struct stream *s) { ENTER(); NEED_DEVICE(); return copy_async(dst, src, n, s); }
 
 hipError_t hipStreamCreateWithFlags(struct stream **out, unsigned flags) {
     ENTER();
@@ -498,7 +501,7 @@ hipError_t hipStreamSynchronize(struct stream *s) {
     wait_host(s, 0);
     return 0;
 }
-hipError_t hipStreamWaitEvent(struct stream *s, void *e, unsigned flags) {
+hipError_t hipStreamWaitEvent(struct stream *s, struct event *e, unsigned flags) {
     (void)s; (void)e; (void)flags;
     ENTER();
     NEED_DEVICE();

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mockhip_api.h"
+MOCKHIPRTC_API(MOCKHIP_DECLARE)
+
 struct program { char *src, *name, *log, *code; };
 static int g_compiles;
 static char g_last_options[1024];
