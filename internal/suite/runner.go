@@ -14,7 +14,7 @@ import (
 )
 
 // Flag is a global flag the runner passes on to every check that does not
-// set it itself, e.g. --backend sim.
+// set it itself, e.g. the backend.
 type Flag struct {
 	Name  string // without dashes
 	Value string
