@@ -205,7 +205,7 @@ func runCapture(opts *CaptureOptions) error {
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	capture.Fill(r, cases, dev.Dialect(), opts.Now())
+	capture.Fill(r, cases, dev.Dialect(), words, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
 
@@ -233,6 +233,6 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 	if err != nil {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
-	capture.FillTarget(r, cases, dev.Dialect(), opts.Now())
+	capture.FillTarget(r, cases, dev.Dialect(), words, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -64,7 +64,7 @@ counts, so a machine without a GPU passes) and 4 when the backend named with
 
 func runDoctor(opts *DoctorOptions) error {
 	r := doctor.Diagnose(doctor.Input{
-		Backend:     opts.Global.Backend,
+		Backend:     string(opts.Global.Backend),
 		Ordinal:     opts.Global.Device,
 		Dialect:     opts.Dialect,
 		Open:        opts.OpenDevice,
@@ -74,7 +74,7 @@ func runDoctor(opts *DoctorOptions) error {
 		CommandLine: opts.CommandLine,
 		Build:       opts.Build,
 		Now:         opts.Now,
-		Words:       doctor.Words{Backend: cli.BackendFlag, Target: targetFlag},
+		Words:       doctor.Words{Backend: cli.BackendFlag, Target: targetFlag, Selection: cli.SelectionReason},
 	})
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

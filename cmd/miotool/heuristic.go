@@ -10,6 +10,7 @@ import (
 
 	"miotool/internal/aiheur"
 	"miotool/internal/cli"
+	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario/heuristic"
 )
@@ -139,7 +140,7 @@ func (o *HeuristicOptions) problem() (aiheur.Problem, error) {
 	g := o.Problem.Problem
 	if o.Problem.Name != "" {
 		var err error
-		if g, _, err = o.Problem.Resolve(cli.BackendHIP); err != nil {
+		if g, _, err = o.Problem.Resolve(string(hip.BackendHIP)); err != nil {
 			return aiheur.Problem{}, err
 		}
 	}

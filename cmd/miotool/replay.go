@@ -123,6 +123,6 @@ func runReplay(opts *ReplayOptions) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	capture.FillReplay(r, cases, dev.Dialect(), opts.Now())
+	capture.FillReplay(r, cases, dev.Dialect(), words, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
+	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/suite"
 )
@@ -184,8 +185,8 @@ func runReport(opts *ReportOptions) error {
 		seed = uint64(opts.Now().UnixNano())
 	}
 	var forward []suite.Flag
-	if g := opts.Global; g.Backend != "" && g.Backend != cli.BackendAuto {
-		forward = append(forward, suite.Flag{Name: "backend", Value: g.Backend})
+	if g := opts.Global; g.Backend != "" && g.Backend != hip.BackendAuto {
+		forward = append(forward, suite.Flag{Name: "backend", Value: string(g.Backend)})
 	}
 	if opts.Global.Device != 0 {
 		forward = append(forward, suite.Flag{Name: "device", Value: strconv.Itoa(opts.Global.Device)})

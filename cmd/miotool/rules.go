@@ -120,7 +120,7 @@ func runRules(opts *RulesOptions) error {
 		exp = e
 	}
 
-	dev, sel, err := opts.OpenDevice(opts.Global.Backend, hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect})
+	dev, sel, err := opts.OpenDevice(string(opts.Global.Backend), hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect})
 	if err != nil {
 		r := cli.OpenFailedResult("rules", opts.CommandLine, start, opts.Now(), opts.Global.Backend, sel, err)
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
@@ -128,8 +128,8 @@ func runRules(opts *RulesOptions) error {
 	defer dev.Close()
 
 	r := cli.StartResult("rules", opts.CommandLine, start, sel, dev)
-	opts.Verbosef("backend %s (%s) on %s", sel.Chosen, sel.Reason, dev.Props())
-	if p := dev.Props(); p.Backend != cli.BackendSim && opts.DialectSet && opts.Dialect != dev.Dialect() {
+	opts.Verbosef("backend %s (%s) on %s", sel.Chosen, cli.SelectionReason(sel), dev.Props())
+	if p := dev.Props(); p.Backend != string(hip.BackendSim) && opts.DialectSet && opts.Dialect != dev.Dialect() {
 		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", opts.Dialect, p.Backend, dev.Dialect())
 	}
 	update, done := opts.Progress("rules: cell")

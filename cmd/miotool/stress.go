@@ -170,7 +170,7 @@ func (o *StressOptions) models() (dir, described string, fsys fs.FS, err error) 
 	case aiheur.SourceEmbedded:
 		described = "the model embedded in miotool"
 	case aiheur.SourceFlag:
-		described = dir + " (--model-dir)"
+		described = dir + " (" + cli.ModelDirFlag + ")"
 	default:
 		described = dir + " (" + source + ")"
 	}
@@ -288,14 +288,14 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup stress.Setu
 	if err != nil {
 		return err
 	}
-	stress.Fill(r, setup, runs, opts.Now())
+	stress.Fill(r, setup, runs, words, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
 
 // runStressChild is one run: the workload in this process, its result as
 // one line on stdout. Exit 0 when every sum was right, 1 when one was not.
 func runStressChild(opts *StressOptions) error {
-	dev, sel, err := opts.OpenDevice(opts.Global.Backend, hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect, HWQueues: opts.Env.HWQueues})
+	dev, sel, err := opts.OpenDevice(string(opts.Global.Backend), hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect, HWQueues: opts.Env.HWQueues})
 	if err != nil {
 		code := cli.ExitToolFailure
 		if cli.OpenVerdict(err) == report.Skip {
@@ -304,7 +304,7 @@ func runStressChild(opts *StressOptions) error {
 		return &cli.ExitError{Code: code, Err: err}
 	}
 	defer dev.Close()
-	opts.Verbosef("run on %s (%s)", dev.Props(), sel.Reason)
+	opts.Verbosef("run on %s (%s)", dev.Props(), cli.SelectionReason(sel))
 	if opts.Target != target.Builtin {
 		return runTargetStressChild(opts, dev)
 	}

@@ -9,6 +9,7 @@ import (
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 )
 
 // openTarget opens the device for a scenario run through a real library:
@@ -45,3 +46,12 @@ func withBackendHint(err error) error {
 
 // targetFlag is how a user asks for library target t: "--target miopen".
 func targetFlag(t target.Name) string { return "--target " + string(t) }
+
+// words spell a scenario's facts in the flags that ask for them, for its
+// result's status.
+var words = scenario.Words{
+	Reclaim:    cli.ReclaimFlag,
+	Cache:      cli.CacheFlag,
+	Target:     func(t target.Name) string { return "--target=" + string(t) },
+	RaceWindow: cli.RaceWindowFlag,
+}

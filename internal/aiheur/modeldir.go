@@ -15,9 +15,10 @@ import (
 // found. It is nil until a build fills it in.
 var Embedded fs.FS
 
-// Sources ModelDir reports.
+// Sources ModelDir reports; SourceFlag is the caller's override, which the
+// command line spells.
 const (
-	SourceFlag     = "--model-dir"
+	SourceFlag     = "flag"
 	SourceEmbedded = "embedded"
 	SourceNone     = "none"
 )

@@ -33,7 +33,7 @@ func OpenVerdict(err error) report.Verdict {
 func StartResult(check, command string, start time.Time, sel hip.Selection, dev hip.Device) *report.Result {
 	r := report.New(check, command, start)
 	r.Backend = sel.Chosen
-	r.BackendReason = sel.Reason
+	r.BackendReason = SelectionReason(sel)
 	if dev != nil {
 		r.Device = DeviceOf(dev.Props())
 	}
@@ -48,11 +48,11 @@ func DeviceOf(p hip.Props) report.Device {
 // OpenFailedResult is the result of a check whose device could not be
 // opened: SKIP or ERROR (see OpenVerdict), with the reason as summary and
 // every backend tried as a note.
-func OpenFailedResult(check, command string, start, end time.Time, requested string, sel hip.Selection, err error) *report.Result {
+func OpenFailedResult(check, command string, start, end time.Time, requested hip.BackendName, sel hip.Selection, err error) *report.Result {
 	r := report.New(check, command, start)
-	r.Backend = requested
-	r.BackendReason = "requested with --backend " + requested
-	if requested == "" || requested == BackendAuto {
+	r.Backend = string(requested)
+	r.BackendReason = requestedReason(requested)
+	if requested == "" || requested == hip.BackendAuto {
 		r.BackendReason = "auto"
 	}
 	for _, a := range sel.Attempts {

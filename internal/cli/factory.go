@@ -12,18 +12,10 @@ import (
 	"miotool/internal/report"
 )
 
-// Backend names accepted by --backend.
-const (
-	BackendAuto = "auto"
-	BackendSim  = "sim"
-	BackendCUDA = "cuda"
-	BackendHIP  = "hip"
-)
-
 // GlobalOptions are the root command's flags, after configuration.
 type GlobalOptions struct {
-	Backend    string // auto, sim, cuda or hip
-	Device     int    // device ordinal
+	Backend    hip.BackendName // auto, sim, cuda or hip
+	Device     int             // device ordinal
 	Format     report.Format
 	ConfigFile string // --config as given; Factory.ConfigUsed is the file read
 	Verbose    bool
@@ -137,7 +129,3 @@ func WriteResult(ios *IOStreams, format report.Format, r *report.Result) error {
 	}
 	return ee
 }
-
-// BackendFlag is how a user asks for backend b on the command line:
-// "--backend cuda".
-func BackendFlag(b hip.BackendName) string { return "--backend " + string(b) }

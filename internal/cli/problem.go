@@ -7,6 +7,7 @@ import (
 
 	"miotool/configs"
 	"miotool/internal/conv"
+	"miotool/internal/hip"
 )
 
 // ProblemFlags are MIOpenDriver's convolution flags (-n -c -H -W -k -y -x
@@ -74,7 +75,7 @@ func (pf *ProblemFlags) Resolve(backend string) (conv.Problem, string, error) {
 	name := pf.Name
 	if name == "" && !changed {
 		kind := "gpu"
-		if backend == BackendSim {
+		if backend == string(hip.BackendSim) {
 			kind = "sim"
 		}
 		name = fmt.Sprintf(pf.fallback, kind)

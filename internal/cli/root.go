@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/hip"
 	"miotool/internal/report"
 )
 
@@ -60,7 +61,7 @@ precedence after the command line.`,
 
 	fl := cmd.PersistentFlags()
 	fl.SortFlags = false
-	fl.Var(NewEnumValue(&f.Global.Backend, BackendAuto, BackendAuto, BackendSim, BackendCUDA, BackendHIP), "backend",
+	fl.Var(NewEnumValue(&f.Global.Backend, hip.BackendAuto, hip.BackendAuto, hip.BackendSim, hip.BackendCUDA, hip.BackendHIP), "backend",
 		"runtime to use: auto (the first GPU runtime that loads, else the simulator), sim, cuda or hip")
 	fl.IntVar(&f.Global.Device, "device", 0, "device ordinal")
 	fl.Var(NewEnumValue(&f.Global.Format, report.Text, report.Formats...), "format", "output format: text, markdown or json")

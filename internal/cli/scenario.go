@@ -64,11 +64,11 @@ func (s *Scenario) Complete(f *Factory, cmd *cobra.Command) error {
 // Open opens the device for check. When it cannot, the returned result is
 // the SKIP or ERROR to print and dev is nil.
 func (s *Scenario) Open(check string, start time.Time) (hip.Device, *report.Result) {
-	dev, sel, err := s.OpenDevice(s.Global.Backend, hip.OpenOptions{Ordinal: s.Global.Device, Dialect: s.Dialect, HWQueues: s.Env.HWQueues})
+	dev, sel, err := s.OpenDevice(string(s.Global.Backend), hip.OpenOptions{Ordinal: s.Global.Device, Dialect: s.Dialect, HWQueues: s.Env.HWQueues})
 	if err != nil {
 		return nil, OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, sel, err)
 	}
-	s.Verbosef("backend %s (%s) on %s", sel.Chosen, sel.Reason, dev.Props())
+	s.Verbosef("backend %s (%s) on %s", sel.Chosen, SelectionReason(sel), dev.Props())
 	r := StartResult(check, s.CommandLine, start, sel, dev)
 	for _, st := range s.Env.Settings {
 		if strings.HasPrefix(st.Note, "warning: ") {

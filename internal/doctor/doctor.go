@@ -1,5 +1,5 @@
-// Package doctor says what is there to run on and why: which backend
-// --backend selects, every backend and shared library tried with each path,
+// Package doctor says what is there to run on and why: which backend the
+// selection chooses, every backend and shared library tried with each path,
 // the library targets' libraries, the device, the runtime variables and the
 // configuration.
 package doctor
@@ -40,10 +40,13 @@ type Input struct {
 // Words are the command-line spellings the report uses; the CLI layer,
 // which owns them, supplies them.
 type Words struct {
-	// Backend is how a user asks for backend b, e.g. "--backend hip".
+	// Backend is how a user asks for backend b on the command line.
 	Backend func(b hip.BackendName) string
-	// Target is how a user asks for library target t, e.g. "--target miopen".
+	// Target is how a user asks for library target t on the command line.
 	Target func(t target.Name) string
+	// Selection says why a selection's backend runs, in the words of the
+	// command line.
+	Selection func(sel hip.Selection) string
 }
 
 // libraryUse is what a library the summary lists is needed for: a backend
@@ -63,7 +66,7 @@ var libraryUses = []libraryUse{
 	{name: target.LibraryNames[target.CUDNN], target: target.CUDNN},
 }
 
-// use is "--backend hip (building kernels)".
+// use names the flag that needs the library, and what for.
 func (u libraryUse) use(w Words) string {
 	s := ""
 	if u.backend != "" {
@@ -92,13 +95,14 @@ func Diagnose(in Input) *report.Result {
 	if dev != nil {
 		defer dev.Close()
 	}
-	r.Backend, r.BackendReason = sel.Chosen, sel.Reason
+	why := in.Words.Selection(sel)
+	r.Backend, r.BackendReason = sel.Chosen, why
 
 	choice := r.AddTable("Backend selection", "item", "value")
 	choice.AddRow("requested", in.Backend)
 	if openErr == nil {
 		choice.AddRow("chosen", sel.Chosen)
-		choice.AddRow("why", sel.Reason)
+		choice.AddRow("why", why)
 	} else {
 		choice.AddRow("chosen", "none")
 		choice.AddRow("why", openErr.Error())
@@ -110,7 +114,7 @@ func Diagnose(in Input) *report.Result {
 	for _, a := range sel.Attempts {
 		attempted[a.Backend] = true
 		if a.Err == nil {
-			tried.AddRow(a.Backend, kindOf(in.Backends, a.Backend), "chosen", sel.Reason)
+			tried.AddRow(a.Backend, kindOf(in.Backends, a.Backend), "chosen", why)
 			if dev != nil {
 				addLibraries(libs, a.Backend, dev.Libraries())
 			}

@@ -166,4 +166,6 @@ func TestDoctorSkipsWhenTheRequestedBackendIsMissing(t *testing.T) {
 var testWords = Words{
 	Backend: func(b hip.BackendName) string { return "--backend " + string(b) },
 	Target:  func(t target.Name) string { return "--target " + string(t) },
+	// The stubs' own reasons, as they gave them.
+	Selection: func(sel hip.Selection) string { return sel.Reason },
 }

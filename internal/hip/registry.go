@@ -8,7 +8,8 @@ import (
 	"sync"
 )
 
-// BackendName names a runtime backend.
+// BackendName names a runtime backend, as Select and the backends'
+// registrations spell it.
 type BackendName string
 
 // Backend names; BackendAuto asks Select to choose.
@@ -102,6 +103,10 @@ type Attempt struct {
 	Err     error // nil for the chosen one
 }
 
+// ReasonRequested is a Selection's reason when the backend was named, not
+// chosen by auto.
+const ReasonRequested = "requested"
+
 // Selection records which backend Select chose and why.
 type Selection struct {
 	Requested string
@@ -133,7 +138,7 @@ func Select(name string, opts OpenOptions) (Device, Selection, error) {
 		if err != nil {
 			return nil, sel, err
 		}
-		sel.Chosen, sel.Reason = name, "requested with --backend "+name
+		sel.Chosen, sel.Reason = name, ReasonRequested
 		return d, sel, nil
 	}
 	var sim *Backend

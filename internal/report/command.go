@@ -5,10 +5,11 @@ import (
 	"strings"
 )
 
-// outputFlags are the flags that choose where and how a result is written.
+// OutputFlags are the flags that choose where and how a result is written.
 // They change nothing about what was checked, so the checklist's Command
-// column leaves them out. The bool says whether the flag takes a value.
-var outputFlags = map[string]bool{
+// column leaves them out, and a suite's checks may not set them. The bool
+// says whether the flag takes a value.
+var OutputFlags = map[string]bool{
 	"--format":      true,
 	"--junit":       true,
 	"--no-progress": false,
@@ -31,7 +32,7 @@ func ChecklistCommand(command string) string {
 			break
 		}
 		name, _, hasValue := strings.Cut(w, "=")
-		takesValue, isOutput := outputFlags[name]
+		takesValue, isOutput := OutputFlags[name]
 		if !isOutput {
 			kept = append(kept, raw[i])
 			continue

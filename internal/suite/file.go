@@ -63,8 +63,6 @@ func (e *Error) Error() string {
 var (
 	suiteKeys = []string{"checks", "env", "suite", "timeout", "title", "workdir"}
 	checkKeys = []string{"command", "env", "expect", "name", "skip", "timeout"}
-	// outputFlags are chosen by the runner, never by a check.
-	outputFlags = []string{"--format", "--junit", "--no-progress"}
 )
 
 // Load reads and checks the suite file at path.
@@ -314,7 +312,7 @@ func commandArgs(v *yaml.Node, what string, fail func(int, string, ...any) error
 	}
 	for _, w := range words {
 		name, _, _ := strings.Cut(w, "=")
-		if slices.Contains(outputFlags, name) {
+		if _, output := report.OutputFlags[name]; output {
 			return nil, fail(v.Line, "%scommand sets %s: the suite chooses how checks write their results; remove it", what, name)
 		}
 	}

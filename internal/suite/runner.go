@@ -5,17 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"miotool/internal/childproc"
 	"miotool/internal/report"
 )
 
 // Flag is a global flag the runner passes on to every check that does not
-// set it itself, e.g. --backend sim.
+// set it itself, e.g. the backend.
 type Flag struct {
 	Name  string // without dashes
 	Value string
@@ -39,9 +38,10 @@ type Runner struct {
 	// Progress, when set, hears of each run as it starts (done runs so
 	// far, all runs, the check's name) and once more when all are done.
 	Progress func(done, total int, current string)
-	// WaitDelay is how long a killed check's output pipes may stay open
-	// (held by a grandchild) before the runner stops waiting; 0 means 5s.
-	WaitDelay time.Duration
+	// PipeGrace is how long a check's output pipes may stay open after it
+	// ended (held by a process it started that left its process group)
+	// before the runner stops waiting; 0 means childproc's default.
+	PipeGrace time.Duration
 }
 
 // Options say how to run a suite.
@@ -174,32 +174,19 @@ func setsFlag(args []string, name string) bool {
 // runOnce runs one miotool process and turns what it printed into a run.
 func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, timeout time.Duration, now func() time.Time) report.SuiteRun {
 	run := report.SuiteRun{Started: now()}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	full := slices.Concat(r.Command[1:], args, []string{"--format", "json", "--no-progress"})
-	cmd := exec.CommandContext(cctx, r.Command[0], full...)
-	cmd.Dir = dir
-	cmd.Env = mergeEnv(r.Environ, env)
-	stdout := &lockedBuffer{}
-	stderr := &tailBuffer{limit: stderrTailBytes}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// The check may start processes of its own (stress-threads does): a
-	// timeout ends the whole process group.
-	startOwnGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = r.WaitDelay
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = 5 * time.Second
-	}
-
-	err := cmd.Run()
+	// The check may start processes of its own (stress-threads does): the
+	// runner kills its whole process group when it ends or times out.
+	res, err := childproc.Run(ctx, childproc.Spec{
+		Path:      r.Command[0],
+		Args:      slices.Concat(r.Command[1:], args, []string{"--format", "json", "--no-progress"}),
+		Env:       mergeEnv(r.Environ, env),
+		Dir:       dir,
+		Timeout:   timeout,
+		PipeGrace: r.PipeGrace,
+	})
 	run.Duration = now().Sub(run.Started)
-	run.StderrTail = stderr.String()
-	run.ExitCode = -1
-	if cmd.ProcessState != nil {
-		run.ExitCode = cmd.ProcessState.ExitCode()
-	}
+	run.StderrTail = res.Stderr.Last(stderrTailBytes)
+	run.ExitCode = res.ExitCode()
 	failed := func(format string, args ...any) report.SuiteRun {
 		run.Verdict = report.Error
 		run.Summary = fmt.Sprintf(format, args...)
@@ -208,22 +195,23 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 		}
 		return run
 	}
-	var exitErr *exec.ExitError
 	switch {
-	case cmd.ProcessState == nil:
+	case err != nil && res.PID == 0:
 		return failed("cannot start %s: %v", r.Command[0], err)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		return failed("no result within %v; the process was killed", timeout)
-	case err != nil && !errors.As(err, &exitErr):
+	case err != nil:
 		return failed("running the check: %v", err)
+	case res.TimedOut:
+		return failed("no result within %v; the process was killed", timeout)
+	case res.Stdout.Cut > 0:
+		return failed("%s after more than %d bytes on standard output, more than a result", res.ExitText(), len(res.Stdout.Data))
 	}
-	result, perr := report.ReadJSON(bytes.NewReader(stdout.Bytes()))
+	result, perr := report.ReadJSON(bytes.NewReader(res.Stdout.Data))
 	if perr != nil {
-		return failed("%s without a result on standard output", exitText(cmd.ProcessState))
+		return failed("%s without a result on standard output", res.ExitText())
 	}
 	run.Status, run.Summary, run.Backend, run.Device = result.Status, result.Summary, result.Backend, result.Device
 	if want := result.Verdict.ExitCode(); run.ExitCode != want {
-		return failed("%s does not match its result's verdict %s (exit status %d)", exitText(cmd.ProcessState), result.Verdict, want)
+		return failed("%s does not match its result's verdict %s (exit status %d)", res.ExitText(), result.Verdict, want)
 	}
 	run.Verdict = result.Verdict
 	return run
@@ -265,57 +253,4 @@ func mergeEnv(base, extra []string) []string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\r\n\t "), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// lockedBuffer collects a check's standard output. The copying goroutine
-// of a killed check may outlive Wait by the wait delay, hence the lock.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// Bytes is a copy of what was written so far.
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-// tailBuffer keeps the last limit bytes written to it.
-type tailBuffer struct {
-	mu    sync.Mutex
-	limit int
-	buf   []byte
-	cut   bool
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.limit; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	return len(p), nil
-}
-
-// String is the kept text, starting at a line boundary when the start was
-// cut off.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(t.buf)
-	if t.cut {
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-	}
-	return s
 }

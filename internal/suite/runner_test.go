@@ -433,13 +433,3 @@ func TestMergeEnv(t *testing.T) {
 		t.Errorf("mergeEnv = %q, want %q", got, want)
 	}
 }
-
-func TestTailBufferKeepsWholeLastLines(t *testing.T) {
-	tb := &tailBuffer{limit: 16}
-	for i := range 10 {
-		fmt.Fprintf(tb, "line %d\n", i)
-	}
-	if got := tb.String(); got != "line 8\nline 9\n" {
-		t.Errorf("tail %q", got)
-	}
-}

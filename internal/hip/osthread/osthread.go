@@ -6,6 +6,7 @@ package osthread
 import (
 	"fmt"
 	"runtime"
+	"time"
 )
 
 // Thread runs functions in order on one goroutine locked to its OS thread.
@@ -49,9 +50,9 @@ func (t *Thread) Go(fn func() error) <-chan error {
 }
 
 // Submit hands fn to the thread, and reports whether the thread took it
-// before cancel closed (a thread still busy with earlier work does not).
+// before cancel fired (a thread still busy with earlier work does not).
 // done closes when fn has returned.
-func (t *Thread) Submit(fn func(), cancel <-chan struct{}) (done <-chan struct{}, taken bool) {
+func (t *Thread) Submit(fn func(), cancel <-chan time.Time) (done <-chan struct{}, taken bool) {
 	d := make(chan struct{})
 	select {
 	case t.jobs <- func() { defer close(d); fn() }:

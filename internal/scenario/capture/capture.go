@@ -10,13 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"miotool/internal/conv"
 	"miotool/internal/finder"
 	"miotool/internal/handle"
 	"miotool/internal/hip"
+	"miotool/internal/hip/osthread"
 	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
@@ -334,40 +334,28 @@ func captureWith(dev hip.Device, h *handle.Handle, sol *conv.Solver, ts *finder.
 	h.SetStream(cs)
 	defer h.SetStream(prev)
 
-	began := make(chan error, 1)
-	proceed := make(chan struct{})
-	done := make(chan captureResult, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var r captureResult
+	capT, err := osthread.Start(nil)
+	if err != nil {
+		return cr, err
+	}
+	defer capT.Stop()
+	if err := capT.Run(func() error {
 		if err := dev.StreamBeginCapture(cs, m); err != nil {
-			began <- err
-			return
+			return fmt.Errorf("begin capture: %w", err)
 		}
-		r.runErr = runSolver(h, sol, ts, ts.Y)
-		began <- nil
-		<-proceed
-		r.graph, r.endErr = dev.StreamEndCapture(cs)
-		r.end = hip.CodeOf(r.endErr)
-		done <- r
-	}()
-	if err := <-began; err != nil {
-		return cr, fmt.Errorf("begin capture: %w", err)
+		cr.runErr = runSolver(h, sol, ts, ts.Y)
+		return nil
+	}); err != nil {
+		return cr, err
 	}
-	var duringErr error
 	if during != nil {
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			errc <- during()
-		}()
-		duringErr = <-errc
+		cr.duringErr = osthread.Run(during)
 	}
-	close(proceed)
-	cr = <-done
-	cr.duringErr = duringErr
+	_ = capT.Run(func() error {
+		cr.graph, cr.endErr = dev.StreamEndCapture(cs)
+		cr.end = hip.CodeOf(cr.endErr)
+		return nil
+	})
 	if cr.endErr != nil && !errors.As(cr.endErr, new(*hip.Error)) {
 		return cr, cr.endErr
 	}

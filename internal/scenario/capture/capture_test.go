@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"miotool/internal/conv"
+	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/hip/sim"
 	"miotool/internal/scenario"
@@ -175,4 +176,10 @@ func TestExpectations(t *testing.T) {
 	if n != 3 {
 		t.Errorf("lazy should fail in 3 combinations (global both variants, thread-local same thread), got %d", n)
 	}
+}
+
+// testWords spell policies and targets as the command line does.
+var testWords = scenario.Words{
+	Reclaim: func(p streams.Policy) string { return "--reclaim=" + string(p) },
+	Target:  func(t target.Name) string { return "--target=" + string(t) },
 }

@@ -114,7 +114,7 @@ func (g *group) detail() string {
 // Several: PASS when every run measured the expected outcome (the bug
 // reproduces where the rules say it must and the fix holds elsewhere), with
 // a checklist status that says which policies fail.
-func Fill(r *report.Result, cases []Case, d hip.Dialect, end time.Time) {
+func Fill(r *report.Result, cases []Case, d hip.Dialect, w scenario.Words, end time.Time) {
 	t := r.AddTable("capture after an abandoned naive evaluation", "reclaim", "mode", "variant", "expected", "measured", "end capture", "graph output", "detail")
 	t.FlagColumn = "differs from expected"
 	runs := make([]caseRun, len(cases))
@@ -172,11 +172,11 @@ func Fill(r *report.Result, cases []Case, d hip.Dialect, end time.Time) {
 	r.Count("reclaimed by callback", sum.ReclaimedByCallback)
 	r.Count("reclaimed by backstop", sum.ReclaimedByBackstop)
 	r.Count("of which by the launch path", sum.ReclaimedByLaunch)
-	finishMatrix(r, groups, end)
+	finishMatrix(r, groups, w, end)
 }
 
 // FillReplay writes the replay cases into r, with the same verdict rules.
-func FillReplay(r *report.Result, cases []ReplayCase, d hip.Dialect, end time.Time) {
+func FillReplay(r *report.Result, cases []ReplayCase, d hip.Dialect, w scenario.Words, end time.Time) {
 	t := r.AddTable("replay-only workload: is the abandoned evaluation's scratch released?", "reclaim", "expected", "measured", "end capture", "pinned after find", "pinned at deadline", "released after (median)", "replays", "detail")
 	t.FlagColumn = "differs from expected"
 	runs := make([]caseRun, len(cases))
@@ -229,7 +229,7 @@ func FillReplay(r *report.Result, cases []ReplayCase, d hip.Dialect, end time.Ti
 		}
 	}
 	r.Count("runs", int64(len(cases)))
-	finishMatrix(r, groups, end)
+	finishMatrix(r, groups, w, end)
 }
 
 func codeCell(c hip.Code, d hip.Dialect) string {
@@ -237,7 +237,7 @@ func codeCell(c hip.Code, d hip.Dialect) string {
 }
 
 // finishMatrix sets the verdict and checklist status of a set of groups.
-func finishMatrix(r *report.Result, groups []*group, end time.Time) {
+func finishMatrix(r *report.Result, groups []*group, w scenario.Words, end time.Time) {
 	if len(groups) == 0 {
 		r.Finish(report.Error, "no case ran", end)
 		return
@@ -260,7 +260,7 @@ func finishMatrix(r *report.Result, groups []*group, end time.Time) {
 			}
 		}
 	}
-	r.Status = matrixStatus(failsBy, passes)
+	r.Status = matrixStatus(failsBy, passes, w)
 	switch {
 	case len(inconclusive) > 0:
 		r.Finish(report.Error, "the scenario's precondition did not hold (no abandoned naive evaluation) in: "+strings.Join(uniqueNonEmpty(inconclusive), ", "), end)
@@ -296,19 +296,20 @@ func finishMatrix(r *report.Result, groups []*group, end time.Time) {
 	}
 }
 
-// matrixStatus is a checklist status such as "Fails with --reclaim=lazy
-// (global, thread-local), passes with --reclaim=guarded, --reclaim=worker".
-func matrixStatus(failsBy map[streams.Policy][]string, passes map[streams.Policy]bool) string {
+// matrixStatus is a checklist status such as "Fails with L (global,
+// thread-local), passes with G, W", where L, G and W are the lazy, guarded
+// and worker policies as w spells them.
+func matrixStatus(failsBy map[streams.Policy][]string, passes map[streams.Policy]bool, w scenario.Words) string {
 	var fails, oks []string
 	for _, p := range streams.Policies {
 		if ms, ok := failsBy[p]; ok {
-			s := "--reclaim=" + string(p)
+			s := w.Reclaim(p)
 			if modes := uniqueNonEmpty(ms); len(modes) > 0 {
 				s += " (" + strings.Join(modes, ", ") + ")"
 			}
 			fails = append(fails, s)
 		} else if passes[p] {
-			oks = append(oks, "--reclaim="+string(p))
+			oks = append(oks, w.Reclaim(p))
 		}
 	}
 	var parts []string

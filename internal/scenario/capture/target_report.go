@@ -14,9 +14,9 @@ import (
 // (of the first case), one row per case, and the verdict: PASS when every
 // case kept its capture valid with the right graph output, FAIL naming the
 // cases that did not (the library has the bug), with a checklist status
-// such as "Fails with --target=miopen (global, thread-local), passes
-// (relaxed)".
-func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, end time.Time) {
+// such as "Fails with T (global, thread-local), passes (relaxed)", where T
+// is the target as w spells it.
+func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, w scenario.Words, end time.Time) {
 	if len(cases) == 0 {
 		r.Finish(report.Error, "no case ran", end)
 		return
@@ -66,7 +66,7 @@ func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, end time.Ti
 		}
 	}
 	failed, passed = uniqueInOrder(failed), uniqueInOrder(passed)
-	flag := "--target=" + string(first.Target)
+	flag := w.Target(first.Target)
 	switch {
 	case len(failed) == 0:
 		r.Status = "Passes with " + flag

@@ -51,7 +51,7 @@ func TestTargetCaptureOfACorrectLibraryPassesInEveryMode(t *testing.T) {
 			}
 
 			r := report.New("capture", "miotool capture --target=miopen --mode=all", time.Time{})
-			FillTarget(r, cases, d, time.Time{})
+			FillTarget(r, cases, d, testWords, time.Time{})
 			if r.Verdict != report.Pass || r.Status != "Passes with --target=miopen" {
 				t.Fatalf("verdict %s status %q: %s", r.Verdict, r.Status, r.Summary)
 			}
@@ -105,7 +105,7 @@ func TestTargetCaptureMeasuresALibraryThatBreaksCaptures(t *testing.T) {
 				}
 			}
 			r := report.New("capture", "miotool capture --target=miopen", time.Time{})
-			FillTarget(r, cases, d, time.Time{})
+			FillTarget(r, cases, d, testWords, time.Time{})
 			want := "Fails with --target=miopen (global/same-thread, thread-local/same-thread, global/other-thread), passes (relaxed/same-thread, thread-local/other-thread, relaxed/other-thread)"
 			if r.Verdict != report.Fail || r.Status != want {
 				t.Fatalf("verdict %s status %q", r.Verdict, r.Status)
@@ -196,7 +196,7 @@ func TestFillTargetCaptureGroupsIdenticalFailures(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("capture", "miotool capture --target=cudnn", time.Time{})
-			FillTarget(r, tt.cases, hip.DialectCUDA, time.Time{})
+			FillTarget(r, tt.cases, hip.DialectCUDA, testWords, time.Time{})
 			if r.Verdict != report.Fail || r.Summary != tt.want {
 				t.Fatalf("verdict %s summary\n %q\nwant\n %q", r.Verdict, r.Summary, tt.want)
 			}

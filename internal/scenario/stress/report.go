@@ -8,6 +8,7 @@ import (
 
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 )
 
 // Setup is how a stress-threads comparison ran, for its report.
@@ -71,11 +72,12 @@ func (t Tally) CrashList() string { return sortedCounts(t.Crashes) }
 
 // Fill writes the runs' outcomes into r and decides the verdict:
 // PASS only when every run passed; FAIL when any crashed, printed a wrong
-// sum or hung (the bug reproduced); ERROR when runs failed otherwise.
-func Fill(r *report.Result, s Setup, runs []RunOutcome, end time.Time) {
+// sum or hung (the bug reproduced); ERROR when runs failed otherwise. The
+// cache policy and race window are spelled by w.
+func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end time.Time) {
 	t := TallyOf(runs)
 	expected := ExpectedSum(s.Size, s.Iters)
-	how := "--cache=" + string(s.Policy)
+	how := w.Cache(s.Policy)
 	if s.Library != "" {
 		how = s.Library
 	}
@@ -132,7 +134,7 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, end time.Time) {
 	} else {
 		r.Note("model cache: %s", s.Cache)
 		if s.RaceWindow > 0 {
-			r.Note("--race-window %v: the race window is widened on purpose (a random wait of up to that between a miss's load and its insert); results are not comparable with runs without it", s.RaceWindow)
+			r.Note("%s: the race window is widened on purpose (a random wait of up to that between a miss's load and its insert); results are not comparable with runs without it", w.RaceWindow(s.RaceWindow))
 		}
 		r.Note("heuristic: TunaNet %s from %s, queried for every convolution through the model cache", s.Arch, s.Models)
 	}

@@ -1,12 +1,14 @@
 package stress
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 )
 
 func TestFillStressVerdicts(t *testing.T) {
@@ -39,7 +41,7 @@ func TestFillStressVerdicts(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("stress-threads", "miotool stress-threads --cache=unlocked --runs 4", time.Unix(0, 0))
-			Fill(r, setup, tt.runs, time.Unix(10, 0))
+			Fill(r, setup, tt.runs, testWords, time.Unix(10, 0))
 			if r.Verdict != tt.verdict || r.Status != tt.status {
 				t.Errorf("verdict %s status %q; want %s %q", r.Verdict, r.Status, tt.verdict, tt.status)
 			}
@@ -77,7 +79,7 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 		{Index: 3, Kind: RunError, Wall: 100 * time.Millisecond, StderrTail: "loading the model\nno such file"},
 	}
 	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
-	Fill(r, setup, runs, time.Unix(1, 0))
+	Fill(r, setup, runs, testWords, time.Unix(1, 0))
 	notes := strings.Join(r.Notes, "\n")
 	for _, want := range []string{"race window is widened on purpose", "TunaNet gfx942 from /opt/rocm/share/miopen/db", "B 5, A 2",
 		"replaced", "in 1 of the 2 runs that finished", "(2048 - 1000)^2 = 1098304", "run 3 crashed: fatal error: fault | at fdeep.dense", "run 4 (error) standard error ends: loading the model | no such file"} {
@@ -95,4 +97,10 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 	if n, _ := r.Counter("runs with a model replaced"); n != 1 {
 		t.Errorf("replaced counter %d, want 1", n)
 	}
+}
+
+// testWords spell the cache policy and race window as the command line does.
+var testWords = scenario.Words{
+	Cache:      func(p cache.Policy) string { return "--cache=" + string(p) },
+	RaceWindow: func(d time.Duration) string { return fmt.Sprintf("--race-window %v", d) },
 }

@@ -1,17 +1,17 @@
 package stress
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"miotool/internal/childproc"
 )
 
 // ChildCommand is how a stress run's fresh process is started: Path with
@@ -74,10 +74,6 @@ type RunOutcome struct {
 	// StderrTail is the end of the child's standard error.
 	StderrTail string
 }
-
-// stderrKeep bounds how much of a child's standard error is kept (a Go
-// crash prints every goroutine's stack).
-const stderrKeep = 64 << 10
 
 // RunProcesses starts o.Runs children of cmd, o.Jobs at a time, each
 // under the watchdog, and classifies how each ended. It returns early with
@@ -157,44 +153,24 @@ func crashSuffix(o RunOutcome) string {
 	return ""
 }
 
-// runChild starts one child and waits for it, killing it when the watchdog
-// or ctx fires. An error means the child could not be started at all.
+// runChild starts one child and waits for it, killing it (and whatever it
+// started) when the watchdog or ctx fires. An error means the child could
+// not be started at all.
 func runChild(ctx context.Context, cmd ChildCommand, timeout time.Duration) (RunOutcome, error) {
-	c := exec.Command(cmd.Path, cmd.Args...)
-	c.Env = cmd.Env
-	var stdout bytes.Buffer
-	stderr := &tailBuffer{max: stderrKeep}
-	c.Stdout, c.Stderr = &stdout, stderr
-	start := time.Now()
-	if err := c.Start(); err != nil {
-		return RunOutcome{Kind: RunError, Exit: -1, Detail: err.Error()}, fmt.Errorf("starting the run's process: %w", err)
+	res, err := childproc.Run(ctx, childproc.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Timeout: timeout})
+	if err != nil {
+		if res.PID == 0 {
+			return RunOutcome{Kind: RunError, Exit: -1, Detail: err.Error()}, fmt.Errorf("starting the run's process: %w", err)
+		}
+		return RunOutcome{Kind: RunError, Exit: -1, Wall: res.Wall, Detail: err.Error()}, nil
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- c.Wait() }()
-	watchdog := time.NewTimer(timeout)
-	defer watchdog.Stop()
-	var (
-		waitErr  error
-		timedOut bool
-	)
-	select {
-	case waitErr = <-waited:
-	case <-watchdog.C:
-		timedOut = true
-		_ = c.Process.Kill()
-		waitErr = <-waited
-	case <-ctx.Done():
-		_ = c.Process.Kill()
-		waitErr = <-waited
+	stderr := res.Stderr.Data
+	if res.Stderr.Cut > 0 {
+		stderr = append([]byte(fmt.Sprintf("... (the first %d bytes not kept) ...\n", res.Stderr.Cut)), stderr...)
 	}
-	wall := time.Since(start)
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		return RunOutcome{Kind: RunError, Exit: -1, Wall: wall, Detail: waitErr.Error()}, nil
-	}
-	out := Classify(c.ProcessState, stdout.Bytes(), stderr.Bytes(), timedOut)
-	out.Wall = wall
-	if timedOut {
+	out := Classify(res.State, res.Stdout.Data, stderr, res.TimedOut)
+	out.Wall = res.Wall
+	if res.TimedOut {
 		out.Detail = fmt.Sprintf("still running after %v; killed by the watchdog", timeout)
 	}
 	return out, nil
@@ -248,7 +224,7 @@ func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			out.Kind = RunCrashed
-			out.Crash = SignalName(ws.Signal())
+			out.Crash = childproc.SignalName(ws.Signal())
 			out.Detail = "killed by " + out.Crash
 			return out
 		}
@@ -320,21 +296,6 @@ func isRuntimeFrame(l string) bool {
 	return strings.HasPrefix(l, "runtime.") || strings.HasPrefix(l, "internal/runtime/")
 }
 
-// SignalName is a signal's conventional name, e.g. "SIGSEGV".
-func SignalName(sig syscall.Signal) string {
-	if name, ok := signalNames[sig]; ok {
-		return name
-	}
-	return fmt.Sprintf("signal %d", int(sig))
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
-	syscall.SIGILL: "SIGILL", syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV",
-	syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
-	syscall.SIGTRAP: "SIGTRAP", syscall.SIGPIPE: "SIGPIPE", syscall.SIGHUP: "SIGHUP",
-}
-
 // lastLines is the last n non-empty lines of s, joined by newlines.
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -345,37 +306,4 @@ func lastLines(s string, n int) string {
 		}
 	}
 	return strings.Join(keep, "\n")
-}
-
-// tailBuffer keeps the first max/2 bytes written and the last max/2: a
-// crash report's head names the crash, its tail says how the process ended.
-type tailBuffer struct {
-	max        int
-	head, tail []byte
-	dropped    int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	half := b.max / 2
-	if room := half - len(b.head); room > 0 {
-		take := min(room, len(p))
-		b.head = append(b.head, p[:take]...)
-		p = p[take:]
-	}
-	b.tail = append(b.tail, p...)
-	if over := len(b.tail) - half; over > 0 {
-		b.dropped += over
-		b.tail = append(b.tail[:0], b.tail[over:]...)
-	}
-	return n, nil
-}
-
-// Bytes is what was kept, with a marker where the middle was dropped.
-func (b *tailBuffer) Bytes() []byte {
-	if b.dropped == 0 {
-		return append(append([]byte(nil), b.head...), b.tail...)
-	}
-	mark := fmt.Sprintf("\n... (%d bytes dropped) ...\n", b.dropped)
-	return append(append(append([]byte(nil), b.head...), mark...), b.tail...)
 }

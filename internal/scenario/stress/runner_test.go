@@ -216,20 +216,3 @@ func TestRunStressRunsRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
-
-func TestTailBufferKeepsHeadAndTail(t *testing.T) {
-	b := &tailBuffer{max: 8}
-	for _, s := range []string{"ab", "cdef", "ghij", "kl"} {
-		if n, err := b.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("write %q: %d, %v", s, n, err)
-		}
-	}
-	if got := string(b.Bytes()); got != "abcd\n... (4 bytes dropped) ...\nijkl" {
-		t.Errorf("kept %q", got)
-	}
-	small := &tailBuffer{max: 100}
-	small.Write([]byte("short"))
-	if got := string(small.Bytes()); got != "short" {
-		t.Errorf("kept %q", got)
-	}
-}

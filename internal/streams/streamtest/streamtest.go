@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/hiptest"
 	"miotool/internal/hip/sim"
 )
 
@@ -242,52 +243,10 @@ func ThreadMode(dev hip.Device) (hip.CaptureMode, error) {
 }
 
 // Thread is a goroutine locked to one OS thread that runs what it is given.
-type Thread struct {
-	work   chan func()
-	exited chan struct{}
-}
+type Thread = hiptest.Thread
 
 // StartThread starts a locked goroutine and stops it when the test ends.
-func StartThread(t testing.TB) *Thread {
-	th := &Thread{work: make(chan func()), exited: make(chan struct{})}
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(th.exited)
-		for f := range th.work {
-			f()
-		}
-	}()
-	t.Cleanup(func() {
-		close(th.work)
-		timer := time.NewTimer(Limit)
-		defer timer.Stop()
-		select {
-		case <-th.exited:
-		case <-timer.C:
-			t.Errorf("a test thread did not exit within %v", Limit)
-		}
-	})
-	return th
-}
-
-// Do runs fn on the thread and waits for it.
-func (th *Thread) Do(t testing.TB, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	timer := time.NewTimer(Limit)
-	defer timer.Stop()
-	select {
-	case th.work <- func() { defer close(done); fn() }:
-	case <-timer.C:
-		t.Fatalf("%s: the thread stayed busy for %v", what, Limit)
-	}
-	select {
-	case <-done:
-	case <-timer.C:
-		t.Fatalf("%s did not finish within %v", what, Limit)
-	}
-}
+func StartThread(t testing.TB) *Thread { return hiptest.StartThread(t) }
 
 // Buffer is a reference-counted device buffer, the tracker's Pin in tests:
 // the last Release calls free and closes Freed, whether free failed or not;

@@ -8,11 +8,11 @@ package gputest
 import (
 	"encoding/binary"
 	"math"
-	"runtime"
 	"testing"
 	"time"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/hiptest"
 )
 
 // WaitTimeout bounds every wait on a device or a callback: a lost callback
@@ -47,17 +47,7 @@ func WantCode(t testing.TB, err error, want hip.Code, what string) {
 
 // OnLockedThread runs fn on a new goroutine locked to its OS thread and
 // waits for it.
-func OnLockedThread(t testing.TB, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		fn()
-	}()
-	WaitClosed(t, done, "work on another OS thread")
-}
+func OnLockedThread(t testing.TB, fn func()) { t.Helper(); hiptest.OnLockedThread(t, fn) }
 
 // FloatsToBytes is v in little-endian bytes, as device memory holds it.
 func FloatsToBytes(v []float32) []byte {
