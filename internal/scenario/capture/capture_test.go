@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,13 +99,18 @@ func TestCaptureWithTheTimeoutOffAbandonsNothing(t *testing.T) {
 	dev := newDevice(t, hip.DialectHIP)
 	opts := captureOpts()
 	opts.NaiveTimeoutPct = 0
-	opts.Policies, opts.Modes, opts.Variants = []streams.Policy{streams.Lazy}, []hip.CaptureMode{hip.CaptureModeGlobal}, []scenario.Variant{scenario.SameThread}
+	opts.Policies, opts.Modes, opts.Variants = []streams.Policy{streams.Lazy}, []hip.CaptureMode{hip.CaptureModeGlobal, hip.CaptureModeRelaxed}, []scenario.Variant{scenario.SameThread}
+	var progress []string
+	opts.Progress = func(done, total int) { progress = append(progress, fmt.Sprintf("%d/%d", done, total)) }
 	cases, err := Run(context.Background(), dev, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := cases[0]; c.Measured != scenario.Inconclusive || c.NaiveAbandoned {
 		t.Fatalf("with MIOPEN_NAIVE_TIMEOUT=0 nothing is abandoned, so the case cannot show the bug: %+v", c)
+	}
+	if got := strings.Join(progress, " "); got != "0/2 1/2 2/2" {
+		t.Fatalf("progress %q", got)
 	}
 }
 
