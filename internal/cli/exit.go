@@ -7,7 +7,7 @@ import (
 	"miotool/internal/report"
 )
 
-// Exit codes (DESIGN.md "Output and exit codes").
+// Exit codes, as the root command's help and the README list them.
 const (
 	ExitOK          = report.ExitPass    // every check passed
 	ExitCheckFailed = report.ExitFail    // a check failed
