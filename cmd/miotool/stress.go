@@ -262,23 +262,16 @@ func runStress(opts *StressOptions) error {
 	if opts.ModelDir != "" {
 		badModels = cli.UsageError
 	}
-	arch, err := stress.Arch(fsys, props.Arch)
+	arch, err := stress.CheckModels(fsys, props.Arch)
 	if err != nil {
 		return badModels(fmt.Errorf("%s: %w", described, err))
 	}
-	// Load the model once here, so a broken file is one clear error rather
-	// than a failure in every run.
-	tn, err := aiheur.LoadTunaNet(fsys, arch)
-	if err != nil {
-		return badModels(fmt.Errorf("%s: %w", described, err))
-	}
-	tn.Release()
-	caches, err := aiheur.NewCaches(opts.Cache, cache.Options{RaceWindow: opts.RaceWindow})
+	cacheLine, err := stress.CacheLine(opts.Cache, opts.RaceWindow)
 	if err != nil {
 		return err
 	}
 	setup := stress.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stress.InputSize,
-		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: caches.Describe(),
+		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: cacheLine,
 		Models: described, Arch: arch, Timeout: opts.RunTimeout}
 	return runStressProcesses(opts, r, setup, dir)
 }
