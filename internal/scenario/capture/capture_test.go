@@ -9,8 +9,8 @@ import (
 
 	"miotool/internal/conv"
 	"miotool/internal/dnn/target"
+	"miotool/internal/dnn/target/targettest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/sim"
 	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
@@ -21,15 +21,7 @@ var findProblem = conv.Problem{N: 1, C: 32, H: 48, W: 48, K: 32, R: 3, S: 3, Pad
 
 var captureProblem = conv.Problem{N: 1, C: 8, H: 12, W: 12, K: 8, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
 
-func newDevice(t *testing.T, d hip.Dialect) hip.Device {
-	t.Helper()
-	dev, err := sim.New(hip.OpenOptions{Dialect: d, HWQueues: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dev.Close() })
-	return dev
-}
+func newDevice(t *testing.T, d hip.Dialect) hip.Device { return targettest.SimDevice(t, d) }
 
 func captureOpts() Options {
 	return Options{

@@ -86,11 +86,7 @@ func RunTarget(ctx context.Context, dev hip.Device, opts TargetOptions) ([]Targe
 	if len(opts.Variants) == 0 {
 		opts.Variants = []scenario.Variant{scenario.SameThread}
 	}
-	open := opts.Open
-	if open == nil {
-		open = target.Open
-	}
-	lib, err := open(dev, opts.Target)
+	lib, err := opts.Open.Open(dev, opts.Target)
 	if err != nil {
 		return nil, err
 	}
