@@ -74,29 +74,13 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 			if err := opts.Complete(f, cmd); err != nil {
 				return err
 			}
-			if err := opts.parseMatrix(); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
-			}
-			if opts.Target != target.Builtin && cmd.Flags().Changed("reclaim") {
-				return cli.UsageErrorf("--reclaim applies to --target=builtin only: a library reclaims its own streams")
-			}
-			if opts.Target != target.Builtin {
-				opts.policies = nil // the library reclaims its own streams
-			}
-			// A matrix run covers both variants unless told otherwise.
-			if !cmd.Flags().Changed("variant") && len(opts.modes)*max(1, len(opts.policies)) > 1 {
-				opts.variants = scenario.Variants
-			}
-			if opts.Samples < 1 {
-				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
-			}
-			if opts.Repeat < 1 {
-				return cli.UsageErrorf("--repeat %d: want 1 or more", opts.Repeat)
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(runCapture(opts))
+			return cli.ToolError(opts.Run())
 		},
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
@@ -111,6 +95,33 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 		"what runs find and the captured convolution: builtin (miotool's own mechanisms), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
 	opts.AddDialectFlag(cmd)
 	return cmd
+}
+
+// Complete reads the configuration and resolves the matrix the flags name:
+// modes, policies and variants. A matrix run covers both variants unless
+// --variant says otherwise.
+func (o *CaptureOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	if err := o.Scenario.Complete(f, cmd); err != nil {
+		return err
+	}
+	if err := o.parseMatrix(); err != nil {
+		return err
+	}
+	if o.Target != target.Builtin {
+		if cmd.Flags().Changed("reclaim") {
+			return cli.UsageErrorf("--reclaim applies to --target=builtin only: a library reclaims its own streams")
+		}
+		o.policies = nil // the library reclaims its own streams
+	}
+	if !cmd.Flags().Changed("variant") && len(o.modes)*max(1, len(o.policies)) > 1 {
+		o.variants = scenario.Variants
+	}
+	return nil
+}
+
+// Validate checks what must be 1 or more.
+func (o *CaptureOptions) Validate() error {
+	return cli.AtLeastOne(cli.Count{Flag: "--samples", N: o.Samples}, cli.Count{Flag: "--repeat", N: o.Repeat})
 }
 
 func (o *CaptureOptions) parseMatrix() error {
@@ -171,42 +182,35 @@ func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (ca
 	}, label, nil
 }
 
-func runCapture(opts *CaptureOptions) error {
-	start := opts.Now()
-	if opts.Target != target.Builtin {
-		return runTargetCapture(opts, start)
+// Run runs the cases and writes the result.
+func (o *CaptureOptions) Run() error {
+	start := o.Now()
+	if o.Target != target.Builtin {
+		return runTargetCapture(o, start)
 	}
-	dev, r := opts.Open("capture", start)
+	dev, r := o.Open("capture", start)
 	if dev == nil {
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		return cli.WriteResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
-	co, label, err := scenarioProblems(&opts.Scenario, &opts.Problem, dev.Props().Backend)
+	co, label, err := scenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
 	if err != nil {
 		return err
 	}
-	co.Modes, co.Policies, co.Variants, co.Samples, co.Seed, co.Repeat = opts.modes, opts.policies, opts.variants, opts.Samples, opts.Seed, opts.Repeat
+	co.Modes, co.Policies, co.Variants, co.Samples, co.Seed, co.Repeat = o.modes, o.policies, o.variants, o.Samples, o.Seed, o.Repeat
 	if co.NaiveTimeoutPct == 0 {
 		r.Note("MIOPEN_NAIVE_TIMEOUT=0: the time bound is off, nothing is abandoned, so no case can show the bug")
 	}
 	r.Note("find problem %s; captured problem %s", label, co.CaptureProblem)
-	total := len(co.Modes) * len(co.Policies) * len(co.Variants) * co.Repeat
-	update, done := opts.Progress("capture: case")
-	n := 0
-	co.Log = func(format string, args ...any) {
-		if len(format) > 5 && format[:5] == "case " {
-			n++
-			update(n, total)
-		}
-		opts.Verbosef(format, args...)
-	}
-	cases, err := capture.Run(opts.Context, dev, co)
+	update, done := o.Progress("capture: case")
+	co.Progress = update
+	cases, err := capture.Run(o.Context, dev, co)
 	done()
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	capture.Fill(r, cases, dev.Dialect(), words, opts.Now())
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	capture.Fill(r, cases, dev.Dialect(), words, o.Now())
+	return cli.WriteResult(o.IO, o.Global.Format, r)
 }
 
 // runTargetCapture is capture against a real library: its find on an empty
@@ -226,10 +230,12 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 	for _, n := range target.NotesFor(nil, dev, opts.Target) {
 		r.Note("%s", n)
 	}
+	update, done := opts.Progress("capture: case")
 	cases, err := capture.RunTarget(opts.Context, dev, capture.TargetOptions{
 		Target: opts.Target, Modes: opts.modes, Variants: opts.variants, Problem: p,
-		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef,
+		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef, Progress: update,
 	})
+	done()
 	if err != nil {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}

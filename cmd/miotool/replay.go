@@ -55,27 +55,13 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 			if err := opts.Complete(f, cmd); err != nil {
 				return err
 			}
-			var err error
-			if opts.mode, err = hip.ParseCaptureMode(opts.Mode); err != nil {
-				return cli.UsageErrorf("--mode: %v", err)
-			}
-			if opts.policies, err = parseList(opts.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
-			}
-			switch {
-			case opts.Replays < 1:
-				return cli.UsageErrorf("--replays %d: want 1 or more", opts.Replays)
-			case opts.Deadline <= 0:
-				return cli.UsageErrorf("--deadline %v: want a positive duration such as 5s", opts.Deadline)
-			case opts.Samples < 1:
-				return cli.UsageErrorf("--samples %d: want 1 or more", opts.Samples)
-			case opts.Repeat < 1:
-				return cli.UsageErrorf("--repeat %d: want 1 or more", opts.Repeat)
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(runReplay(opts))
+			return cli.ToolError(opts.Run())
 		},
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
@@ -91,38 +77,54 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 	return cmd
 }
 
-func runReplay(opts *ReplayOptions) error {
-	start := opts.Now()
-	dev, r := opts.Open("replay", start)
+// Complete reads the configuration and resolves the mode and policies the
+// flags name.
+func (o *ReplayOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	if err := o.Scenario.Complete(f, cmd); err != nil {
+		return err
+	}
+	var err error
+	if o.mode, err = hip.ParseCaptureMode(o.Mode); err != nil {
+		return cli.UsageErrorf("--mode: %v", err)
+	}
+	o.policies, err = parseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy)
+	return err
+}
+
+// Validate checks the counts and the deadline.
+func (o *ReplayOptions) Validate() error {
+	if o.Deadline <= 0 {
+		return cli.UsageErrorf("--deadline %v: want a positive duration such as 5s", o.Deadline)
+	}
+	return cli.AtLeastOne(cli.Count{Flag: "--replays", N: o.Replays}, cli.Count{Flag: "--samples", N: o.Samples}, cli.Count{Flag: "--repeat", N: o.Repeat})
+}
+
+// Run runs the workload once per policy and writes the result.
+func (o *ReplayOptions) Run() error {
+	start := o.Now()
+	dev, r := o.Open("replay", start)
 	if dev == nil {
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		return cli.WriteResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
-	co, label, err := scenarioProblems(&opts.Scenario, &opts.Problem, dev.Props().Backend)
+	co, label, err := scenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
 	if err != nil {
 		return err
 	}
-	co.Policies, co.Samples, co.Seed, co.Repeat = opts.policies, opts.Samples, opts.Seed, opts.Repeat
-	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, opts.mode)
-	update, done := opts.Progress("replay: policy")
-	n := 0
-	co.Log = func(format string, args ...any) {
-		if len(format) > 7 && format[:7] == "replay " {
-			n++
-			update(n, len(co.Policies)*co.Repeat)
-		}
-		opts.Verbosef(format, args...)
-	}
-	cases, err := capture.RunReplay(opts.Context, dev, capture.ReplayOptions{
+	co.Policies, co.Samples, co.Seed, co.Repeat = o.policies, o.Samples, o.Seed, o.Repeat
+	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, o.mode)
+	update, done := o.Progress("replay: policy")
+	co.Progress = update
+	cases, err := capture.RunReplay(o.Context, dev, capture.ReplayOptions{
 		Options:         co,
-		Mode:            opts.mode,
-		Replays:         opts.Replays,
-		ReleaseDeadline: opts.Deadline,
+		Mode:            o.mode,
+		Replays:         o.Replays,
+		ReleaseDeadline: o.Deadline,
 	})
 	done()
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	capture.FillReplay(r, cases, dev.Dialect(), words, opts.Now())
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	capture.FillReplay(r, cases, dev.Dialect(), words, o.Now())
+	return cli.WriteResult(o.IO, o.Global.Format, r)
 }

@@ -109,16 +109,16 @@ Suite file (YAML):
   miotool report --suite configs/suites/rocm27477.yaml --junit rocm27477.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Global = f.Global
-			opts.Context = cmd.Context()
-			opts.ConfigUsed = f.ConfigUsed
-			if err := opts.validate(); err != nil {
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
+			}
+			if err := opts.Validate(); err != nil {
 				return err
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return runReport(opts)
+			return opts.Run()
 		},
 	}
 	fl := cmd.Flags()
@@ -138,19 +138,11 @@ Suite file (YAML):
 	return cmd
 }
 
-func (o *ReportOptions) validate() error {
-	switch {
-	case o.SuiteFile == "":
-		return cli.UsageErrorf("report: give a suite file with --suite FILE, or merge results with `miotool report merge`")
-	case o.Repeat < 1:
-		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
-	case o.CPULoad < 0:
-		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
-	case o.Timeout < 0:
-		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
-	case o.Seed != 0 && !o.Shuffle:
-		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
-	}
+// Complete reads the global options and the --env variants.
+func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	o.Global = f.Global
+	o.Context = cmd.Context()
+	o.ConfigUsed = f.ConfigUsed
 	o.variants = nil
 	for _, e := range o.Env {
 		if e == "" {
@@ -165,46 +157,64 @@ func (o *ReportOptions) validate() error {
 	return nil
 }
 
-func runReport(opts *ReportOptions) error {
-	file, err := suite.Load(opts.SuiteFile)
+// Validate checks the suite file is named and the counts and durations.
+func (o *ReportOptions) Validate() error {
+	switch {
+	case o.SuiteFile == "":
+		return cli.UsageErrorf("report: give a suite file with --suite FILE, or merge results with `miotool report merge`")
+	case o.Repeat < 1:
+		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
+	case o.CPULoad < 0:
+		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
+	case o.Timeout < 0:
+		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
+	case o.Seed != 0 && !o.Shuffle:
+		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
+	}
+	return nil
+}
+
+// Run runs the suite and writes its result.
+func (o *ReportOptions) Run() error {
+	file, err := suite.Load(o.SuiteFile)
 	if err != nil {
 		return cli.UsageError(err)
 	}
-	exe, err := opts.Executable()
+	exe, err := o.Executable()
 	if err != nil {
 		return cli.ToolError(fmt.Errorf("finding the miotool binary to run checks with: %w", err))
 	}
-	host := opts.Host
+	host := o.Host
 	if host == "" {
-		if host, err = opts.Hostname(); err != nil {
+		if host, err = o.Hostname(); err != nil {
 			host = ""
 		}
 	}
-	seed := opts.Seed
-	if opts.Shuffle && seed == 0 {
-		seed = uint64(opts.Now().UnixNano())
+	seed := o.Seed
+	if o.Shuffle && seed == 0 {
+		seed = uint64(o.Now().UnixNano())
 	}
 	var forward []suite.Flag
-	if g := opts.Global; g.Backend != "" && g.Backend != hip.BackendAuto {
+	if g := o.Global; g.Backend != "" && g.Backend != hip.BackendAuto {
 		forward = append(forward, suite.Flag{Name: "backend", Value: string(g.Backend)})
 	}
-	if opts.Global.Device != 0 {
-		forward = append(forward, suite.Flag{Name: "device", Value: strconv.Itoa(opts.Global.Device)})
+	if o.Global.Device != 0 {
+		forward = append(forward, suite.Flag{Name: "device", Value: strconv.Itoa(o.Global.Device)})
 	}
-	if opts.ConfigUsed != "" {
+	if o.ConfigUsed != "" {
 		// Checks may run in another directory (the suite's workdir).
-		if abs, err := filepath.Abs(opts.ConfigUsed); err == nil {
+		if abs, err := filepath.Abs(o.ConfigUsed); err == nil {
 			forward = append(forward, suite.Flag{Name: "config", Value: abs})
 		}
 	}
-	bar := opts.ProgressBar("suite " + file.Name)
+	bar := o.ProgressBar("suite " + file.Name)
 	runner := &suite.Runner{
 		Command: []string{exe},
-		Environ: opts.Environ(),
+		Environ: o.Environ(),
 		Forward: forward,
 		Host:    host,
-		Tool:    report.Tool{Version: opts.Build.Version, Commit: opts.Build.Commit, GoVersion: opts.Build.GoVersion},
-		Now:     opts.Now,
+		Tool:    report.Tool{Version: o.Build.Version, Commit: o.Build.Commit, GoVersion: o.Build.GoVersion},
+		Now:     o.Now,
 		Progress: func(done, total int, current string) {
 			// The check's name is what a narrow terminal must keep.
 			if current != "" {
@@ -213,19 +223,19 @@ func runReport(opts *ReportOptions) error {
 			bar.Update(done, total)
 		},
 	}
-	ctx := opts.Context
+	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	res, runErr := runner.Run(ctx, file, suite.Options{
-		Repeat: opts.Repeat, Shuffle: opts.Shuffle, Seed: seed, CPULoad: opts.CPULoad,
-		Variants: opts.variants, Timeout: opts.Timeout,
+		Repeat: o.Repeat, Shuffle: o.Shuffle, Seed: seed, CPULoad: o.CPULoad,
+		Variants: o.variants, Timeout: o.Timeout,
 	})
 	bar.Done()
 	if res == nil {
 		return cli.ToolError(runErr)
 	}
-	if err := writeSuite(opts.IO, opts.Global.Format, opts.JUnit, res); err != nil {
+	if err := writeSuite(o.IO, o.Global.Format, o.JUnit, res); err != nil {
 		return err
 	}
 	if runErr != nil {

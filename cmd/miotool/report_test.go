@@ -50,7 +50,7 @@ func withBinary(bin, home string) func(*ReportOptions) error {
 		o.Environ = func() []string {
 			return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
 		}
-		return runReport(o)
+		return o.Run()
 	}
 }
 

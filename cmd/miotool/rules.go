@@ -33,13 +33,14 @@ type RulesOptions struct {
 	Actions     []rules.Action // empty: every action
 	Expect      string
 	WriteExpect string
+
+	actionNames []string
 }
 
 // NewCmdRules builds `miotool rules`; runF, when set, replaces the run
 // function.
 func NewCmdRules(f *cli.Factory, runF func(*RulesOptions) error) *cobra.Command {
 	opts := &RulesOptions{IO: f.IOStreams, OpenDevice: f.OpenDevice, Now: f.Now, Progress: f.Progress, Verbosef: f.Verbosef}
-	var actions []string
 	cmd := &cobra.Command{
 		Use:   "rules",
 		Short: "Measure which calls a stream capture refuses and which of them invalidate it",
@@ -76,25 +77,16 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
   miotool rules --action malloc,free --format markdown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Global = f.Global
-			opts.Context = cmd.Context()
-			opts.CommandLine = f.CommandLine()
-			opts.DialectSet = cmd.Flags().Changed("dialect")
-			if opts.Spin < 0 {
-				return cli.UsageErrorf("--spin %v: want a positive duration such as 300ms, or 0 for the default", opts.Spin)
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
 			}
-			opts.Actions = nil
-			for _, name := range actions {
-				a, err := rules.ParseAction(name)
-				if err != nil {
-					return cli.UsageErrorf("--action: %v", err)
-				}
-				opts.Actions = append(opts.Actions, a)
+			if err := opts.Validate(); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(runRules(opts))
+			return cli.ToolError(opts.Run())
 		},
 	}
 	fl := cmd.Flags()
@@ -103,48 +95,74 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 		"the simulator's rule table and naming: cuda or hip (GPU backends use their own)")
 	fl.DurationVar(&opts.Spin, "spin", 0,
 		fmt.Sprintf("how long stream B stays busy in each cell (default %v on a GPU, %v on the simulator)", rules.DefaultGPUSpin, rules.DefaultSimSpin))
-	fl.StringSliceVar(&actions, "action", nil, "measure only these actions (repeat or separate with commas), e.g. malloc,query-other-stream")
+	fl.StringSliceVar(&opts.actionNames, "action", nil, "measure only these actions (repeat or separate with commas), e.g. malloc,query-other-stream")
 	fl.StringVar(&opts.Expect, "expect", "", "compare with this expectation file; any differing cell fails the check")
 	fl.StringVar(&opts.WriteExpect, "write-expect", "", "write the measured cells to this file as expectations")
 	return cmd
 }
 
-func runRules(opts *RulesOptions) error {
-	start := opts.Now()
+// Complete reads the global options and the actions --action names.
+func (o *RulesOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	o.Global = f.Global
+	o.Context = cmd.Context()
+	o.CommandLine = f.CommandLine()
+	o.DialectSet = cmd.Flags().Changed("dialect")
+	o.Actions = nil
+	for _, name := range o.actionNames {
+		a, err := rules.ParseAction(name)
+		if err != nil {
+			return cli.UsageErrorf("--action: %v", err)
+		}
+		o.Actions = append(o.Actions, a)
+	}
+	return nil
+}
+
+// Validate checks the spin time.
+func (o *RulesOptions) Validate() error {
+	if o.Spin < 0 {
+		return cli.UsageErrorf("--spin %v: want a positive duration such as 300ms, or 0 for the default", o.Spin)
+	}
+	return nil
+}
+
+// Run measures the matrix and writes the result.
+func (o *RulesOptions) Run() error {
+	start := o.Now()
 	var exp *rules.Expectation
-	if opts.Expect != "" {
-		e, err := rules.ReadExpectation(opts.Expect)
+	if o.Expect != "" {
+		e, err := rules.ReadExpectation(o.Expect)
 		if err != nil {
 			return cli.UsageError(err)
 		}
 		exp = e
 	}
 
-	dev, sel, err := opts.OpenDevice(string(opts.Global.Backend), hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect})
+	dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
 	if err != nil {
-		r := cli.OpenFailedResult("rules", opts.CommandLine, start, opts.Now(), opts.Global.Backend, sel, err)
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		r := cli.OpenFailedResult("rules", o.CommandLine, start, o.Now(), o.Global.Backend, sel, err)
+		return cli.WriteResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
 
-	r := cli.StartResult("rules", opts.CommandLine, start, sel, dev)
-	opts.Verbosef("backend %s (%s) on %s", sel.Chosen, cli.SelectionReason(sel), dev.Props())
-	if p := dev.Props(); p.Backend != string(hip.BackendSim) && opts.DialectSet && opts.Dialect != dev.Dialect() {
-		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", opts.Dialect, p.Backend, dev.Dialect())
+	r := cli.StartResult("rules", o.CommandLine, start, sel, dev)
+	o.Verbosef("backend %s (%s) on %s", sel.Chosen, cli.SelectionReason(sel), dev.Props())
+	if p := dev.Props(); p.Backend != string(hip.BackendSim) && o.DialectSet && o.Dialect != dev.Dialect() {
+		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", o.Dialect, p.Backend, dev.Dialect())
 	}
-	update, done := opts.Progress("rules: cell")
-	m, probeErr := rules.Probe(opts.Context, dev, rules.Options{Spin: opts.Spin, Cells: rules.CellsFor(opts.Actions...), Progress: update})
+	update, done := o.Progress("rules: cell")
+	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: update})
 	done()
-	rules.Fill(r, m, probeErr, exp, opts.Now())
+	rules.Fill(r, m, probeErr, exp, o.Now())
 
-	if opts.WriteExpect != "" {
-		if n, err := writeExpectation(opts, m, start); err != nil {
-			r.Finish(report.Error, err.Error(), opts.Now())
+	if o.WriteExpect != "" {
+		if n, err := writeExpectation(o, m, start); err != nil {
+			r.Finish(report.Error, err.Error(), o.Now())
 		} else {
-			r.Note("wrote %d measured cells to %s", n, opts.WriteExpect)
+			r.Note("wrote %d measured cells to %s", n, o.WriteExpect)
 		}
 	}
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	return cli.WriteResult(o.IO, o.Global.Format, r)
 }
 
 // writeExpectation writes the valid measured cells and returns their count.

@@ -88,25 +88,13 @@ demonstrations; it is off by default and printed with the result.`,
 			if err := opts.Complete(f, cmd); err != nil {
 				return err
 			}
-			if err := opts.validate(); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
-			}
-			if opts.Target != target.Builtin {
-				for _, name := range []string{"cache", "model-dir", "race-window"} {
-					if cmd.Flags().Changed(name) {
-						return cli.UsageErrorf("--%s applies to --target=builtin only: a library uses its own heuristic and caches", name)
-					}
-				}
-			} else if cmd.Flags().Changed("algo") {
-				return cli.UsageErrorf("--algo applies to a library target (--target=miopen or cudnn)")
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			if opts.Child {
-				return runStressChild(opts)
-			}
-			return cli.ToolError(runStress(opts))
+			return opts.Run()
 		},
 	}
 	fl := cmd.Flags()
@@ -129,7 +117,35 @@ demonstrations; it is off by default and printed with the result.`,
 	return cmd
 }
 
-func (o *StressOptions) validate() error {
+// Complete reads the configuration and refuses flags that do not apply to
+// the target.
+func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	if err := o.Scenario.Complete(f, cmd); err != nil {
+		return err
+	}
+	if o.Target != target.Builtin {
+		for _, name := range []string{"cache", "model-dir", "race-window"} {
+			if cmd.Flags().Changed(name) {
+				return cli.UsageErrorf("--%s applies to --target=builtin only: a library uses its own heuristic and caches", name)
+			}
+		}
+	} else if cmd.Flags().Changed("algo") {
+		return cli.UsageErrorf("--algo applies to a library target (--target=miopen or cudnn)")
+	}
+	return nil
+}
+
+// Run is one run in this process with --child, else the runs, each a
+// fresh process, and their result.
+func (o *StressOptions) Run() error {
+	if o.Child {
+		return runStressChild(o)
+	}
+	return cli.ToolError(runStress(o))
+}
+
+// Validate checks the counts, durations and model directory.
+func (o *StressOptions) Validate() error {
 	switch {
 	case o.Threads < 1 || o.Threads > 1024:
 		return cli.UsageErrorf("--threads %d: want 1 to 1024", o.Threads)
@@ -246,23 +262,16 @@ func runStress(opts *StressOptions) error {
 	if opts.ModelDir != "" {
 		badModels = cli.UsageError
 	}
-	arch, err := stress.Arch(fsys, props.Arch)
+	arch, err := stress.CheckModels(fsys, props.Arch)
 	if err != nil {
 		return badModels(fmt.Errorf("%s: %w", described, err))
 	}
-	// Load the model once here, so a broken file is one clear error rather
-	// than a failure in every run.
-	tn, err := aiheur.LoadTunaNet(fsys, arch)
-	if err != nil {
-		return badModels(fmt.Errorf("%s: %w", described, err))
-	}
-	tn.Release()
-	caches, err := aiheur.NewCaches(opts.Cache, cache.Options{RaceWindow: opts.RaceWindow})
+	cacheLine, err := stress.CacheLine(opts.Cache, opts.RaceWindow)
 	if err != nil {
 		return err
 	}
 	setup := stress.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stress.InputSize,
-		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: caches.Describe(),
+		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: cacheLine,
 		Models: described, Arch: arch, Timeout: opts.RunTimeout}
 	return runStressProcesses(opts, r, setup, dir)
 }

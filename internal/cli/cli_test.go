@@ -472,3 +472,13 @@ func TestHelpWorksWithABrokenConfigFile(t *testing.T) {
 		t.Errorf("the command itself ran with a broken config: exit %d", code)
 	}
 }
+
+func TestAtLeastOneNamesTheFirstCountBelowOne(t *testing.T) {
+	if err := AtLeastOne(Count{"--a", 1}, Count{"--b", 3}); err != nil {
+		t.Fatalf("all counts fine: %v", err)
+	}
+	err := AtLeastOne(Count{"--a", 2}, Count{"--b", 0}, Count{"--c", -1})
+	if ExitCodeOf(err) != ExitUsage || err.Error() != "--b 0: want 1 or more" {
+		t.Fatalf("%v (exit %d)", err, ExitCodeOf(err))
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"miotool/internal/report"
 )
 
-// Exit codes (DESIGN.md "Output and exit codes").
+// Exit codes, as the root command's help and the README list them.
 const (
 	ExitOK          = report.ExitPass    // every check passed
 	ExitCheckFailed = report.ExitFail    // a check failed
@@ -81,4 +81,21 @@ func ExitCodeOf(err error) int {
 		return ee.Code
 	}
 	return ExitToolFailure
+}
+
+// Count is a count flag's name and value, for AtLeastOne.
+type Count struct {
+	Flag string
+	N    int
+}
+
+// AtLeastOne is the usage error of the first count below 1, e.g.
+// "--samples 0: want 1 or more"; nil when every count is 1 or more.
+func AtLeastOne(counts ...Count) error {
+	for _, c := range counts {
+		if c.N < 1 {
+			return UsageErrorf("%s %d: want 1 or more", c.Flag, c.N)
+		}
+	}
+	return nil
 }

@@ -1,7 +1,8 @@
-// Package cli is the plumbing every miotool command shares: IO streams with
-// terminal detection, exit codes and the typed exit error, the global
-// options, configuration loading (flags, MIOTOOL_* environment, config
-// file) and the runtime variables the tool honours.
+// Package cli is the plumbing every miotool command shares, and the one
+// place below cmd/miotool where flags are spelled: IO streams with terminal
+// detection, exit codes and the typed exit error, the global options,
+// configuration loading (flags, MIOTOOL_* environment, config file), the
+// runtime variables the tool honours, and the flag spellings results print.
 package cli
 
 import (

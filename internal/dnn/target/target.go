@@ -218,6 +218,14 @@ type Session interface {
 // and tests put a stand-in in the scenarios' options.
 type Opener func(dev hip.Device, t Name) (Target, error)
 
+// Open calls o, or Open when o is nil.
+func (o Opener) Open(dev hip.Device, t Name) (Target, error) {
+	if o == nil {
+		return Open(dev, t)
+	}
+	return o(dev, t)
+}
+
 // Open opens the library of t for dev: the library must load (Available)
 // and dev's backend run it (Supports), else the error is an
 // *UnavailableError.
@@ -289,10 +297,7 @@ func ReadFloats(dev hip.Device, p hip.DevPtr, n int) ([]float32, error) {
 // MIOpen environment), for a result's notes; none when the library cannot
 // be opened for dev. open is target.Open when nil.
 func NotesFor(open Opener, dev hip.Device, t Name) []string {
-	if open == nil {
-		open = Open
-	}
-	lib, err := open(dev, t)
+	lib, err := open.Open(dev, t)
 	if err != nil {
 		return nil
 	}

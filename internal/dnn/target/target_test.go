@@ -11,18 +11,9 @@ import (
 	"miotool/internal/dnn/target/targettest"
 	"miotool/internal/hip"
 	"miotool/internal/hip/osthread"
-	"miotool/internal/hip/sim"
 )
 
-func newDevice(t *testing.T, d hip.Dialect) hip.Device {
-	t.Helper()
-	dev, err := sim.New(hip.OpenOptions{Dialect: d, HWQueues: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dev.Close() })
-	return dev
-}
+func newDevice(t *testing.T, d hip.Dialect) hip.Device { return targettest.SimDevice(t, d) }
 
 func TestTargetsNeedTheirLibraryAndBackend(t *testing.T) {
 	for _, tt := range []struct {

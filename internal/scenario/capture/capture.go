@@ -43,6 +43,9 @@ type Options struct {
 	// Repeat runs every case this many times (1 when zero).
 	Repeat int
 	Log    func(format string, args ...any)
+	// Progress, when set, hears how many cases are done out of how many,
+	// before the first and after each.
+	Progress func(done, total int)
 }
 
 // Case is one combination and what it did.
@@ -94,6 +97,7 @@ func Run(ctx context.Context, dev hip.Device, opts Options) ([]Case, error) {
 		opts.CaptureProblem = opts.FindProblem
 	}
 	var out []Case
+	progress := progressOf(opts.Progress, max(1, opts.Repeat)*len(opts.Variants)*len(opts.Policies)*len(opts.Modes))
 	for range max(1, opts.Repeat) {
 		for _, v := range opts.Variants {
 			for _, p := range opts.Policies {
@@ -103,11 +107,22 @@ func Run(ctx context.Context, dev hip.Device, opts Options) ([]Case, error) {
 						return out, fmt.Errorf("%s / %s / %s: %w", p, m, v, err)
 					}
 					out = append(out, c)
+					progress(len(out))
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// progressOf tells report (when set) of done cases out of total, starting
+// with none.
+func progressOf(report func(done, total int), total int) func(done int) {
+	if report == nil {
+		return func(int) {}
+	}
+	report(0, total)
+	return func(done int) { report(done, total) }
 }
 
 func logf(opts Options) func(string, ...any) {

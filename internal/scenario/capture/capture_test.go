@@ -2,14 +2,15 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"miotool/internal/conv"
 	"miotool/internal/dnn/target"
+	"miotool/internal/dnn/target/targettest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/sim"
 	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
@@ -20,15 +21,7 @@ var findProblem = conv.Problem{N: 1, C: 32, H: 48, W: 48, K: 32, R: 3, S: 3, Pad
 
 var captureProblem = conv.Problem{N: 1, C: 8, H: 12, W: 12, K: 8, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
 
-func newDevice(t *testing.T, d hip.Dialect) hip.Device {
-	t.Helper()
-	dev, err := sim.New(hip.OpenOptions{Dialect: d, HWQueues: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dev.Close() })
-	return dev
-}
+func newDevice(t *testing.T, d hip.Dialect) hip.Device { return targettest.SimDevice(t, d) }
 
 func captureOpts() Options {
 	return Options{
@@ -98,13 +91,18 @@ func TestCaptureWithTheTimeoutOffAbandonsNothing(t *testing.T) {
 	dev := newDevice(t, hip.DialectHIP)
 	opts := captureOpts()
 	opts.NaiveTimeoutPct = 0
-	opts.Policies, opts.Modes, opts.Variants = []streams.Policy{streams.Lazy}, []hip.CaptureMode{hip.CaptureModeGlobal}, []scenario.Variant{scenario.SameThread}
+	opts.Policies, opts.Modes, opts.Variants = []streams.Policy{streams.Lazy}, []hip.CaptureMode{hip.CaptureModeGlobal, hip.CaptureModeRelaxed}, []scenario.Variant{scenario.SameThread}
+	var progress []string
+	opts.Progress = func(done, total int) { progress = append(progress, fmt.Sprintf("%d/%d", done, total)) }
 	cases, err := Run(context.Background(), dev, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := cases[0]; c.Measured != scenario.Inconclusive || c.NaiveAbandoned {
 		t.Fatalf("with MIOPEN_NAIVE_TIMEOUT=0 nothing is abandoned, so the case cannot show the bug: %+v", c)
+	}
+	if got := strings.Join(progress, " "); got != "0/2 1/2 2/2" {
+		t.Fatalf("progress %q", got)
 	}
 }
 

@@ -63,6 +63,7 @@ func RunReplay(ctx context.Context, dev hip.Device, opts ReplayOptions) ([]Repla
 		opts.Replays = 20
 	}
 	var out []ReplayCase
+	progress := progressOf(opts.Progress, max(1, opts.Repeat)*len(opts.Policies))
 	for range max(1, opts.Repeat) {
 		for _, p := range opts.Policies {
 			c, err := runReplayCase(ctx, dev, opts, p)
@@ -70,6 +71,7 @@ func RunReplay(ctx context.Context, dev hip.Device, opts ReplayOptions) ([]Repla
 				return out, fmt.Errorf("%s: %w", p, err)
 			}
 			out = append(out, c)
+			progress(len(out))
 		}
 	}
 	return out, nil

@@ -42,6 +42,8 @@ type TargetOptions struct {
 	// Repeat runs every case this many times (1 when zero).
 	Repeat int
 	Log    func(format string, args ...any)
+	// Progress, when set, hears how many cases are done out of how many.
+	Progress func(done, total int)
 	// Open opens the library (target.Open when nil).
 	Open target.Opener
 }
@@ -84,11 +86,7 @@ func RunTarget(ctx context.Context, dev hip.Device, opts TargetOptions) ([]Targe
 	if len(opts.Variants) == 0 {
 		opts.Variants = []scenario.Variant{scenario.SameThread}
 	}
-	open := opts.Open
-	if open == nil {
-		open = target.Open
-	}
-	lib, err := open(dev, opts.Target)
+	lib, err := opts.Open.Open(dev, opts.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +97,7 @@ func RunTarget(ctx context.Context, dev hip.Device, opts TargetOptions) ([]Targe
 		logf = func(string, ...any) {}
 	}
 	var out []TargetCase
+	progress := progressOf(opts.Progress, max(1, opts.Repeat)*len(opts.Variants)*len(opts.Modes))
 	for range max(1, opts.Repeat) {
 		for _, v := range opts.Variants {
 			for _, m := range opts.Modes {
@@ -111,6 +110,7 @@ func RunTarget(ctx context.Context, dev hip.Device, opts TargetOptions) ([]Targe
 					return out, fmt.Errorf("%s / %s / %s: %w", opts.Target, m, v, err)
 				}
 				out = append(out, c)
+				progress(len(out))
 			}
 		}
 	}

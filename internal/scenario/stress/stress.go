@@ -161,6 +161,31 @@ func Arch(models fs.FS, deviceArch string) (string, error) {
 	return "", fmt.Errorf("the model files hold no TunaNet model (miotool's %s with %s, or MIOpen's <arch>.tn.model with <arch>_metadata.tn.model)", m, meta)
 }
 
+// CheckModels picks the model set in models for deviceArch (see Arch) and
+// loads it once, so that a broken file is one clear error before the runs
+// rather than a failure in every run.
+func CheckModels(models fs.FS, deviceArch string) (arch string, err error) {
+	if arch, err = Arch(models, deviceArch); err != nil {
+		return "", err
+	}
+	tn, err := aiheur.LoadTunaNet(models, arch)
+	if err != nil {
+		return "", err
+	}
+	tn.Release()
+	return arch, nil
+}
+
+// CacheLine describes the model caches policy and raceWindow make, for the
+// result: the caches the runs will build, in this process's words.
+func CacheLine(policy cache.Policy, raceWindow time.Duration) (string, error) {
+	caches, err := aiheur.NewCaches(policy, cache.Options{RaceWindow: raceWindow})
+	if err != nil {
+		return "", err
+	}
+	return caches.Describe(), nil
+}
+
 // solverFor maps a ranked solver name to one of miotool's solvers: its own
 // names as they are, and MIOpen's forward solvers by family (naive to
 // naive, 1x1 GEMM to the 1x1 GEMM, other GEMM and implicit-GEMM solvers to

@@ -437,3 +437,21 @@ func BenchmarkHeuristicPick(b *testing.B) {
 		})
 	}
 }
+
+func TestCheckModelsLoadsTheModelOnce(t *testing.T) {
+	if arch, err := CheckModels(builtin.FS, "sm_90"); err != nil || arch != aiheur.BuiltinArch {
+		t.Fatalf("the embedded model: %q, %v", arch, err)
+	}
+	m, meta := aiheur.TunaNetFiles("gfx942")
+	broken := fstest.MapFS{m: &fstest.MapFile{Data: []byte("{")}, meta: &fstest.MapFile{Data: []byte("{")}}
+	if arch, err := CheckModels(broken, "gfx942"); err == nil {
+		t.Fatalf("a broken model set passed as %q", arch)
+	}
+	line, err := CacheLine(cache.Unlocked, 0)
+	if err != nil || !strings.HasPrefix(line, "unlocked") {
+		t.Fatalf("cache line %q, %v", line, err)
+	}
+	if _, err := CacheLine("sometimes", 0); err == nil {
+		t.Fatal("an unknown cache policy was described")
+	}
+}

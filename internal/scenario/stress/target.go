@@ -140,11 +140,7 @@ func RunTarget(ctx context.Context, dev hip.Device, opts TargetOptions) (*Target
 	if err := opts.Check(); err != nil {
 		return nil, err
 	}
-	open := opts.Open
-	if open == nil {
-		open = target.Open
-	}
-	lib, err := open(dev, opts.Target)
+	lib, err := opts.Open.Open(dev, opts.Target)
 	if err != nil {
 		return nil, err
 	}

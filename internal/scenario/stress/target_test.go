@@ -13,20 +13,11 @@ import (
 	"miotool/internal/dnn/target"
 	"miotool/internal/dnn/target/targettest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/sim"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
 )
 
-func newDevice(t *testing.T, d hip.Dialect) hip.Device {
-	t.Helper()
-	dev, err := sim.New(hip.OpenOptions{Dialect: d, HWQueues: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dev.Close() })
-	return dev
-}
+func newDevice(t *testing.T, d hip.Dialect) hip.Device { return targettest.SimDevice(t, d) }
 
 func stressOpts(open target.Opener) TargetOptions {
 	return TargetOptions{Open: open, Target: target.CUDNN, Threads: 3, Trials: 2, Iterations: 10, Size: 24, Timeout: 30 * time.Second}

@@ -9,6 +9,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
+	"miotool/internal/hip/sim"
 )
 
 // FakeLib is a library target written in Go over the simulated device, for
@@ -45,6 +46,18 @@ func NewFakeLib(t *testing.T, dev hip.Device) *FakeLib {
 		t.Fatal(err)
 	}
 	return &FakeLib{dev: dev, mod: mod}
+}
+
+// SimDevice opens a simulated device in dialect d with 4 hardware queues
+// and closes it when the test ends.
+func SimDevice(t *testing.T, d hip.Dialect) hip.Device {
+	t.Helper()
+	dev, err := sim.New(hip.OpenOptions{Dialect: d, HWQueues: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dev.Close() })
+	return dev
 }
 
 // Opener opens lib (or fails with err) for every target.
