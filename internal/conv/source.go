@@ -3,6 +3,7 @@ package conv
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 	"sync"
 
 	"miotool/internal/hip"
@@ -74,6 +75,33 @@ var source = sync.OnceValue(func() *hip.KernelSource {
 	}
 	return src
 })
+
+// tiledSection starts the tiled kernels in kernels.cu; the direct kernels
+// and the definitions they use come before it.
+const tiledSection = "// ---------------------------------------------------------------------------\n// Tiled implicit GEMM."
+
+var directSource = sync.OnceValue(func() *hip.KernelSource {
+	text, _, found := strings.Cut(kernelText, tiledSection)
+	if !found {
+		panic("conv: kernels.cu has no tiled section marker")
+	}
+	return &hip.KernelSource{
+		Name:    "miotool-conv-direct",
+		Text:    text,
+		Kernels: []string{NaiveKernel, DirectThinKernel},
+		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
+		// The whole file's PTX has these entry points too.
+		PTX: ptxFor(kernelText),
+	}
+})
+
+// DirectSource is the part of Source that holds the direct kernels (naive
+// and direct thin), for callers whose problems need no other: a runtime
+// compiler builds it in a fraction of the time the tiled kernels' template
+// instantiations take, which a fresh process pays before its first launch.
+// Where there is no compiler it loads Source's precompiled PTX. It returns
+// the same pointer on every call.
+func DirectSource() *hip.KernelSource { return directSource() }
 
 // Source is the one kernel source of this package with a Go twin for every
 // entry point. It returns the same pointer on every call, so backends can

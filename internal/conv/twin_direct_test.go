@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"miotool/internal/hip"
@@ -188,5 +189,29 @@ func BenchmarkDirectThinTwin2x2(b *testing.B) {
 			p := Problem{N: 1, C: 1, H: side, W: side, K: 1, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
 			benchPlan(b, p, func(bufs Buffers) []Launch { return thinPlan(p, bufs, 0.25) })
 		})
+	}
+}
+
+// DirectSource is kernels.cu up to the tiled kernels: both direct entry
+// points with their twins, nothing of the tiled kernels, and the whole
+// file's PTX (which has the direct entry points too) when it is current.
+func TestDirectSource(t *testing.T) {
+	d, full := DirectSource(), Source()
+	if d != DirectSource() {
+		t.Fatal("DirectSource returns a new pointer per call")
+	}
+	if !strings.HasPrefix(full.Text, d.Text) || len(d.Text) >= len(full.Text) {
+		t.Fatal("the direct text is not a proper prefix of kernels.cu")
+	}
+	for _, k := range []string{NaiveKernel, DirectThinKernel} {
+		if !strings.Contains(d.Text, "\n"+k+"(MIO_CONV_PARAMS)") || d.Twins[k] == nil {
+			t.Errorf("the direct source lacks %s or its twin", k)
+		}
+	}
+	if len(d.Kernels) != 2 || len(d.Twins) != 2 || strings.Contains(d.Text, "igemm_fwd_tile") || strings.Contains(d.Text, "MIO_IGEMM_ENTRY") {
+		t.Errorf("the direct source holds more than the direct kernels: %v", d.Kernels)
+	}
+	if d.PTX != full.PTX {
+		t.Error("the direct source does not carry kernels.cu's PTX")
 	}
 }
