@@ -501,7 +501,7 @@ func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o Options, 
 			return fmt.Errorf("iteration %d: guard: %w", i, err)
 		}
 		for _, l := range sol.PlanScaled(p, conv.Buffers{X: cur, W: w.weights, Y: next}, stressAlpha) {
-			f, err := w.h.Function(src, l.Kernel)
+			f, err := w.h.Function(launchSource(src, l.Kernel), l.Kernel)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package stress
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"sync"
 
 	"miotool/internal/conv"
@@ -112,18 +113,20 @@ func guardTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error
 	return nil
 }
 
-// stressConvSource is conv.Source with the simulator's twin of the naive
-// kernel given a fast path for the shape the stress scenario runs a
-// thousand times per thread (one input channel per output channel, 2x2,
-// stride 1, no padding, no dilation) when the MIOpen model picks the naive
-// solver: the launch is computed by the twin of conv's direct thin kernel,
-// which adds the same fp32 products in the same order (conv's tests hold
-// the two to the same bits) and vectorizes this shape. Any other shape, or
-// a grid that does not cover the output, goes to the naive twin. The
-// implicit-GEMM solver plans the direct thin kernel for this shape itself.
-// The kernel text is conv's own, so GPUs run the same kernels as find.
+// stressConvSource is conv.DirectSource, the direct kernels only: every
+// launch a solver plans for the stress problems (one channel, 2x2) is the
+// naive or the direct thin kernel, and a runtime compiler builds these in a
+// fraction of the time the whole of conv's source takes, which every fresh
+// process pays (launchSource falls back to conv.Source for any other
+// kernel). On the simulator the naive twin gets a fast path for this shape
+// when the MIOpen model picks the naive solver: the launch is computed by
+// the twin of the direct thin kernel, which adds the same fp32 products in
+// the same order (conv's tests hold the two to the same bits) and
+// vectorizes the shape. Any other shape, or a grid that does not cover the
+// output, goes to the naive twin. The kernel text is conv's own, so GPUs
+// run the same kernels as find.
 var stressConvSource = sync.OnceValue(func() *hip.KernelSource {
-	base := conv.Source()
+	base := conv.DirectSource()
 	src := &hip.KernelSource{
 		Name:    base.Name,
 		Text:    base.Text,
@@ -137,6 +140,14 @@ var stressConvSource = sync.OnceValue(func() *hip.KernelSource {
 	src.Twins[conv.NaiveKernel] = fastNaive2x2(base.Twins[conv.NaiveKernel], base.Twins[conv.DirectThinKernel])
 	return src
 })
+
+// launchSource is src when it has the kernel, else conv's whole source.
+func launchSource(src *hip.KernelSource, kernel string) *hip.KernelSource {
+	if slices.Contains(src.Kernels, kernel) {
+		return src
+	}
+	return conv.Source()
+}
 
 // convShape is the part of conv's kernel arguments the fast path needs.
 type convShape struct {

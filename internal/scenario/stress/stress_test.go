@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -236,9 +237,9 @@ func TestStressConvTwinsMatchGeneric(t *testing.T) {
 		{N: 1, C: 1, H: 9, W: 9, K: 1, R: 2, S: 2, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
 		{N: 1, C: 1, H: 9, W: 9, K: 1, R: 2, S: 2, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1},
 	}
-	generic, fast := conv.Source(), stressConvSource()
-	if fast.Text != generic.Text || len(fast.Kernels) != len(generic.Kernels) {
-		t.Fatal("the stress source must be conv's kernel text with the same entry points")
+	generic, fast := conv.DirectSource(), stressConvSource()
+	if fast.Text != generic.Text || !slices.Equal(fast.Kernels, generic.Kernels) || fast.PTX != generic.PTX {
+		t.Fatal("the stress source must be conv's direct kernel text with the same entry points and PTX")
 	}
 	naive, _ := conv.SolverByName(conv.SolverNaive)
 	for _, p := range shapes {
@@ -261,6 +262,25 @@ func TestStressConvTwinsMatchGeneric(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every launch a solver plans for a stress problem is in the stress
+// source; anything else comes from conv's whole source.
+func TestStressLaunchesComeFromTheDirectSource(t *testing.T) {
+	src := stressConvSource()
+	for _, side := range []int{InputSize, InputSize - DefaultIters + 1, 2} {
+		p := stressProblem(side)
+		for _, sol := range conv.Solvers() {
+			for _, l := range sol.PlanScaled(p, conv.Buffers{}, stressAlpha) {
+				if launchSource(src, l.Kernel) != src {
+					t.Errorf("%s on %s launches %s, which the stress source lacks", sol.Name, p, l.Kernel)
+				}
+			}
+		}
+	}
+	if launchSource(src, "igemm_fwd_nchw_f32_64x64") != conv.Source() {
+		t.Error("a tiled kernel does not come from conv's whole source")
 	}
 }
 
