@@ -240,7 +240,8 @@ func (o *ReportOptions) Run() error {
 	}
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
-			runErr = errors.New("interrupted; the table shows the runs made before")
+			// The result says INTERRUPTED and holds the runs made before.
+			return cli.Interrupted(ctx)
 		}
 		return cli.ToolError(fmt.Errorf("suite %s: %w", file.Name, runErr))
 	}

@@ -294,11 +294,19 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup stress.Setu
 		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
 	})
 	done()
-	if err != nil {
+	interrupted := cli.Interrupted(opts.Context)
+	if err != nil && interrupted == nil {
 		return err
 	}
+	if interrupted != nil {
+		// The runs that finished are reported; the result says INTERRUPTED.
+		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
+	}
 	stress.Fill(r, setup, runs, words, opts.Now())
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	if err := cli.WriteResult(opts.IO, opts.Global.Format, r); err != nil {
+		return err
+	}
+	return interrupted
 }
 
 // runStressChild is one run: the workload in this process, its result as

@@ -22,7 +22,8 @@ AMD GPU (HIP) or, where no GPU runtime loads, on a simulated device.
 
 Exit status: 0 every check passed; 1 a check failed; 2 usage or configuration
 error; 3 the tool itself failed; 4 skipped (the requested device or library is
-not there).
+not there); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: what finished is
+reported, with the verdict INTERRUPTED.
 
 Flags may also come from MIOTOOL_* environment variables (MIOTOOL_FORMAT=json,
 MIOTOOL_RULES_DIALECT=hip) or from a YAML config file (--config, else

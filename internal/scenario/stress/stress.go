@@ -130,6 +130,9 @@ type RunResult struct {
 	Solvers   map[string]int `json:"solvers"`
 	Fallbacks int            `json:"fallbacks"`
 	ElapsedMs float64        `json:"elapsed_ms"`
+	// Detections are the caches' race, destroyed-model and use-after-free
+	// records over the whole run.
+	Detections cache.Detections `json:"detections"`
 }
 
 // OK reports whether every sum was right.
@@ -248,11 +251,12 @@ type heuristic struct {
 // pick returns the solver for p and whether the model chose it (false: the
 // model does not cover p, and the first applicable solver is used).
 func (h *heuristic) pick(p conv.Problem) (*conv.Solver, bool, error) {
-	tn, err := h.caches.TunaNetFor(h.models, h.arch)
+	held, err := h.caches.HoldTunaNet(h.models, h.arch)
 	if err != nil {
 		return nil, false, err
 	}
-	scores, err := tn.Scores(aiProblem(p))
+	scores, err := held.Model.Scores(aiProblem(p))
+	held.Done()
 	switch {
 	case errors.Is(err, aiheur.ErrNotSupported):
 		scores = nil
@@ -326,7 +330,8 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 			return nil, err
 		}
 	}
-	caches, err := aiheur.NewCaches(o.Policy, cache.Options{RaceWindow: o.RaceWindow})
+	recs := cache.NewRecords(PrintDetection)
+	caches, err := aiheur.NewCaches(o.Policy, cache.Options{RaceWindow: o.RaceWindow, Records: recs})
 	if err != nil {
 		return nil, err
 	}
@@ -355,6 +360,7 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 		if err := runStressTrial(ctx, dev, workers, heur, o); err != nil {
 			return nil, fmt.Errorf("trial %d: %w", trial+1, err)
 		}
+		caches.Barrier() // every worker has joined
 		sums, bad := make([]float64, o.Threads), make([]int, o.Threads)
 		side := o.Size - o.Iters
 		for t, w := range workers {
@@ -382,6 +388,7 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 		run.Fallbacks += w.fellBack
 	}
 	run.CacheStats = caches.Stats()
+	run.Detections = caches.Detections()
 	run.ElapsedMs = float64(time.Since(start)) / float64(time.Millisecond)
 	return run, nil
 }
@@ -445,6 +452,7 @@ func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker
 			// A thread of its own, as each PyTorch worker is.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
+			cache.NameThread(fmt.Sprintf("thread %d", t+1))
 			err := w.reset(o)
 			if err == nil {
 				err = dev.DeviceSynchronize()
