@@ -267,7 +267,7 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		}
 	}
 	if t.Wrong > 0 {
-		parts = append(parts, fmt.Sprintf("%d gave a wrong sum", t.Wrong))
+		parts = append(parts, fmt.Sprintf("%d gave a wrong result", t.Wrong))
 	}
 	if t.Hung > 0 {
 		parts = append(parts, fmt.Sprintf("%d hung", t.Hung))

@@ -34,7 +34,7 @@ func TestFillStressVerdicts(t *testing.T) {
 		{"crashes by signal", []RunOutcome{passed(0), crashed(1, "SIGSEGV"), crashed(2, "SIGSEGV"), crashed(3, "fatal error: concurrent map writes")},
 			report.Fail, "Failed (3/4)", []string{"3 of 4 runs failed", "SIGSEGV 2", "fatal error: concurrent map writes 1"}},
 		{"wrong and hung", []RunOutcome{passed(0), {Index: 1, Kind: RunWrong, Detail: "1 of 6 sums wrong"}, {Index: 2, Kind: RunHung}, {Index: 3, Kind: RunError}},
-			report.Fail, "Failed (2/4)", []string{"1 gave a wrong sum", "1 hung", "1 failed to run"}},
+			report.Fail, "Failed (2/4)", []string{"1 gave a wrong result", "1 hung", "1 failed to run"}},
 		{"errors only", []RunOutcome{passed(0), {Index: 1, Kind: RunError, Detail: "exited with status 3: no device"}},
 			report.Error, "", []string{"1 of 2 runs could not run", "run 2: exited with status 3: no device"}},
 		{"nothing ran", nil, report.Error, "", []string{"no run"}},

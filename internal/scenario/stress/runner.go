@@ -115,7 +115,7 @@ const (
 	// RunCrashed: killed by a signal, or the Go runtime's fatal error (a
 	// fault on unmapped memory, a corrupted map) or an unrecovered panic.
 	RunCrashed RunKind = "crashed"
-	// RunWrong: the child finished and printed a wrong sum.
+	// RunWrong: the child finished and its output failed the check.
 	RunWrong RunKind = "wrong result"
 	// RunHung: the watchdog killed it.
 	RunHung RunKind = "hung"
@@ -345,7 +345,10 @@ func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 			return out
 		}
 		out.Kind = RunWrong
-		out.Detail = fmt.Sprintf("%d of %d sums wrong (expected %.0f): %v", run.Wrong, run.Trials*run.Threads, run.Expected, run.Sums)
+		out.Detail = fmt.Sprintf("%d of %d thread-trials wrong", run.Wrong, run.Trials*run.Threads)
+		if run.WrongDetail != "" {
+			out.Detail += "; first: " + run.WrongDetail
+		}
 		return out
 	}
 	out.Kind = RunError

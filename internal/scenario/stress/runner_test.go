@@ -146,7 +146,7 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 		excerpt []string
 	}{
 		{"pass", time.Minute, RunPassed, "", "", nil},
-		{"wrong", time.Minute, RunWrong, "", "1 of 2 sums wrong", nil},
+		{"wrong", time.Minute, RunWrong, "", "1 of 2 thread-trials wrong", nil},
 		{"fault", time.Minute, RunCrashed, "SIGSEGV", "fatal error: fault",
 			[]string{"unexpected fault address 0x", "fatal error: fault | [signal SIGSEGV", "at miotool/internal/scenario/stress.TestFakeStressChild <- testing.tRunner"}},
 		{"mapwrites", time.Minute, RunCrashed, "fatal error: concurrent map writes", "concurrent map writes",
