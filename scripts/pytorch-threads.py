@@ -99,7 +99,7 @@ def main():
         row = None
         for t in r.get("tables", []):
             if t["title"].startswith("wall time per run"):
-                row = next((x["cells"] for x in t["rows"] if x["cells"][0] == "passed"), None)
+                row = next((x["cells"] for x in t["rows"] if x["cells"][0] in ("completed", "passed")), None)
         if row and row[2] != "-":
             mw, lo, hi = (go_ms(v) for v in row[2:5])
             print(f"| `{label}` | {c.get('runs', '?')} | {c.get('passed', '?')} | {mw:.0f} | {lo:.0f} - {hi:.0f} |")

@@ -88,8 +88,8 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 		}
 	}
 	times := r.Tables[1]
-	if got := strings.Join(times.Rows[0].Cells, " "); got != "passed 2 2s 1s 3s" {
-		t.Errorf("passed times %q", got)
+	if got := strings.Join(times.Rows[0].Cells, " "); got != "completed 2 2s 1s 3s" {
+		t.Errorf("completed times %q", got)
 	}
 	if got := strings.Join(times.Rows[1].Cells, " "); got != "all 4 550ms 100ms 3s" {
 		t.Errorf("all times %q", got)
@@ -228,5 +228,25 @@ func TestFillStressInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "INTERRUPTED") {
 		t.Errorf("Markdown does not say INTERRUPTED:\n%s", md.String())
+	}
+}
+
+// A run whose caches recorded a race did all its work and failed: the wall
+// time table must not call it passed.
+func TestFillStressTimesDoNotCallADetectedRunPassed(t *testing.T) {
+	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: InputSize, Runs: 1, Jobs: 1, Policy: cache.Unlocked, Timeout: time.Minute}
+	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
+	Fill(r, setup, []RunOutcome{detected(0, cache.KindRace)}, testWords, time.Unix(1, 0))
+	if r.Verdict != report.Fail {
+		t.Fatalf("verdict %s, want FAIL", r.Verdict)
+	}
+	times := r.Tables[len(r.Tables)-1]
+	for _, row := range times.Rows {
+		if row.Cells[0] == "passed" {
+			t.Errorf("the wall-time table has a %q row for a run that failed: %v", row.Cells[0], row.Cells)
+		}
+	}
+	if got := times.Rows[0].Cells[0]; got != "completed" {
+		t.Errorf("first wall-time row %q, want completed", got)
 	}
 }
