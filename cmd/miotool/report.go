@@ -28,6 +28,7 @@ type ReportOptions struct {
 	Now         func() time.Time
 	Executable  func() (string, error)
 	Hostname    func() (string, error)
+	NumCPU      func() int
 	Environ     func() []string
 	ProgressBar func(label string) *cli.ProgressBar
 
@@ -50,7 +51,7 @@ type ReportOptions struct {
 func NewCmdReport(f *cli.Factory, runF func(*ReportOptions) error) *cobra.Command {
 	opts := &ReportOptions{
 		IO: f.IOStreams, Build: f.Build, Now: f.Now,
-		Executable: os.Executable, Hostname: os.Hostname, Environ: os.Environ, ProgressBar: f.ProgressBar,
+		Executable: os.Executable, Hostname: os.Hostname, NumCPU: f.NumCPU, Environ: os.Environ, ProgressBar: f.ProgressBar,
 	}
 	cmd := &cobra.Command{
 		Use:   "report --suite FILE",
@@ -157,7 +158,8 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Validate checks the suite file is named and the counts and durations.
+// Validate checks, before the suite runs, that the suite file is named, the
+// counts and durations, and that the --junit file can be written.
 func (o *ReportOptions) Validate() error {
 	switch {
 	case o.SuiteFile == "":
@@ -166,13 +168,24 @@ func (o *ReportOptions) Validate() error {
 		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
 	case o.CPULoad < 0:
 		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
+	case o.CPULoad > maxCPULoadPerCore*o.NumCPU():
+		// Thousands of spinning workers starve the checks themselves: the
+		// suite would look hung rather than loaded.
+		return cli.UsageErrorf("--cpu-load %d: want at most %d busy workers (%d per CPU core, %d cores here)",
+			o.CPULoad, maxCPULoadPerCore*o.NumCPU(), maxCPULoadPerCore, o.NumCPU())
 	case o.Timeout < 0:
 		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
 	case o.Seed != 0 && !o.Shuffle:
 		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
 	}
+	if o.JUnit != "" {
+		return cli.CheckOutputFile("--junit", o.JUnit)
+	}
 	return nil
 }
+
+// maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
+const maxCPULoadPerCore = 4
 
 // Run runs the suite and writes its result.
 func (o *ReportOptions) Run() error {
@@ -327,6 +340,11 @@ did not, 2 when a file cannot be read or is not a suite result.`,
 }
 
 func runReportMerge(opts *ReportMergeOptions) error {
+	if opts.JUnit != "" {
+		if err := cli.CheckOutputFile("--junit", opts.JUnit); err != nil {
+			return err
+		}
+	}
 	results := make([]*report.SuiteResult, 0, len(opts.Files))
 	for _, path := range opts.Files {
 		data, err := os.Open(path)

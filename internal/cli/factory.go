@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"miotool/internal/buildinfo"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type Factory struct {
 	Getwd         func() (string, error)
 	UserConfigDir func() (string, error)
 	Now           func() time.Time
+	// NumCPU is the number of usable CPU cores (runtime.NumCPU), which
+	// bounds report --cpu-load.
+	NumCPU func() int
 }
 
 // NewFactory returns a Factory wired to the real process.
@@ -63,6 +67,7 @@ func NewFactory(ios *IOStreams, build buildinfo.Info) *Factory {
 		Getwd:         os.Getwd,
 		UserConfigDir: os.UserConfigDir,
 		Now:           time.Now,
+		NumCPU:        runtime.NumCPU,
 	}
 }
 
