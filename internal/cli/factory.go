@@ -38,6 +38,9 @@ type Factory struct {
 	Args []string
 	// ConfigUsed is the configuration file that was read; "" for none.
 	ConfigUsed string
+	// valueOrigins says, per flag name, where a value that did not come
+	// from the command line came from: "runs: -4 in miotool.yaml line 3".
+	valueOrigins map[string]string
 
 	// OpenDevice selects and opens a backend (hip.Select).
 	OpenDevice func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)

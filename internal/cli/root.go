@@ -50,7 +50,7 @@ precedence after the command line.`,
 				return err
 			}
 			if f.Global.Device < 0 {
-				return UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device)
+				return f.WithValueOrigins(UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device))
 			}
 			return nil
 		},
@@ -77,6 +77,24 @@ precedence after the command line.`,
 	fl.BoolVarP(&f.Global.Verbose, "verbose", "v", false, "print what the tool decides (config file, backend) on stderr")
 	fl.BoolVar(&f.Global.NoProgress, "no-progress", false, "do not show progress on stderr")
 	return cmd
+}
+
+// FinishTree readies the command tree under root once every command is
+// added: flag values complete from what they accept (CompleteEnumFlags),
+// and a usage error about a flag set in a config file or a MIOTOOL_*
+// variable says where the value came from (Factory.WithValueOrigins).
+func FinishTree(f *Factory, root *cobra.Command) {
+	CompleteEnumFlags(root)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return f.WithValueOrigins(run(cmd, args)) }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // UsageHint is the line printed under a usage error.
