@@ -179,6 +179,9 @@ func (o *StressOptions) Validate() error {
 func (o *StressOptions) models() (dir, described string, fsys fs.FS, err error) {
 	dir, source := aiheur.ModelDir(o.ModelDir)
 	fsys, err = aiheur.ModelFS(dir)
+	if errors.Is(err, aiheur.ErrNoModels) {
+		return "", "", nil, fmt.Errorf("%w; give one with %s", err, cli.ModelDirFlag)
+	}
 	if err != nil {
 		return "", "", nil, err
 	}
