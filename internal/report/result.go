@@ -232,8 +232,8 @@ type Result struct {
 
 	Verdict Verdict
 	// Status, when set, is the checklist's status text in place of the
-	// verdict's word, e.g. "Fails with --reclaim=lazy, passes with
-	// --reclaim=worker" for a run that compares policies.
+	// verdict's word, e.g. which policies fail and which pass for a run
+	// that compares them; the command that made the result words it.
 	Status string
 	// Summary is one line that explains the verdict.
 	Summary  string

@@ -231,9 +231,9 @@ func (c *SuiteCheck) Outcome() Verdict {
 }
 
 // Status is the checklist's Status cell, e.g. "Passed (20/20)", "Fails as
-// expected (3/3)", the child's own status such as "Fails with
-// --reclaim=lazy, passes with --reclaim=worker", or, when some run did not
-// meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
+// expected (3/3)", the child's own status (a run that compares policies
+// says which fail and which pass, in the words its command chose), or, when
+// some run did not meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
 func (c *SuiteCheck) Status() string {
 	n := len(c.Runs)
 	if n == 0 {
