@@ -66,7 +66,7 @@ check, not the end of the suite.
 The output is the Testing Checklist of a pull request (Test | Command |
 Devices | Status) with statuses such as "Passed (20/20)", "Fails as expected
 (1/1)" or the check's own, e.g. "Fails with --reclaim=lazy, passes with
---reclaim=worker". --format json writes the miotool/suite/v1 document that
+--reclaim=worker". --format json writes the miotool/suite/v2 document that
 "report merge" reads; --junit FILE also writes JUnit XML for CI systems.
 
 --repeat runs every check N times; --shuffle runs each pass in a random order
@@ -77,7 +77,8 @@ suite once more with that environment (KEY=VALUE,KEY2=VALUE2 sets several).
 choose its own.
 
 Exit status: 0 when every check gave its expected verdict, 1 when one did not,
-2 for a bad suite file or flag.
+2 for a bad suite file or flag (--junit is checked before the suite runs), 4
+when no check ran (every one skipped, or the suite has none): nothing passed.
 
 Suite file (YAML):
 
@@ -307,15 +308,18 @@ func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *co
 		Use:   "merge RESULT.json...",
 		Short: "Merge the suite results of several hosts into one Testing Checklist",
 		Long: `merge reads suite results written by "miotool report --suite ... --format
-json" (schema miotool/suite/v1), typically one per host of a fleet, and prints
-one table: a check that ran on several hosts is one row whose Devices cell
-lists every device, with the host after a device name that more than one host
-has ("NVIDIA H200 (sm_90) on node07"), and whose status counts the runs of all
-hosts. --format json writes the merged result in the same schema, so merged
+json" (schema miotool/suite/v2; v1 files are read too), typically one per host
+of a fleet, and prints one table: a check that ran on several hosts is one row
+whose Devices cell lists every device, with the host after a device name that
+more than one host has ("NVIDIA H200 (sm_90) on node07"), and whose status
+counts the runs of all hosts. --format json writes the merged result in the same schema, so merged
 results can be merged again.
 
 Exit status: 0 when every check met its expectation on every host, 1 when one
-did not, 2 when a file cannot be read or is not a suite result.`,
+did not, 2 when a file cannot be read or is not a suite result, when a result
+ran nothing (no checks, or none with a run: it passed nothing), or when a suite
+run appears twice (the same file given twice, or a run already inside a merged
+result), which would count its runs twice.`,
 		Example: `  # One table from a Slurm job array's results (scripts/slurm-suite.sh)
   miotool report merge results/*.json --format markdown
 
