@@ -6,7 +6,6 @@ import (
 	"miotool/internal/buildinfo"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"miotool/internal/hip"
@@ -76,11 +75,7 @@ func NewFactory(ios *IOStreams, build buildinfo.Info) *Factory {
 
 // CommandLine is the command as typed, for results: "miotool rules --dialect cuda".
 func (f *Factory) CommandLine() string {
-	parts := []string{"miotool"}
-	for _, a := range f.Args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
+	return report.JoinCommandLine(append([]string{"miotool"}, f.Args...))
 }
 
 // RuntimeEnv resolves the runtime variables through the factory.
@@ -104,19 +99,6 @@ func (f *Factory) Progress(label string) (update func(done, total int), done fun
 		return func(int, int) {}, func() {}
 	}
 	return b.Update, b.Done
-}
-
-// shellQuote quotes an argument when a shell would split or expand it.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // WriteResult renders r in format to the factory's stdout and turns its
