@@ -71,8 +71,9 @@ Devices | Status) with statuses such as "Passed (20/20)", "Fails as expected
 
 --repeat runs every check N times; --shuffle runs each pass in a random order
 drawn from --seed (0, the default, draws a seed, which the result records);
---cpu-load keeps N busy workers running beside the checks; each --env KEY=VALUE runs the whole
-suite once more with that environment (KEY=VALUE,KEY2=VALUE2 sets several).
+--cpu-load keeps N busy workers (at most 4 per core) running beside the
+checks; each --env KEY=VALUE runs the whole suite once more with that
+environment (KEY=VALUE,KEY2=VALUE2 sets several).
 --backend and --device, when given, are passed on to every check that does not
 choose its own.
 
@@ -129,7 +130,7 @@ Suite file (YAML):
 	fl.IntVar(&opts.Repeat, "repeat", 1, "runs of every check")
 	fl.BoolVar(&opts.Shuffle, "shuffle", false, "run each pass over the checks in a random order (see --seed)")
 	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of --shuffle's order; 0 draws one, which the result records")
-	fl.IntVar(&opts.CPULoad, "cpu-load", 0, "keep N busy CPU workers running beside the checks")
+	fl.IntVar(&opts.CPULoad, "cpu-load", 0, "keep N busy CPU workers running beside the checks (at most 4 per core)")
 	fl.StringArrayVar(&opts.Env, "env", nil, "run the suite again with KEY=VALUE set (repeatable; KEY=VALUE,KEY2=VALUE2 sets several)")
 	fl.StringVar(&opts.JUnit, "junit", "", "also write the result as JUnit XML to this file")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "bound on each run of a check, in place of the suite file's (default: the file's, else 10m)")
