@@ -189,13 +189,14 @@ run() {
 			} >>"$out" 2>>"$LOG"
 			;;
 		cudnn)
-			echo -e "\n## Fastest builtin solver against cuDNN (fp32)" >>"$out"
+			# Without this run's Conv benchmarks there is nothing to compare:
+			# write no section, so that an earlier one in the results file stays.
 			if [ -s "$dir/bench-raw.txt" ]; then
-				echo >>"$out"
+				echo -e "\n## Fastest builtin solver against cuDNN (fp32)\n" >>"$out"
 				python3 scripts/cudnn-compare.py "$dir/bench-raw.txt" configs/problems.yaml >>"$out" 2>>"$LOG"
 				echo "[cudnn] exit $?" | tee -a "$LOG"
 			else
-				echo "(no Conv benchmark output: run the bench section first)" >>"$out"
+				echo "[cudnn] skipped: no Conv benchmark output in $dir (run the bench section first)" | tee -a "$LOG"
 			fi
 			;;
 		stress)
@@ -260,6 +261,25 @@ def key(head):
     # section with other counts are one section.
     return re.split(r" \(|:|,", head, maxsplit=1)[0]
 
+
+# The sections of the results file as it stands come first, so that a
+# section no new run replaced keeps its place, its run line and its figures.
+try:
+    prev = open(out).read().split("\n")
+except FileNotFoundError:
+    prev = []
+head, body = None, []
+for line in prev + ["## "]:
+    if line.startswith("## "):
+        if head is not None:
+            text = "\n".join(body).strip("\n")
+            stamp, _, rest = text.partition("\n\n")
+            if not stamp.startswith("_Run at"):
+                stamp, rest = "", text
+            blocks[key(head)] = (head, stamp, rest.strip("\n"))
+        head, body = line, []
+    elif head is not None:
+        body.append(line)
 
 for f in sorted(files):
     lines = open(f).read().split("\n")
