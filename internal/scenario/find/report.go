@@ -7,6 +7,7 @@ import (
 
 	"miotool/internal/finder"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 	"miotool/internal/streams"
 )
 
@@ -30,10 +31,10 @@ func Fill(r *report.Result, o Options, out *Outcome, end time.Time) {
 		}
 		detail := e.Detail
 		if e.Status == finder.StatusOK && e.Check != nil {
-			detail = join(detail, fmt.Sprintf("verified: max |err| %.3g", e.Check.MaxAbs))
+			detail = scenario.JoinDetail(detail, fmt.Sprintf("verified: max |err| %.3g", e.Check.MaxAbs))
 		}
 		if e.Samples > 0 && !res.Immediate { // immediate mode's one run is no sample set
-			detail = join(detail, fmt.Sprintf("%d samples, %d dropped", e.Samples, e.Dropped))
+			detail = scenario.JoinDetail(detail, fmt.Sprintf("%d samples, %d dropped", e.Samples, e.Dropped))
 		}
 		rank := fmt.Sprint(i + 1)
 		if e.Status != finder.StatusOK {
@@ -99,14 +100,4 @@ func counters(r *report.Result, title string, a, b streams.Counters) {
 	row("reclaimed by backstop", a.ReclaimedByBackstop, b.ReclaimedByBackstop)
 	row("scratch bytes pinned now", a.ScratchBytesPinned, b.ScratchBytesPinned)
 	row("worker wake-ups", a.WorkerWakeups, b.WorkerWakeups)
-}
-
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
 }
