@@ -145,7 +145,7 @@ for p in "${patches[@]}"; do
 	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	printf '  %-8s %6ss  %s\n' "$result" "$secs" "$name"
-	rows+=("| $name | $guard | \`$test\` | $result | $secs s |")
+	rows+=("| $name | $guard | \`${test//|/\\|}\` | $result | $secs s |")
 done
 
 total=${#patches[@]}
