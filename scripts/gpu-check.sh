@@ -200,6 +200,14 @@ run() {
 				section "$out" "stress-threads --cache=$c" taskset -c 0,1 $M stress-threads --cache=$c \
 					--runs "${STRESS_RUNS:-200}" --jobs 2 --format markdown
 			done
+			echo -e "\n### A fresh-process run's wall time against the PyTorch test body, ${FRESH_RUNS:-10} and ${PYTORCH_RUNS:-5} runs, one at a time\n" >>"$out"
+			$M stress-threads --cache=locked --runs "${FRESH_RUNS:-10}" --jobs 1 --format json >"$dir/stress-fresh.json" 2>>"$LOG"
+			echo '```' >>"$out"
+			echo "\$ $M stress-threads --cache=locked --runs ${FRESH_RUNS:-10} --jobs 1 --format json > stress-fresh.json" >>"$out"
+			echo "\$ python3 scripts/pytorch-threads.py --runs ${PYTORCH_RUNS:-5} --miotool-json stress-fresh.json" >>"$out"
+			echo '```' >>"$out"
+			python3 scripts/pytorch-threads.py --runs "${PYTORCH_RUNS:-5}" --miotool-json "$dir/stress-fresh.json" >>"$out" 2>>"$LOG"
+			echo "[stress] pytorch comparison exit $?" | tee -a "$LOG"
 			;;
 		targets)
 			echo -e "\n## Real-library target: cuDNN" >>"$out"

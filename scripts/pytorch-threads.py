@@ -8,8 +8,9 @@ Runs the test body (2 threads, a barrier, 3 trials of 1000 iterations of a
 thread on its own CUDA stream, the sum checked) in N fresh Python processes
 one after another, and prints a Markdown table: runs, passes, failures, and
 the median, min and max wall time per run. With --miotool-json (the JSON
-result of `miotool stress-threads --target=cudnn` run with the same number of
-runs) it adds miotool's wall time per run from that result and the ratio.
+result of a `miotool stress-threads` run, builtin or with --target) it adds
+miotool's wall time per run from that result, named by its command, and the
+ratio.
 Standard library plus torch.
 """
 import argparse
@@ -94,17 +95,18 @@ def main():
     if a.miotool_json:
         r = json.load(open(a.miotool_json))
         c = r.get("counters", {})
+        label = r.get("command", "miotool stress-threads").replace(" --format json", "")
         row = None
         for t in r.get("tables", []):
             if t["title"].startswith("wall time per run"):
-                row = next((x["cells"] for x in t["rows"] if x["cells"][0] == "passed"), None)
+                row = next((x["cells"] for x in t["rows"] if x["cells"][0] in ("completed", "passed")), None)
         if row and row[2] != "-":
             mw, lo, hi = (go_ms(v) for v in row[2:5])
-            print(f"| miotool stress-threads --target=cudnn | {c.get('runs', '?')} | {c.get('passed', '?')} | {mw:.0f} | {lo:.0f} - {hi:.0f} |")
+            print(f"| `{label}` | {c.get('runs', '?')} | {c.get('passed', '?')} | {mw:.0f} | {lo:.0f} - {hi:.0f} |")
             print()
             print(f"miotool / PyTorch, median wall time per fresh-process run: {mw / med:.2f}")
         else:
-            print(f"| miotool stress-threads --target=cudnn | {c.get('runs', '?')} | {c.get('passed', '?')} | no passed run | - |")
+            print(f"| `{label}` | {c.get('runs', '?')} | {c.get('passed', '?')} | no passed run | - |")
     for f in failed:
         print(f"- {f}")
 

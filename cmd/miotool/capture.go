@@ -85,9 +85,12 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
 	fl := cmd.Flags()
-	fl.StringSliceVar(&opts.Modes, "mode", []string{"global"}, "capture mode: global, thread-local, relaxed, or all")
-	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: lazy, guarded, worker, or all")
-	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: same-thread, other-thread, or all (all by default when several modes or policies are given)")
+	fl.StringSliceVar(&opts.Modes, "mode", []string{"global"}, "capture mode: "+cli.OrList(withAll(cli.StringsOf(hip.CaptureModes))))
+	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: "+cli.OrList(withAll(cli.Names(streams.Policies))))
+	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: "+cli.OrList(withAll(cli.Names(scenario.Variants)))+" (all by default when several modes or policies are given)")
+	cli.CompleteList(cmd, "mode", withAll(cli.StringsOf(hip.CaptureModes)))
+	cli.CompleteList(cmd, "reclaim", withAll(cli.Names(streams.Policies)))
+	cli.CompleteList(cmd, "variant", withAll(cli.Names(scenario.Variants)))
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
 	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
@@ -135,6 +138,9 @@ func (o *CaptureOptions) parseMatrix() error {
 	o.variants, err = parseList(o.Variants, "--variant", scenario.Variants, scenario.ParseVariant)
 	return err
 }
+
+// withAll is a list flag's values and "all", which stands for every one.
+func withAll(values []string) []string { return append(values, "all") }
 
 // parseList reads a flag's values, where "all" means every value.
 func parseList[T comparable](vals []string, flag string, all []T, parse func(string) (T, error)) ([]T, error) {

@@ -82,3 +82,71 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	}
 	walk(newRootCmd(newHarness(t).f))
 }
+
+// Every flag with a fixed set of values completes them, from the same lists
+// the flags accept.
+func TestFlagValuesComplete(t *testing.T) {
+	for _, tc := range []struct {
+		args []string // after __complete; the last is the word being completed
+		want []string // in order, exactly
+	}{
+		{[]string{"capture", "--reclaim", ""}, []string{"lazy", "guarded", "worker", "poller", "all"}},
+		{[]string{"capture", "--reclaim=lazy,"}, []string{"lazy,guarded", "lazy,worker", "lazy,poller", "lazy,all"}},
+		{[]string{"capture", "--mode", ""}, []string{"global", "thread-local", "relaxed", "all"}},
+		{[]string{"capture", "--variant", ""}, []string{"same-thread", "other-thread", "all"}},
+		{[]string{"capture", "--target", ""}, []string{"builtin", "miopen", "cudnn"}},
+		{[]string{"capture", "--dialect", ""}, []string{"cuda", "hip"}},
+		{[]string{"replay", "--mode", ""}, []string{"global", "thread-local", "relaxed"}},
+		{[]string{"replay", "--reclaim", ""}, []string{"lazy", "guarded", "worker", "poller", "all"}},
+		{[]string{"find", "--reclaim", ""}, []string{"lazy", "guarded", "worker", "poller"}},
+		{[]string{"find", "--find-mode", ""}, []string{"normal", "fast", "hybrid", "dynamic-hybrid"}},
+		{[]string{"stress-threads", "--cache", ""}, []string{"unlocked", "locked", "lockfree"}},
+		{[]string{"stress-threads", "--target", ""}, []string{"builtin", "miopen", "cudnn"}},
+		{[]string{"doctor", "--dialect", ""}, []string{"cuda", "hip"}},
+		{[]string{"rules", "--dialect", ""}, []string{"cuda", "hip"}},
+		{[]string{"rules", "--format", ""}, []string{"text", "markdown", "json"}},
+		{[]string{"version", "--backend", ""}, []string{"auto", "sim", "cuda", "hip"}},
+		{[]string{"heuristic", "--direction", ""}, []string{"F", "B", "W"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got, directive := complete(t, tc.args...)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if directive != ":4" {
+				t.Errorf("directive %s, want :4 (no file names)", directive)
+			}
+		})
+	}
+	// --action offers every action of the matrix.
+	got, _ := complete(t, "rules", "--action", "")
+	if len(got) < 10 || !slices.Contains(got, "malloc") || !slices.Contains(got, "end-capture-other-thread") {
+		t.Errorf("--action completes %q", got)
+	}
+	// --problem offers the names in problems.yaml, each with its description.
+	got, _ = complete(t, "find", "--problem", "")
+	if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "naive-timeout-sim\t") }) ||
+		!slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "resnet50-conv4\t") }) {
+		t.Errorf("--problem completes %q", got)
+	}
+	// ... or in the file --problems names.
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte("mine:\n  description: a small one\n  batchsize: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := complete(t, "capture", "--problems", file, "--problem", ""); !slices.Equal(got, []string{"mine\ta small one"}) {
+		t.Errorf("--problem with --problems %s completes %q", file, got)
+	}
+}
+
+// complete runs cobra's __complete and returns the candidates and the
+// directive line.
+func complete(t *testing.T, args ...string) ([]string, string) {
+	t.Helper()
+	h := newHarness(t)
+	if code := h.run(append([]string{"__complete"}, args...)...); code != 0 {
+		t.Fatalf("__complete %q: exit %d: %s", args, code, h.errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(h.out.String(), "\n"), "\n")
+	return lines[:len(lines)-1], lines[len(lines)-1]
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"miotool/internal/buildinfo"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,8 +41,10 @@ GPU_MAX_HW_QUEUES, MIOPEN_NAIVE_TIMEOUT, MIOPEN_USER_DB_PATH and
 MIOPEN_FIND_MODE with where each value came from, and the config file used.
 
 It exits 0 when the chosen backend opened (with --backend auto the simulator
-counts, so a machine without a GPU passes) and 4 when the backend named with
---backend did not open; the report is printed either way.`,
+counts, so a machine without a GPU passes), 4 when the backend named with
+--backend did not open, and 2 when MIOPEN_NAIVE_TIMEOUT or MIOPEN_FIND_MODE
+holds a value the other commands refuse (shown as an error in the table); the
+report is printed either way.`,
 		Example: `  miotool doctor
   miotool doctor --backend cuda
   GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,
@@ -76,5 +79,17 @@ func runDoctor(opts *DoctorOptions) error {
 		Now:         opts.Now,
 		Words:       doctor.Words{Backend: cli.BackendFlag, Target: targetFlag, Selection: cli.SelectionReason},
 	})
+	// A runtime variable every scenario command refuses is a configuration
+	// error here too (exit 2), after the report that shows it, so that
+	// "doctor && ..." stops where the next command would.
+	if err := opts.Env.Err(); err != nil {
+		for _, e := range strings.Split(err.Error(), "\n") {
+			r.Note("%s: find, capture, replay and stress-threads refuse to run with it", e)
+		}
+		if werr := cli.WriteResult(opts.IO, opts.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
+			return werr
+		}
+		return &cli.ExitError{Code: cli.ExitUsage, Err: err, Hint: "Unset it or give a value miotool can use (see Runtime variables above)."}
+	}
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

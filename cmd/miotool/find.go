@@ -94,7 +94,8 @@ timed one) verified.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark), fast (a find-db record, else the immediate-mode heuristic, no benchmark), hybrid or dynamic-hybrid (a find-db record, else benchmark); MIOPEN_FIND_MODE, when set, gives the default")
 	fl.IntVar(&opts.Samples, "samples", 7, "timed runs per solver after the warm-up")
-	fl.Var(cli.NewEnumValue(&opts.Reclaim, streams.Worker, streams.Policies...), "reclaim", "how abandoned streams are reclaimed: lazy, guarded or worker")
+	fl.Var(cli.NewEnumValue(&opts.Reclaim, streams.Worker, streams.Policies...), "reclaim", "how abandoned streams are reclaimed: "+cli.OrList(streams.Policies))
+	cli.CompleteValues(cmd, "find-mode", cli.Names(finder.Modes))
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random input and weights")
 	opts.AddDialectFlag(cmd)
 	return cmd

@@ -37,5 +37,6 @@ func newRootCmd(f *cli.Factory) *cobra.Command {
 		NewCmdHeuristic(f, nil),
 		NewCmdReport(f, nil), NewCmdCompletion(f), NewCmdGenMan(f),
 	)
+	cli.FinishTree(f, root)
 	return root
 }

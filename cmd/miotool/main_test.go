@@ -318,3 +318,38 @@ func looksLikeKey(s string) bool {
 	k, _, ok := strings.Cut(s, ":")
 	return ok && k != "" && !strings.ContainsAny(k, " `'(")
 }
+
+func TestVersionFlag(t *testing.T) {
+	h := newHarness(t)
+	if code := h.run("--version"); code != 0 {
+		t.Fatalf("exit %d: %s", code, h.errOut)
+	}
+	if got, want := h.out.String(), "miotool 1.2.3 (commit c0ffee, go1.26.8 linux/amd64)\n"; got != want {
+		t.Errorf("--version printed %q, want %q", got, want)
+	}
+}
+
+// help on a topic that is no command is a usage error, with a suggestion.
+func TestHelpOnAnUnknownTopic(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stderr, or stdout for exit 0
+	}{
+		{[]string{"help", "nosuch"}, 2, `unknown help topic "nosuch"`},
+		{[]string{"help", "captur"}, 2, `(did you mean "capture"?)`},
+		{[]string{"help", "report", "mrege"}, 2, `unknown help topic "report mrege" (did you mean "report merge"?)`},
+		{[]string{"help", "report", "merge"}, 0, "merge reads suite results"},
+		{[]string{"help"}, 0, "Available Commands"},
+	} {
+		h := newHarness(t)
+		code := h.run(tc.args...)
+		got := h.errOut.String()
+		if code == 0 {
+			got = h.out.String()
+		}
+		if code != tc.code || !strings.Contains(got, tc.want) {
+			t.Errorf("%q: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.want, h.out, h.errOut)
+		}
+	}
+}

@@ -66,8 +66,10 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Mode, "mode", "global", "capture mode: global, thread-local or relaxed")
-	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: lazy, guarded, worker, or all")
+	fl.StringVar(&opts.Mode, "mode", "global", "capture mode: "+cli.OrList(cli.StringsOf(hip.CaptureModes)))
+	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: "+cli.OrList(withAll(cli.Names(streams.Policies))))
+	cli.CompleteValues(cmd, "mode", cli.StringsOf(hip.CaptureModes))
+	cli.CompleteList(cmd, "reclaim", withAll(cli.Names(streams.Policies)))
 	fl.IntVar(&opts.Replays, "replays", 20, "graph launches")
 	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, "how long after the last replay is queued the scratch must be freed")
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")

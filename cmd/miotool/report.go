@@ -28,6 +28,7 @@ type ReportOptions struct {
 	Now         func() time.Time
 	Executable  func() (string, error)
 	Hostname    func() (string, error)
+	NumCPU      func() int
 	Environ     func() []string
 	ProgressBar func(label string) *cli.ProgressBar
 
@@ -50,7 +51,7 @@ type ReportOptions struct {
 func NewCmdReport(f *cli.Factory, runF func(*ReportOptions) error) *cobra.Command {
 	opts := &ReportOptions{
 		IO: f.IOStreams, Build: f.Build, Now: f.Now,
-		Executable: os.Executable, Hostname: os.Hostname, Environ: os.Environ, ProgressBar: f.ProgressBar,
+		Executable: os.Executable, Hostname: os.Hostname, NumCPU: f.NumCPU, Environ: os.Environ, ProgressBar: f.ProgressBar,
 	}
 	cmd := &cobra.Command{
 		Use:   "report --suite FILE",
@@ -65,18 +66,20 @@ check, not the end of the suite.
 The output is the Testing Checklist of a pull request (Test | Command |
 Devices | Status) with statuses such as "Passed (20/20)", "Fails as expected
 (1/1)" or the check's own, e.g. "Fails with --reclaim=lazy, passes with
---reclaim=worker". --format json writes the miotool/suite/v1 document that
+--reclaim=worker". --format json writes the miotool/suite/v2 document that
 "report merge" reads; --junit FILE also writes JUnit XML for CI systems.
 
 --repeat runs every check N times; --shuffle runs each pass in a random order
 drawn from --seed (0, the default, draws a seed, which the result records);
---cpu-load keeps N busy workers running beside the checks; each --env KEY=VALUE runs the whole
-suite once more with that environment (KEY=VALUE,KEY2=VALUE2 sets several).
+--cpu-load keeps N busy workers (at most 4 per core) running beside the
+checks; each --env KEY=VALUE runs the whole suite once more with that
+environment (KEY=VALUE,KEY2=VALUE2 sets several).
 --backend and --device, when given, are passed on to every check that does not
 choose its own.
 
 Exit status: 0 when every check gave its expected verdict, 1 when one did not,
-2 for a bad suite file or flag.
+2 for a bad suite file or flag (--junit is checked before the suite runs), 4
+when no check ran (every one skipped, or the suite has none): nothing passed.
 
 Suite file (YAML):
 
@@ -127,7 +130,7 @@ Suite file (YAML):
 	fl.IntVar(&opts.Repeat, "repeat", 1, "runs of every check")
 	fl.BoolVar(&opts.Shuffle, "shuffle", false, "run each pass over the checks in a random order (see --seed)")
 	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of --shuffle's order; 0 draws one, which the result records")
-	fl.IntVar(&opts.CPULoad, "cpu-load", 0, "keep N busy CPU workers running beside the checks")
+	fl.IntVar(&opts.CPULoad, "cpu-load", 0, "keep N busy CPU workers running beside the checks (at most 4 per core)")
 	fl.StringArrayVar(&opts.Env, "env", nil, "run the suite again with KEY=VALUE set (repeatable; KEY=VALUE,KEY2=VALUE2 sets several)")
 	fl.StringVar(&opts.JUnit, "junit", "", "also write the result as JUnit XML to this file")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "bound on each run of a check, in place of the suite file's (default: the file's, else 10m)")
@@ -157,7 +160,8 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Validate checks the suite file is named and the counts and durations.
+// Validate checks, before the suite runs, that the suite file is named, the
+// counts and durations, and that the --junit file can be written.
 func (o *ReportOptions) Validate() error {
 	switch {
 	case o.SuiteFile == "":
@@ -166,13 +170,24 @@ func (o *ReportOptions) Validate() error {
 		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
 	case o.CPULoad < 0:
 		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
+	case o.CPULoad > maxCPULoadPerCore*o.NumCPU():
+		// Thousands of spinning workers starve the checks themselves: the
+		// suite would look hung rather than loaded.
+		return cli.UsageErrorf("--cpu-load %d: want at most %d busy workers (%d per CPU core, %d cores here)",
+			o.CPULoad, maxCPULoadPerCore*o.NumCPU(), maxCPULoadPerCore, o.NumCPU())
 	case o.Timeout < 0:
 		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
 	case o.Seed != 0 && !o.Shuffle:
 		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
 	}
+	if o.JUnit != "" {
+		return cli.CheckOutputFile("--junit", o.JUnit)
+	}
 	return nil
 }
+
+// maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
+const maxCPULoadPerCore = 4
 
 // Run runs the suite and writes its result.
 func (o *ReportOptions) Run() error {
@@ -240,7 +255,8 @@ func (o *ReportOptions) Run() error {
 	}
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
-			runErr = errors.New("interrupted; the table shows the runs made before")
+			// The result says INTERRUPTED and holds the runs made before.
+			return cli.Interrupted(ctx)
 		}
 		return cli.ToolError(fmt.Errorf("suite %s: %w", file.Name, runErr))
 	}
@@ -293,15 +309,18 @@ func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *co
 		Use:   "merge RESULT.json...",
 		Short: "Merge the suite results of several hosts into one Testing Checklist",
 		Long: `merge reads suite results written by "miotool report --suite ... --format
-json" (schema miotool/suite/v1), typically one per host of a fleet, and prints
-one table: a check that ran on several hosts is one row whose Devices cell
-lists every device, with the host after a device name that more than one host
-has ("NVIDIA H200 (sm_90) on node07"), and whose status counts the runs of all
-hosts. --format json writes the merged result in the same schema, so merged
+json" (schema miotool/suite/v2; v1 files are read too), typically one per host
+of a fleet, and prints one table: a check that ran on several hosts is one row
+whose Devices cell lists every device, with the host after a device name that
+more than one host has ("NVIDIA H200 (sm_90) on node07"), and whose status
+counts the runs of all hosts. --format json writes the merged result in the same schema, so merged
 results can be merged again.
 
 Exit status: 0 when every check met its expectation on every host, 1 when one
-did not, 2 when a file cannot be read or is not a suite result.`,
+did not, 2 when a file cannot be read or is not a suite result, when a result
+ran nothing (no checks, or none with a run: it passed nothing), or when a suite
+run appears twice (the same file given twice, or a run already inside a merged
+result), which would count its runs twice.`,
 		Example: `  # One table from a Slurm job array's results (scripts/slurm-suite.sh)
   miotool report merge results/*.json --format markdown
 
@@ -326,6 +345,11 @@ did not, 2 when a file cannot be read or is not a suite result.`,
 }
 
 func runReportMerge(opts *ReportMergeOptions) error {
+	if opts.JUnit != "" {
+		if err := cli.CheckOutputFile("--junit", opts.JUnit); err != nil {
+			return err
+		}
+	}
 	results := make([]*report.SuiteResult, 0, len(opts.Files))
 	for _, path := range opts.Files {
 		data, err := os.Open(path)

@@ -194,6 +194,10 @@ func TestReportUsageErrors(t *testing.T) {
 		{[]string{"report", "--suite", goodSuite, "--repeat", "0"}, "--repeat 0: want 1 or more"},
 		{[]string{"report", "--suite", goodSuite, "--seed", "5"}, "--seed 5: the seed orders --shuffle"},
 		{[]string{"report", "--suite", goodSuite, "--cpu-load", "-1"}, "--cpu-load -1"},
+		{[]string{"report", "--suite", goodSuite, "--cpu-load", "20000"}, "--cpu-load 20000: want at most"},
+		{[]string{"report", "--suite", goodSuite, "--junit", filepath.Join(dir, "no-such-folder", "out.xml")}, "no-such-folder does not exist"},
+		{[]string{"report", "--suite", goodSuite, "--junit", dir}, "is a folder"},
+		{[]string{"report", "merge", resultFile, "--junit", filepath.Join(dir, "no-such-folder", "out.xml")}, "no-such-folder does not exist"},
 		{[]string{"report", "--suite", goodSuite, "--env", "GPU_MAX_HW_QUEUES"}, `--env "GPU_MAX_HW_QUEUES": want KEY=VALUE`},
 		{[]string{"report", "merge"}, "requires at least 1 arg"},
 		{[]string{"report", "merge", resultFile}, "single check's result"},
@@ -217,14 +221,15 @@ func TestReportUsageErrors(t *testing.T) {
 func TestReportFlagsReachTheOptions(t *testing.T) {
 	h := newHarness(t)
 	var got *ReportOptions
+	junit := filepath.Join(t.TempDir(), "out.xml")
 	code := h.runReport(func(o *ReportOptions) error { got = o; return nil },
 		"report", "--suite", "s.yaml", "--repeat", "20", "--shuffle", "--seed", "7", "--cpu-load", "2",
-		"--env", "GPU_MAX_HW_QUEUES=3", "--env", "A=1,B=2", "--junit", "out.xml", "--timeout", "90s", "--host", "node7")
+		"--env", "GPU_MAX_HW_QUEUES=3", "--env", "A=1,B=2", "--junit", junit, "--timeout", "90s", "--host", "node7")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, h.errOut)
 	}
 	if got.SuiteFile != "s.yaml" || got.Repeat != 20 || !got.Shuffle || got.Seed != 7 || got.CPULoad != 2 ||
-		got.JUnit != "out.xml" || got.Timeout != 90*time.Second || got.Host != "node7" {
+		got.JUnit != junit || got.Timeout != 90*time.Second || got.Host != "node7" {
 		t.Errorf("options %+v", got)
 	}
 	var labels []string
@@ -275,5 +280,60 @@ func TestReportJSONReadsBack(t *testing.T) {
 	back, err := report.ReadSuiteJSON(out)
 	if err != nil || back.Suite != "x" || len(back.Checks) != 1 || back.ExitCode() != 0 {
 		t.Errorf("read back %+v, %v", back, err)
+	}
+}
+
+// --cpu-load is bounded by the machine's cores, and --junit is checked
+// before anything runs: runF, which stands for the suite, is never reached.
+func TestReportRefusesBeforeTheSuiteRuns(t *testing.T) {
+	dir := t.TempDir()
+	readOnly := filepath.Join(dir, "read-only")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		want   string
+		asRoot bool // still refused when running as root
+	}{
+		{"load past 4 per core", []string{"--cpu-load", "9"}, "--cpu-load 9: want at most 8 busy workers (4 per CPU core, 2 cores here)", true},
+		{"junit folder missing", []string{"--junit", filepath.Join(dir, "nope", "r.xml")}, "does not exist", true},
+		{"junit is a folder", []string{"--junit", dir}, "is a folder", true},
+		{"junit folder read-only", []string{"--junit", filepath.Join(readOnly, "r.xml")}, "cannot be written", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.asRoot && os.Geteuid() == 0 {
+				t.Skip("root writes into a read-only folder")
+			}
+			h := newHarness(t)
+			h.f.NumCPU = func() int { return 2 }
+			ran := false
+			code := cli.Main(h.f, append([]string{"report", "--suite", "s.yaml"}, tc.args...), func(f *cli.Factory) *cobra.Command {
+				root := cli.NewRootCmd(f)
+				report := NewCmdReport(f, func(*ReportOptions) error { ran = true; return nil })
+				root.AddCommand(report)
+				return root
+			})
+			if code != 2 || ran {
+				t.Fatalf("exit %d, suite ran %v; want exit 2 before the suite\n%s", code, ran, h.errOut)
+			}
+			if !strings.Contains(h.errOut.String(), tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, h.errOut)
+			}
+		})
+	}
+	// At the bound, the load is accepted.
+	h := newHarness(t)
+	h.f.NumCPU = func() int { return 2 }
+	junit := filepath.Join(dir, "r.xml")
+	if code := h.runReport(func(*ReportOptions) error { return nil }, "report", "--suite", "s.yaml", "--cpu-load", "8", "--junit", junit); code != 0 {
+		t.Errorf("--cpu-load 8 on 2 cores: exit %d: %s", code, h.errOut)
+	}
+	if _, err := os.Stat(junit); err == nil {
+		t.Errorf("the check left %s behind", junit)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the check left files in %s: %v", dir, entries)
 	}
 }

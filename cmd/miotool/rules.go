@@ -96,6 +96,7 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 	fl.DurationVar(&opts.Spin, "spin", 0,
 		fmt.Sprintf("how long stream B stays busy in each cell (default %v on a GPU, %v on the simulator)", rules.DefaultGPUSpin, rules.DefaultSimSpin))
 	fl.StringSliceVar(&opts.actionNames, "action", nil, "measure only these actions (repeat or separate with commas), e.g. malloc,query-other-stream")
+	cli.CompleteList(cmd, "action", cli.Names(rules.Actions))
 	fl.StringVar(&opts.Expect, "expect", "", "compare with this expectation file; any differing cell fails the check")
 	fl.StringVar(&opts.WriteExpect, "write-expect", "", "write the measured cells to this file as expectations")
 	return cmd

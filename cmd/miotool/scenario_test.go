@@ -42,6 +42,8 @@ func TestScenarioCommandsExitCodes(t *testing.T) {
 		{"unknown mode", []string{"capture", "--backend", "sim", "--mode", "sideways"}, nil, 2, "", "--mode"},
 		{"unparseable naive timeout", []string{"find", "--backend", "sim"}, map[string]string{"MIOPEN_NAIVE_TIMEOUT": "abc"}, 2, "", "MIOPEN_NAIVE_TIMEOUT"},
 		{"negative naive timeout", []string{"capture", "--backend", "sim"}, map[string]string{"MIOPEN_NAIVE_TIMEOUT": "-5"}, 2, "", "negative"},
+		{"huge naive timeout", []string{"replay", "--backend", "sim"}, map[string]string{"MIOPEN_NAIVE_TIMEOUT": "1e99"}, 2, "", `MIOPEN_NAIVE_TIMEOUT="1e99" is not a whole number`},
+		{"unknown find mode", []string{"find", "--backend", "sim"}, map[string]string{"MIOPEN_FIND_MODE": "bogus"}, 2, "", `MIOPEN_FIND_MODE="bogus" is not a find mode`},
 		{"bad replay deadline", []string{"replay", "--backend", "sim", "--deadline", "0s"}, nil, 2, "", "--deadline"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +58,10 @@ func TestScenarioCommandsExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(h.errOut.String(), tt.err) {
 				t.Errorf("stderr lacks %q:\n%s", tt.err, h.errOut)
+			}
+			// A refusal does not claim a fallback it will not use.
+			if tt.code == 2 && strings.Contains(h.errOut.String(), "using") {
+				t.Errorf("a refusal claims a fallback:\n%s", h.errOut)
 			}
 			if tt.code == 2 && strings.Count(strings.TrimSpace(h.errOut.String()), "\n") > 1 {
 				t.Errorf("a usage error is one line plus a hint:\n%s", h.errOut)
@@ -91,5 +97,43 @@ func TestCaptureMatrixJSON(t *testing.T) {
 	// 2 modes x 2 policies x both variants (a matrix run covers both).
 	if len(got.Tables) == 0 || len(got.Tables[0].Rows) != 8 {
 		t.Fatalf("want 8 rows: %+v", got.Tables)
+	}
+}
+
+// doctor shows a runtime variable the scenario commands refuse as an
+// error, with the environment's own value, and exits 2 after its report.
+func TestDoctorRefusesWhatTheCommandsRefuse(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"MIOPEN_NAIVE_TIMEOUT": "abc"},
+		{"MIOPEN_NAIVE_TIMEOUT": "-5"},
+		{"MIOPEN_NAIVE_TIMEOUT": "1e99"},
+		{"MIOPEN_FIND_MODE": "bogus"},
+	} {
+		for name, value := range env {
+			t.Run(name+"="+value, func(t *testing.T) {
+				h := newHarness(t)
+				h.f.LookupEnv = lookup(env)
+				code := h.run("doctor", "--backend", "sim", "--no-progress")
+				if code != 2 {
+					t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, h.out, h.errOut)
+				}
+				out := h.out.String()
+				row := ""
+				for _, line := range strings.Split(out, "\n") {
+					if strings.Contains(line, name) && strings.Contains(line, "error:") {
+						row = line
+					}
+				}
+				if row == "" || !strings.Contains(row, value) || !strings.Contains(row, "invalid") {
+					t.Errorf("no error row showing %s=%s:\n%s", name, value, out)
+				}
+				if strings.Contains(out+h.errOut.String(), "using") {
+					t.Errorf("doctor claims a fallback:\n%s\n%s", out, h.errOut)
+				}
+				if !strings.Contains(h.errOut.String(), name) {
+					t.Errorf("stderr does not name %s:\n%s", name, h.errOut)
+				}
+			})
+		}
 	}
 }

@@ -12,7 +12,7 @@
 // a ranking. KTN encodes a solver's feature matrix and decodes tuning
 // values with a caller-supplied validator, like MIOpen's ModelSetParams.
 //
-// Model files come from ModelDir (a --model-dir flag, MIOpen's
+// Model files come from ModelDir (the caller's override, MIOpen's
 // MIOPEN_SYSTEM_DB_PATH, or an installed ROCm's share/miopen/db) or, when
 // none is found, from the Embedded file system a build may fill in.
 // Loaded models are shared through the caches of package cache, in the

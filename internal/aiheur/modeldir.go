@@ -16,7 +16,7 @@ import (
 var Embedded fs.FS
 
 // Sources ModelDir reports; SourceFlag is the caller's override, which the
-// command line spells.
+// caller's command line spells.
 const (
 	SourceFlag     = "flag"
 	SourceEmbedded = "embedded"
@@ -26,7 +26,7 @@ const (
 // ModelDir picks the directory to load MIOpen's model files from and says
 // where the choice came from:
 //
-//  1. override (the --model-dir flag), used as given;
+//  1. override (the caller's own setting), used as given;
 //  2. $MIOPEN_SYSTEM_DB_PATH, MIOpen's own override of its db directory;
 //  3. $ROCM_PATH/share/miopen/db;
 //  4. /opt/rocm/share/miopen/db, then the newest /opt/rocm-*/share/miopen/db;
@@ -120,8 +120,13 @@ func ModelFS(dir string) (fs.FS, error) {
 	if Embedded != nil {
 		return Embedded, nil
 	}
-	return nil, errors.New("no MIOpen model directory was found (give one with --model-dir, or set ROCM_PATH) and this build embeds no models")
+	return nil, ErrNoModels
 }
+
+// ErrNoModels is ModelFS's error when no model directory was found and the
+// build embeds no models. It names where ModelDir looked; the caller adds
+// how its user gives a directory.
+var ErrNoModels = errors.New("no MIOpen model directory was found (none under MIOPEN_SYSTEM_DB_PATH, ROCM_PATH, /opt/rocm or beside a libMIOpen.so) and this build embeds no models")
 
 // ModelFiles lists the model files in fsys, sorted.
 func ModelFiles(fsys fs.FS) ([]string, error) {

@@ -202,6 +202,10 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{name: "missing explicit file", args: []string{"--config", "/nonexistent/miotool.yaml"}, wants: []string{"/nonexistent/miotool.yaml does not exist"}},
 		{name: "environment value a flag refuses", env: [2]string{"MIOTOOL_BACKEND", "gpu"}, wants: []string{"environment MIOTOOL_BACKEND", `"gpu"`, "want auto, sim, cuda or hip"}},
 		{name: "negative device", args: []string{"--device", "-2"}, wants: []string{"--device -2"}},
+		{name: "negative device in the file", file: "format: text\ndevice: -3\n", wants: []string{"--device -3: want a device ordinal", "(from device: -3 in ", "miotool.yaml line 2)"}},
+		{name: "negative device in the environment", env: [2]string{"MIOTOOL_DEVICE", "-4"}, wants: []string{"--device -4", "(from MIOTOOL_DEVICE=-4 in the environment)"}},
+		{name: "typo in a section", file: "probe:\n  levle: 2\n", wants: []string{"line 2", `unknown key "probe.levle" (did you mean probe.level?)`}},
+		{name: "typo at the top", file: "fromat: json\n", wants: []string{"line 1", `unknown key "fromat" (did you mean format?)`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -227,6 +231,47 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 				if !strings.Contains(lines[0], w) {
 					t.Errorf("message %q lacks %q", lines[0], w)
 				}
+			}
+			// A hint, not every key there is.
+			if len(lines[0]) > 300 {
+				t.Errorf("message is %d characters long: %q", len(lines[0]), lines[0])
+			}
+		})
+	}
+}
+
+// A value refused after parsing (by a command's own checks) says where it
+// came from when that was not the command line.
+func TestRefusedValueNamesItsOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		env        [2]string
+		args       []string
+		want       string
+	}{
+		{name: "file", file: "format: text\nprobe:\n  level: -4\n", want: "--level -4: want low or high (from level: -4 in "},
+		{name: "environment", env: [2]string{"MIOTOOL_PROBE_LEVEL", "-5"}, want: "--level -5: want low or high (from MIOTOOL_PROBE_LEVEL=-5 in the environment)"},
+		{name: "command line", file: "probe:\n  level: low\n", args: []string{"--level", "-6"}, want: "--level -6: want low or high\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestCLI(t)
+			if tc.file != "" {
+				c.writeFile(t, "work/miotool.yaml", tc.file)
+			}
+			if tc.env[0] != "" {
+				t.Setenv(tc.env[0], tc.env[1])
+			}
+			c.runE = func() error { return UsageErrorf("--level %s: want low or high", c.seen.level) }
+			code := Main(c.f, append([]string{"probe"}, tc.args...), func(f *Factory) *cobra.Command {
+				root := c.newRoot(f)
+				FinishTree(f, root)
+				return root
+			})
+			if code != ExitUsage || !strings.Contains(c.errOut.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, c.errOut, tc.want)
+			}
+			if tc.file != "" && tc.name == "file" && !strings.Contains(c.errOut.String(), "miotool.yaml line 3)") {
+				t.Errorf("stderr %q does not name the line", c.errOut)
 			}
 		})
 	}
@@ -372,6 +417,8 @@ func TestReadRuntimeEnv(t *testing.T) {
 		// per variable: source and a fragment of the note
 		sources map[string]Source
 		notes   map[string]string
+		values  map[string]string // the value shown, where it matters
+		invalid []string          // the variables Err names
 	}{
 		{name: "defaults", dir: cfgDir,
 			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
@@ -384,8 +431,18 @@ func TestReadRuntimeEnv(t *testing.T) {
 		{name: "ignored values", dir: cfgDir,
 			env:     map[string]string{"GPU_MAX_HW_QUEUES": "-1", EnvNaiveTimeout: "fast", EnvUserDBPath: "", EnvFindMode: "4"},
 			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
-			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromDefault, EnvUserDBPath: FromDefault, EnvFindMode: FromDefault},
-			notes:   map[string]string{"GPU_MAX_HW_QUEUES": "warning: GPU_MAX_HW_QUEUES=-1 is not positive", EnvNaiveTimeout: "warning", EnvUserDBPath: "warning", EnvFindMode: "warning"}},
+			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromEnvInvalid, EnvUserDBPath: FromDefault, EnvFindMode: FromEnvInvalid},
+			notes:   map[string]string{"GPU_MAX_HW_QUEUES": "warning: GPU_MAX_HW_QUEUES=-1 is not positive", EnvNaiveTimeout: "error: MIOPEN_NAIVE_TIMEOUT=\"fast\" is not a whole number", EnvUserDBPath: "warning", EnvFindMode: "error: MIOPEN_FIND_MODE=\"4\" is not a find mode"},
+			values:  map[string]string{EnvNaiveTimeout: "fast", EnvFindMode: "4"},
+			invalid: []string{EnvNaiveTimeout, EnvFindMode}},
+		{name: "huge and negative naive timeouts", dir: cfgDir, env: map[string]string{EnvNaiveTimeout: "1e99"},
+			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			sources: map[string]Source{EnvNaiveTimeout: FromEnvInvalid}, values: map[string]string{EnvNaiveTimeout: "1e99"},
+			invalid: []string{EnvNaiveTimeout}},
+		{name: "negative naive timeout", dir: cfgDir, env: map[string]string{EnvNaiveTimeout: "-5"},
+			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			sources: map[string]Source{EnvNaiveTimeout: FromEnvInvalid}, notes: map[string]string{EnvNaiveTimeout: "is negative"},
+			invalid: []string{EnvNaiveTimeout}},
 		{name: "find mode by number", dir: cfgDir, env: map[string]string{EnvFindMode: "3"},
 			want: RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeHybrid}},
 		{name: "no config dir", dir: noDir,
@@ -409,6 +466,22 @@ func TestReadRuntimeEnv(t *testing.T) {
 				}
 				if want, ok := c.notes[s.Name]; ok && !strings.Contains(s.Note, want) {
 					t.Errorf("%s note %q lacks %q", s.Name, s.Note, want)
+				}
+				if want, ok := c.values[s.Name]; ok && s.Value != want {
+					t.Errorf("%s shown as %q, want %q", s.Name, s.Value, want)
+				}
+				// A refused value claims no fallback.
+				if s.Err != nil && strings.Contains(s.Note, "using") {
+					t.Errorf("%s note %q claims a fallback", s.Name, s.Note)
+				}
+			}
+			err := got.Err()
+			if (err != nil) != (len(c.invalid) > 0) {
+				t.Fatalf("Err() = %v, want errors naming %v", err, c.invalid)
+			}
+			for _, name := range c.invalid {
+				if !strings.Contains(err.Error(), name) {
+					t.Errorf("Err() = %v, lacks %s", err, name)
 				}
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"miotool/internal/suggest"
 )
 
 // EnvPrefix prefixes the environment variables that set flags:
@@ -133,16 +136,23 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 			return
 		}
 		value := configValueString(v.Get(key))
-		if err := cmd.Flags().Set(fl.Name, value); err != nil {
-			source := fmt.Sprintf("config file %s", path)
-			if l, ok := lines[key]; ok {
-				source += fmt.Sprintf(" line %d", l)
-			}
-			if env := EnvName(key); os.Getenv(env) != "" {
-				source = "environment " + env
-			}
-			fillErr = UsageErrorf("%s: %s: invalid value %q: %v", source, key, value, err)
+		source := fmt.Sprintf("config file %s", path)
+		if l, ok := lines[key]; ok {
+			source += fmt.Sprintf(" line %d", l)
 		}
+		origin := fmt.Sprintf("%s: %s in %s", key[strings.LastIndexByte(key, '.')+1:], value, strings.TrimPrefix(source, "config file "))
+		if env := EnvName(key); os.Getenv(env) != "" {
+			source = "environment " + env
+			origin = fmt.Sprintf("%s=%s in the environment", env, value)
+		}
+		if err := cmd.Flags().Set(fl.Name, value); err != nil {
+			fillErr = UsageErrorf("%s: %s: invalid value %q: %v", source, key, value, err)
+			return
+		}
+		if f.valueOrigins == nil {
+			f.valueOrigins = map[string]string{}
+		}
+		f.valueOrigins[fl.Name] = origin
 	})
 	if fillErr != nil {
 		return fillErr
@@ -266,18 +276,66 @@ func walkKeys(m *yaml.Node, prefix string, t, root *keyTree, lines map[string]in
 				return err
 			}
 		default:
-			known := root.known("")
-			hint := ""
-			if i := slices.IndexFunc(known, func(s string) bool { return strings.HasSuffix(s, "."+key) || s == key }); i >= 0 {
-				hint = fmt.Sprintf(" (did you mean %s?)", known[i])
-			}
-			return fmt.Errorf("line %d: unknown key %q%s; known keys: %s", k.Line, full, hint, strings.Join(known, ", "))
+			return fmt.Errorf("line %d: unknown key %q%s", k.Line, full, keyHint(key, full, t, root))
 		}
 	}
 	return nil
+}
+
+// keyHint helps with an unknown key: the known key a few edits away, or
+// the same key in another section (a command's flag set at the top level),
+// or else the keys of its section when they are few.
+func keyHint(key, full string, section, root *keyTree) string {
+	known := root.known("")
+	if i := slices.IndexFunc(known, func(s string) bool { return strings.HasSuffix(s, "."+key) }); i >= 0 {
+		return fmt.Sprintf(" (did you mean %s?)", known[i])
+	}
+	if k, ok := suggest.Closest(full, known); ok {
+		return fmt.Sprintf(" (did you mean %s?)", k)
+	}
+	here := section.known("")
+	prefix := strings.TrimSuffix(full, key)
+	const few = 12
+	if len(here) > few {
+		if prefix == "" {
+			return "; the keys are the global flags' names and a section per command (see 'miotool --help')"
+		}
+		return fmt.Sprintf("; the keys of %s are its flags' names (see 'miotool %s --help')",
+			strings.TrimSuffix(prefix, "."), strings.ReplaceAll(strings.TrimSuffix(prefix, "."), ".", " "))
+	}
+	for i := range here {
+		here[i] = prefix + here[i]
+	}
+	return "; known keys here: " + strings.Join(here, ", ")
 }
 
 // oneLineErr keeps error text on one line (YAML errors can span several).
 func oneLineErr(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
+
+// WithValueOrigins says, after a usage error that names a flag (--runs -4:
+// want 1 or more), where the flag's value came from when it was not the
+// command line: "(from runs: -4 in /home/u/miotool.yaml line 3)". Other
+// errors pass through unchanged.
+func (f *Factory) WithValueOrigins(err error) error {
+	var ee *ExitError
+	if len(f.valueOrigins) == 0 || !errors.As(err, &ee) || ee.Code != ExitUsage || ee.Err == nil {
+		return err
+	}
+	var from []string
+	for _, m := range flagMention.FindAllStringSubmatch(ee.Err.Error(), -1) {
+		if o, ok := f.valueOrigins[m[1]]; ok && !slices.Contains(from, o) {
+			from = append(from, o)
+		}
+	}
+	if len(from) == 0 {
+		return err
+	}
+	out := *ee
+	out.Err = fmt.Errorf("%w (from %s)", ee.Err, strings.Join(from, "; "))
+	return &out
+}
+
+// flagMention finds the flags a message names: --runs, --reclaim=lazy.
+var flagMention = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)

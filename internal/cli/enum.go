@@ -27,7 +27,7 @@ func NewEnumValue[T ~string](target *T, def T, allowed ...T) *EnumValue[T] {
 func (e *EnumValue[T]) Set(s string) error {
 	v := T(strings.ToLower(strings.TrimSpace(s)))
 	if !slices.Contains(e.allowed, v) {
-		return fmt.Errorf("want %s", orList(e.allowed))
+		return fmt.Errorf("want %s", OrList(e.allowed))
 	}
 	*e.target = v
 	return nil
@@ -41,8 +41,8 @@ func (e *EnumValue[T]) Type() string { return "string" }
 // Allowed lists the accepted values.
 func (e *EnumValue[T]) Allowed() []T { return slices.Clone(e.allowed) }
 
-// orList writes "a, b or c".
-func orList[T ~string](items []T) string {
+// OrList writes "a, b or c".
+func OrList[T ~string](items []T) string {
 	s := make([]string, len(items))
 	for i, it := range items {
 		s[i] = string(it)

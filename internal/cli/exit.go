@@ -1,20 +1,75 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 
 	"miotool/internal/report"
 )
 
 // Exit codes, as the root command's help and the README list them.
 const (
-	ExitOK          = report.ExitPass    // every check passed
-	ExitCheckFailed = report.ExitFail    // a check failed
-	ExitUsage       = report.ExitUsage   // usage or configuration error
-	ExitToolFailure = report.ExitError   // the tool itself failed
-	ExitSkipped     = report.ExitSkipped // the requested device or library is not there
+	ExitOK          = report.ExitPass        // every check passed
+	ExitCheckFailed = report.ExitFail        // a check failed
+	ExitUsage       = report.ExitUsage       // usage or configuration error
+	ExitToolFailure = report.ExitError       // the tool itself failed
+	ExitSkipped     = report.ExitSkipped     // the requested device or library is not there
+	ExitInterrupted = report.ExitInterrupted // SIGINT (Ctrl-C) stopped the run: 128+2
+	ExitTerminated  = report.ExitTerminated  // SIGTERM stopped the run: 128+15
 )
+
+// Interruption is the cause of the context Main cancels when a signal
+// arrives: which signal, so that the exit status can say it.
+type Interruption struct {
+	Signal os.Signal
+}
+
+func (i *Interruption) Error() string {
+	switch i.Signal {
+	case os.Interrupt:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	}
+	return fmt.Sprintf("interrupted by %v", i.Signal)
+}
+
+// ExitCode is the shell's 128+signal: 130 for SIGINT, 143 for SIGTERM.
+func (i *Interruption) ExitCode() int {
+	if sig, ok := i.Signal.(syscall.Signal); ok {
+		return 128 + int(sig)
+	}
+	return ExitInterrupted
+}
+
+// Interrupted is how a command ends that ctx's interruption stopped, after
+// it has written what it had: the exit status of the signal (130 when ctx
+// ended without one), and no further message, since the result says it.
+// It is nil while ctx is live.
+func Interrupted(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	code := ExitInterrupted
+	var in *Interruption
+	if errors.As(context.Cause(ctx), &in) {
+		code = in.ExitCode()
+	}
+	return &ExitError{Code: code, Err: InterruptedReason(ctx), Silent: true}
+}
+
+// InterruptedReason is what stopped ctx, for a result: "interrupted by
+// SIGINT", or "interrupted" when it was cancelled without a signal.
+func InterruptedReason(ctx context.Context) error {
+	var in *Interruption
+	if errors.As(context.Cause(ctx), &in) {
+		return in
+	}
+	return errors.New("interrupted")
+}
 
 // ExitError ends a command with a given exit code. Main prints Err as one
 // line (unless Silent) and, for usage errors, a hint naming the help

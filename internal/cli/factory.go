@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"miotool/internal/buildinfo"
 	"os"
-	"strings"
+	"runtime"
 	"time"
 
 	"miotool/internal/hip"
@@ -37,6 +37,9 @@ type Factory struct {
 	Args []string
 	// ConfigUsed is the configuration file that was read; "" for none.
 	ConfigUsed string
+	// valueOrigins says, per flag name, where a value that did not come
+	// from the command line came from: "runs: -4 in miotool.yaml line 3".
+	valueOrigins map[string]string
 
 	// OpenDevice selects and opens a backend (hip.Select).
 	OpenDevice func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)
@@ -49,6 +52,9 @@ type Factory struct {
 	Getwd         func() (string, error)
 	UserConfigDir func() (string, error)
 	Now           func() time.Time
+	// NumCPU is the number of usable CPU cores (runtime.NumCPU), which
+	// bounds report --cpu-load.
+	NumCPU func() int
 }
 
 // NewFactory returns a Factory wired to the real process.
@@ -63,16 +69,13 @@ func NewFactory(ios *IOStreams, build buildinfo.Info) *Factory {
 		Getwd:         os.Getwd,
 		UserConfigDir: os.UserConfigDir,
 		Now:           time.Now,
+		NumCPU:        runtime.NumCPU,
 	}
 }
 
 // CommandLine is the command as typed, for results: "miotool rules --dialect cuda".
 func (f *Factory) CommandLine() string {
-	parts := []string{"miotool"}
-	for _, a := range f.Args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
+	return report.JoinCommandLine(append([]string{"miotool"}, f.Args...))
 }
 
 // RuntimeEnv resolves the runtime variables through the factory.
@@ -96,19 +99,6 @@ func (f *Factory) Progress(label string) (update func(done, total int), done fun
 		return func(int, int) {}, func() {}
 	}
 	return b.Update, b.Done
-}
-
-// shellQuote quotes an argument when a shell would split or expand it.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // WriteResult renders r in format to the factory's stdout and turns its

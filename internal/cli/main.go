@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,9 +18,35 @@ import (
 // Main runs the command line args with the root command that newRoot
 // builds, prints any error, and returns the exit code. The binary's main is
 // os.Exit(cli.Main(...)).
+//
+// The first SIGINT or SIGTERM cancels the command's context with an
+// *Interruption as its cause: the command writes what it finished and
+// Main exits 130 (SIGINT) or 143 (SIGTERM). A second one ends the process
+// at once, as if miotool did not catch it; its children die with it.
 func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (code int) {
-	ctx, stop := signal.NotifyContext(f.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(f.Context)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var caught atomic.Pointer[Interruption]
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Stop(sigs)
+			in := &Interruption{Signal: sig}
+			caught.Store(in)
+			cancel(in)
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		// Whatever the command made of it, a run the user stopped ends
+		// with the signal's status.
+		if in := caught.Load(); in != nil {
+			code = in.ExitCode()
+		}
+	}()
 	f.Context = ctx
 	f.Args = args
 

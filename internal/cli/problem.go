@@ -60,6 +60,8 @@ func AddProblemFlags(cmd *cobra.Command, f *Factory, pf *ProblemFlags, fallback 
 	}
 	fl.StringVar(&pf.Name, "problem", "", "a named problem from problems.yaml (see --problems); geometry flags override its fields")
 	fl.StringVar(&pf.File, "problems", "", "read named problems from this file instead of the built-in problems.yaml")
+	CompleteProblems(cmd)
+	_ = cmd.MarkFlagFilename("problems", "yaml", "yml")
 	fl.BoolVar(&f.Global.Verbose, "verbose", false, "print what the tool decides (config file, backend) on stderr")
 }
 

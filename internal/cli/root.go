@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 )
@@ -22,7 +25,8 @@ AMD GPU (HIP) or, where no GPU runtime loads, on a simulated device.
 
 Exit status: 0 every check passed; 1 a check failed; 2 usage or configuration
 error; 3 the tool itself failed; 4 skipped (the requested device or library is
-not there).
+not there); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: what finished is
+reported, with the verdict INTERRUPTED.
 
 Flags may also come from MIOTOOL_* environment variables (MIOTOOL_FORMAT=json,
 MIOTOOL_RULES_DIALECT=hip) or from a YAML config file (--config, else
@@ -46,11 +50,15 @@ precedence after the command line.`,
 				return err
 			}
 			if f.Global.Device < 0 {
-				return UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device)
+				return f.WithValueOrigins(UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device))
 			}
 			return nil
 		},
 	}
+	// --version, as well as the version command; both print the version.
+	cmd.Version = f.Build.Version
+	cmd.SetVersionTemplate(fmt.Sprintf("miotool %s (commit %s, %s %s)\n", f.Build.Version, commitText(f.Build), f.Build.GoVersion, f.Build.Platform))
+	cmd.SetHelpCommand(newHelpCmd())
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	// Main adds suggestions to the one-line error itself.
 	cmd.DisableSuggestions = true
@@ -71,7 +79,90 @@ precedence after the command line.`,
 	return cmd
 }
 
+// FinishTree readies the command tree under root once every command is
+// added: flag values complete from what they accept (CompleteEnumFlags),
+// and a usage error about a flag set in a config file or a MIOTOOL_*
+// variable says where the value came from (Factory.WithValueOrigins).
+func FinishTree(f *Factory, root *cobra.Command) {
+	CompleteEnumFlags(root)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return f.WithValueOrigins(run(cmd, args)) }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
 // UsageHint is the line printed under a usage error.
 func UsageHint(cmd *cobra.Command) string {
 	return fmt.Sprintf("Run '%s --help' for usage.", cmd.CommandPath())
+}
+
+// commitText is the commit, marked when the tree had local changes.
+func commitText(b buildinfo.Info) string {
+	if b.Modified {
+		return b.Commit + ", modified"
+	}
+	return b.Commit
+}
+
+// newHelpCmd is cobra's help command, except that a topic that names no
+// command is a usage error (exit 2) with a suggestion, not the root's help
+// and exit 0: a script that asks for help on a misspelt command should
+// know it got none.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "help [command]",
+		Short:   "Help about any command",
+		Long:    `Help shows the help of any command: miotool help [command].`,
+		Example: "  miotool help rules\n  miotool help report merge",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			if cmd == nil {
+				cmd = c.Root()
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				topic := strings.Join(args, " ")
+				msg := fmt.Sprintf("unknown help topic %q", topic)
+				parent := root
+				if cmd != nil && err == nil {
+					parent = cmd
+				}
+				if len(rest) > 0 || err != nil {
+					word := args[len(args)-len(rest):]
+					if len(word) == 0 {
+						word = args
+					}
+					if parent.SuggestionsMinimumDistance <= 0 {
+						parent.SuggestionsMinimumDistance = root.SuggestionsMinimumDistance
+					}
+					if s := parent.SuggestionsFor(word[0]); len(s) > 0 {
+						msg += fmt.Sprintf(" (did you mean %q?)", strings.TrimSpace(strings.TrimPrefix(parent.CommandPath()+" "+s[0], root.Name()+" ")))
+					}
+				}
+				return &ExitError{Code: ExitUsage, Err: errors.New(msg), Hint: fmt.Sprintf("Run '%s --help' for the commands.", root.CommandPath())}
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
 }

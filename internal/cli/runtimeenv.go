@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -73,6 +74,9 @@ type Source string
 const (
 	FromEnv     Source = "env"
 	FromDefault Source = "default"
+	// FromEnvInvalid is a value in the environment that cannot be used; the
+	// commands that read the variable refuse to run.
+	FromEnvInvalid Source = "env (invalid)"
 )
 
 // Setting is one runtime variable as the tool will use it.
@@ -81,7 +85,10 @@ type Setting struct {
 	Value  string // the effective value, as shown to people
 	Source Source // env, or default (also when the env value was ignored)
 	Raw    string // the environment's text, when set
-	Note   string // why a value was ignored, or what the value means
+	Note   string // why a value was ignored or refused, or what the value means
+	// Err is set when the environment's value cannot be used (Source
+	// FromEnvInvalid); Value is then the environment's text.
+	Err error
 }
 
 // RuntimeEnv holds the effective runtime variables.
@@ -109,23 +116,18 @@ func ReadRuntimeEnv(lookup func(string) (string, bool), userConfigDir func() (st
 
 	env.NaiveTimeoutPercent = DefaultNaiveTimeoutPercent
 	raw, set = lookup(EnvNaiveTimeout)
-	warn = ""
-	if set {
-		n, err := strconv.Atoi(strings.TrimSpace(raw))
-		switch {
-		case err != nil:
-			warn = fmt.Sprintf("%s=%q is not a whole number; using %d", EnvNaiveTimeout, raw, DefaultNaiveTimeoutPercent)
-		case n < 0:
-			warn = fmt.Sprintf("%s=%d is negative; using %d", EnvNaiveTimeout, n, DefaultNaiveTimeoutPercent)
-		default:
+	if n, err := parseNaiveTimeout(raw); set && err != nil {
+		env.Settings = append(env.Settings, invalidSetting(EnvNaiveTimeout, raw, err))
+	} else {
+		if set {
 			env.NaiveTimeoutPercent = n
 		}
+		meaning := fmt.Sprintf("naive solvers are abandoned after %d%% of the best time", env.NaiveTimeoutPercent)
+		if env.NaiveTimeoutPercent == 0 {
+			meaning = "0: the time bound on naive solvers is off"
+		}
+		env.Settings = append(env.Settings, setting(EnvNaiveTimeout, strconv.Itoa(env.NaiveTimeoutPercent), raw, set, "", meaning))
 	}
-	meaning := fmt.Sprintf("naive solvers are abandoned after %d%% of the best time", env.NaiveTimeoutPercent)
-	if env.NaiveTimeoutPercent == 0 {
-		meaning = "0: the time bound on naive solvers is off"
-	}
-	env.Settings = append(env.Settings, setting(EnvNaiveTimeout, strconv.Itoa(env.NaiveTimeoutPercent), raw, set, warn, meaning))
 
 	raw, set = lookup(EnvUserDBPath)
 	warn = ""
@@ -150,16 +152,51 @@ func ReadRuntimeEnv(lookup func(string) (string, bool), userConfigDir func() (st
 
 	env.FindMode = DefaultFindMode
 	raw, set = lookup(EnvFindMode)
-	warn = ""
-	if set {
-		if m, err := ParseFindMode(raw); err != nil {
-			warn = err.Error() + "; using " + DefaultFindMode.String()
-		} else {
+	if m, err := ParseFindMode(raw); set && err != nil {
+		env.Settings = append(env.Settings, invalidSetting(EnvFindMode, raw, err))
+	} else {
+		if set {
 			env.FindMode = m
 		}
+		env.Settings = append(env.Settings, setting(EnvFindMode, env.FindMode.String(), raw, set, "", "how find uses the find-db"))
 	}
-	env.Settings = append(env.Settings, setting(EnvFindMode, env.FindMode.String(), raw, set, warn, "how find uses the find-db"))
 	return env
+}
+
+// parseNaiveTimeout reads MIOPEN_NAIVE_TIMEOUT: a whole percentage, 0 or more.
+func parseNaiveTimeout(raw string) (int, error) {
+	const want = "want a whole percentage, 0 or more; 0 switches the bound off"
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s=%q is too large (%s)", EnvNaiveTimeout, raw, want)
+	case err != nil:
+		return 0, fmt.Errorf("%s=%q is not a whole number (%s)", EnvNaiveTimeout, raw, want)
+	case n < 0:
+		return 0, fmt.Errorf("%s=%d is negative (%s)", EnvNaiveTimeout, n, want)
+	}
+	return n, nil
+}
+
+// Err is the error of every variable whose value cannot be used, nil when
+// there is none. The commands that read these variables refuse to run
+// rather than run with a value the user did not ask for.
+func (e RuntimeEnv) Err() error {
+	var errs []error
+	for _, s := range e.Settings {
+		if s.Err != nil {
+			errs = append(errs, s.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// invalidSetting describes a variable set to a value that cannot be used:
+// the value shown is the environment's own, marked as an error, so that
+// doctor shows what the commands refuse rather than a default they do not
+// use.
+func invalidSetting(name, raw string, err error) Setting {
+	return Setting{Name: name, Value: raw, Source: FromEnvInvalid, Raw: raw, Note: "error: " + err.Error(), Err: err}
 }
 
 // setting builds the description of one variable. A value that was set but

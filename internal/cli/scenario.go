@@ -41,9 +41,10 @@ func (s *Scenario) AddDialectFlag(cmd *cobra.Command) {
 
 // Complete reads the global options and the runtime variables once the
 // command line and the configuration are parsed. A MIOPEN_NAIVE_TIMEOUT or
-// MIOPEN_FIND_MODE that cannot be used is a configuration error here, since
-// these commands would otherwise run with a setting the user did not ask
-// for; an ignored GPU_MAX_HW_QUEUES keeps HIP's documented fallback.
+// MIOPEN_FIND_MODE that cannot be used is a configuration error (exit 2),
+// since these commands would otherwise run with a setting the user did not
+// ask for; an ignored GPU_MAX_HW_QUEUES keeps HIP's documented fallback,
+// and an empty MIOPEN_USER_DB_PATH the default folder, as warnings.
 func (s *Scenario) Complete(f *Factory, cmd *cobra.Command) error {
 	s.Global = f.Global
 	s.Context = cmd.Context()
@@ -52,11 +53,8 @@ func (s *Scenario) Complete(f *Factory, cmd *cobra.Command) error {
 	}
 	s.CommandLine = f.CommandLine()
 	s.Env = f.RuntimeEnv()
-	for _, st := range s.Env.Settings {
-		if st.Name == hip.EnvHWQueues || !strings.HasPrefix(st.Note, "warning: ") || st.Name == EnvUserDBPath {
-			continue
-		}
-		return UsageErrorf("%s", strings.TrimPrefix(st.Note, "warning: "))
+	if err := s.Env.Err(); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err, Hint: "Unset it or give a value miotool can use; 'miotool doctor' lists the runtime variables."}
 	}
 	return nil
 }

@@ -10,17 +10,22 @@
 // Every entry point takes the same parameters, in this order (the Go side
 // passes them as []hip.KernelArg in the same order):
 //   x, w, y, N, C, H, W, K, R, S, Ho, Wo, pad_h, pad_w, stride_h, stride_w,
-//   dil_h, dil_w, G
+//   dil_h, dil_w, G, alpha
 // x is N x C x H x W, w is K x (C/G) x R x S, y is N x K x Ho x Wo. All
 // element counts fit in int (the host checks), so indices are 32-bit.
+// alpha scales every output once, after its sum (y = alpha * conv(x, w), the
+// alpha of cuDNN's and MIOpen's forward call). Multiplying by the reciprocal
+// of a power of two rounds exactly as dividing by it does, so a division that
+// follows the convolution can be fused here bit for bit.
 
 #define MIO_CONV_PARAMS                                                              \
     const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, \
     int N, int C, int H, int W, int K, int R, int S, int Ho, int Wo,                 \
-    int pad_h, int pad_w, int stride_h, int stride_w, int dil_h, int dil_w, int G
+    int pad_h, int pad_w, int stride_h, int stride_w, int dil_h, int dil_w, int G,   \
+    float alpha
 
 #define MIO_CONV_ARGS \
-    x, w, y, N, C, H, W, K, R, S, Ho, Wo, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, G
+    x, w, y, N, C, H, W, K, R, S, Ho, Wo, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, G, alpha
 
 // ---------------------------------------------------------------------------
 // Naive direct convolution: one thread per output element, launched as a 1-D
@@ -63,7 +68,50 @@ naive_conv_fwd_nchw_f32(MIO_CONV_PARAMS)
             }
         }
     }
-    y[idx] = acc;
+    y[idx] = alpha * acc;
+}
+
+// ---------------------------------------------------------------------------
+// Direct convolution for thin problems, which the tiled solver plans instead
+// of a GEMM tile: few output channels per group and a short reduction, where
+// a tile would be mostly empty rows and the GPU would move data at a small
+// fraction of its bandwidth. Grid (ceil(Wo/256), Ho, N*K) of 256-thread
+// blocks: thread (bx*256+tx, oh, n*K+k) computes output (n, k, oh, ow), the
+// same sequential fp32 sum over (c, r, s) as the naive kernel, without its
+// index divisions; neighbouring threads read neighbouring inputs.
+// ---------------------------------------------------------------------------
+extern "C" __global__ void __launch_bounds__(256)
+direct_thin_fwd_nchw_f32(MIO_CONV_PARAMS)
+{
+    const int ow = blockIdx.x * blockDim.x + threadIdx.x;
+    const int oh = blockIdx.y;
+    const int nk = blockIdx.z;
+    if (ow >= Wo || oh >= Ho || nk >= N * K)
+        return;
+    const int n = nk / K;
+    const int k = nk - n * K;
+    const int cg = C / G;
+    const int g = k / (K / G);
+    const int ih0 = oh * stride_h - pad_h;
+    const int iw0 = ow * stride_w - pad_w;
+
+    float acc = 0.0f;
+    for (int c = 0; c < cg; ++c) {
+        const float* xc = x + (n * C + g * cg + c) * H * W;
+        const float* wc = w + (k * cg + c) * R * S;
+        for (int r = 0; r < R; ++r) {
+            const int ih = ih0 + r * dil_h;
+            if (ih < 0 || ih >= H)
+                continue;
+            for (int s = 0; s < S; ++s) {
+                const int iw = iw0 + s * dil_w;
+                if (iw < 0 || iw >= W)
+                    continue;
+                acc += xc[ih * W + iw] * wc[r * S + s];
+            }
+        }
+    }
+    y[(nk * Ho + oh) * Wo + ow] = alpha * acc;
 }
 
 // ---------------------------------------------------------------------------
@@ -288,7 +336,7 @@ __device__ void igemm_fwd_tile(MIO_CONV_PARAMS)
 #pragma unroll
                 for (int j = 0; j < TN; ++j)
                     if (y_col[j] >= 0)
-                        y[y_col[j] + row] = acc[h * 4 + i][j];
+                        y[y_col[j] + row] = alpha * acc[h * 4 + i][j];
             }
         }
 }

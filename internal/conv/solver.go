@@ -45,7 +45,7 @@ type Solver struct {
 	Algorithm string // MIOpen's directional algorithm name
 	// notApplicable says why the solver cannot run p (nil: it can); p is valid.
 	notApplicable func(p Problem) error
-	plan          func(p Problem, b Buffers) []Launch
+	plan          func(p Problem, b Buffers, alpha float32) []Launch
 }
 
 // IsNaive reports whether find must treat the solver as naive (MIOpen's rule:
@@ -72,11 +72,17 @@ func (s *Solver) Workspace(p Problem) int { return 0 }
 
 // Plan lists the launches that compute y = conv(x, w) for p into b.Y, in
 // order on one stream. It returns nil when the solver is not applicable.
-func (s *Solver) Plan(p Problem, b Buffers) []Launch {
+func (s *Solver) Plan(p Problem, b Buffers) []Launch { return s.PlanScaled(p, b, 1) }
+
+// PlanScaled is Plan for y = alpha * conv(x, w): every kernel multiplies
+// each output by alpha once, after its sum, so alpha 1 computes exactly
+// what Plan does, and 1/d for a power of two d exactly what a division of
+// the output by d would give.
+func (s *Solver) PlanScaled(p Problem, b Buffers, alpha float32) []Launch {
 	if !s.IsApplicable(p) {
 		return nil
 	}
-	return s.plan(p, b)
+	return s.plan(p, b, alpha)
 }
 
 func (s *Solver) String() string { return s.Name }
@@ -89,9 +95,17 @@ var solvers = []*Solver{
 		Name:      SolverImplicitGemm,
 		Algorithm: AlgoImplicitGEMM,
 		notApplicable: func(p Problem) error {
+			if thinProblem(p) {
+				return nil
+			}
 			return tiledLimits(p, chooseTile(p, false))
 		},
-		plan: func(p Problem, b Buffers) []Launch { return tiledPlan(p, b, chooseTile(p, false)) },
+		plan: func(p Problem, b Buffers, alpha float32) []Launch {
+			if thinProblem(p) {
+				return thinPlan(p, b, alpha)
+			}
+			return tiledPlan(p, b, chooseTile(p, false), alpha)
+		},
 	},
 	{
 		Name:      SolverGemm1x1,
@@ -103,15 +117,15 @@ var solvers = []*Solver{
 			}
 			return tiledLimits(p, chooseTile(p, true))
 		},
-		plan: func(p Problem, b Buffers) []Launch { return tiledPlan(p, b, chooseTile(p, true)) },
+		plan: func(p Problem, b Buffers, alpha float32) []Launch { return tiledPlan(p, b, chooseTile(p, true), alpha) },
 	},
 	{
 		Name:          SolverNaive,
 		Algorithm:     AlgoDirect,
 		notApplicable: func(Problem) error { return nil },
-		plan: func(p Problem, b Buffers) []Launch {
+		plan: func(p Problem, b Buffers, alpha float32) []Launch {
 			blocks := ceilDiv(p.OutputElements(), blockThreads)
-			return []Launch{{Kernel: NaiveKernel, Grid: hip.D1(uint32(blocks)), Block: hip.D1(blockThreads), Args: problemArgs(p, b)}}
+			return []Launch{{Kernel: NaiveKernel, Grid: hip.D1(uint32(blocks)), Block: hip.D1(blockThreads), Args: problemArgs(p, b, alpha)}}
 		},
 	},
 }
@@ -187,9 +201,32 @@ func tiledLimits(p Problem, t tileShape) error {
 	return nil
 }
 
-func tiledPlan(p Problem, b Buffers, t tileShape) []Launch {
+func tiledPlan(p Problem, b Buffers, t tileShape, alpha float32) []Launch {
 	mg := p.K / p.Groups
 	npix := p.N * p.OutH() * p.OutW()
 	grid := hip.Dim3{X: uint32(ceilDiv(npix, t.bn)), Y: uint32(ceilDiv(mg, t.bm)), Z: uint32(p.Groups)}
-	return []Launch{{Kernel: t.kernel(), Grid: grid, Block: hip.D1(blockThreads), Args: problemArgs(p, b)}}
+	return []Launch{{Kernel: t.kernel(), Grid: grid, Block: hip.D1(blockThreads), Args: problemArgs(p, b, alpha)}}
+}
+
+// Thin problems: at most thinRows output channels per group and thinDepth
+// terms per output. The smallest tile has 64 rows, so a thin problem would
+// leave at least 15/16 of every tile's rows and arithmetic idle (a 1-channel
+// 2x2 convolution ran at ~1/36 of an H200's memory bandwidth that way); the
+// tiled solver gives such problems to the direct thin kernel instead.
+const (
+	thinRows  = 4
+	thinDepth = 64
+)
+
+// thinProblem reports whether the tiled solver plans p with the direct thin
+// kernel: p is thin and its grid (ceil(Wo/256), Ho, N*K) is within limits.
+func thinProblem(p Problem) bool {
+	return p.K/p.Groups <= thinRows && p.C/p.Groups*p.R*p.S <= thinDepth &&
+		p.OutH() <= maxGridYZ && p.N*p.K <= maxGridYZ
+}
+
+// thinPlan is the direct thin kernel's launch for p.
+func thinPlan(p Problem, b Buffers, alpha float32) []Launch {
+	grid := hip.Dim3{X: uint32(ceilDiv(p.OutW(), blockThreads)), Y: uint32(p.OutH()), Z: uint32(p.N * p.K)}
+	return []Launch{{Kernel: DirectThinKernel, Grid: grid, Block: hip.D1(blockThreads), Args: problemArgs(p, b, alpha)}}
 }

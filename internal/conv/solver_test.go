@@ -89,7 +89,7 @@ func TestPlans(t *testing.T) {
 	b := Buffers{X: 0x1000, W: 0x2000, Y: 0x3000}
 	p := Problem{N: 2, C: 8, H: 9, W: 7, K: 12, R: 3, S: 3, PadH: 1, PadW: 0, StrideH: 2, StrideW: 1, DilH: 1, DilW: 2, Groups: 4}
 	wantArgs := []hip.KernelArg{b.X, b.W, b.Y, int32(2), int32(8), int32(9), int32(7), int32(12), int32(3), int32(3),
-		int32(p.OutH()), int32(p.OutW()), int32(1), int32(0), int32(2), int32(1), int32(1), int32(2), int32(4)}
+		int32(p.OutH()), int32(p.OutW()), int32(1), int32(0), int32(2), int32(1), int32(1), int32(2), int32(4), float32(1)}
 	for _, s := range Solvers() {
 		plan := s.Plan(p, b)
 		if !s.IsApplicable(p) {
@@ -116,8 +116,18 @@ func TestPlans(t *testing.T) {
 		t.Errorf("naive grid %+v", g)
 	}
 	igemm, _ := SolverByName(SolverImplicitGemm)
-	if g := igemm.Plan(p, b)[0].Grid; g != (hip.Dim3{X: uint32(ceilDiv(2*p.OutH()*p.OutW(), 64)), Y: 1, Z: 4}) {
-		t.Errorf("implicit GEMM grid %+v", g)
+	// 3 output channels per group: thin, so the direct thin kernel.
+	if l := igemm.Plan(p, b)[0]; l.Kernel != DirectThinKernel || l.Grid != (hip.Dim3{X: 1, Y: uint32(p.OutH()), Z: 2 * 12}) {
+		t.Errorf("implicit GEMM on a thin problem: kernel %s, grid %+v", l.Kernel, l.Grid)
+	}
+	wide := p
+	wide.K = 32 // 8 per group
+	if l := igemm.Plan(wide, b)[0]; l.Kernel == DirectThinKernel || l.Grid != (hip.Dim3{X: uint32(ceilDiv(2*p.OutH()*p.OutW(), 64)), Y: 1, Z: 4}) {
+		t.Errorf("implicit GEMM grid %+v (%s)", l.Grid, l.Kernel)
+	}
+	// alpha is the last argument, as given.
+	if l := naive.PlanScaled(p, b, 0.25)[0]; l.Args[NumConvArgs-1] != float32(0.25) {
+		t.Errorf("scaled plan's alpha %#v", l.Args[NumConvArgs-1])
 	}
 }
 
@@ -149,7 +159,7 @@ func TestSource(t *testing.T) {
 	if src != Source() {
 		t.Fatal("Source returns a new pointer per call")
 	}
-	if len(src.Kernels) != 1+len(tileShapes) || len(src.Twins) != len(src.Kernels) {
+	if len(src.Kernels) != 2+len(tileShapes) || len(src.Twins) != len(src.Kernels) {
 		t.Fatalf("%d kernels, %d twins", len(src.Kernels), len(src.Twins))
 	}
 	entry := regexp.MustCompile(`(?m)^MIO_IGEMM_ENTRY\((\w+),`)
@@ -157,8 +167,10 @@ func TestSource(t *testing.T) {
 	for _, m := range entry.FindAllStringSubmatch(src.Text, -1) {
 		declared[m[1]] = true
 	}
-	if strings.Contains(src.Text, `extern "C" __global__ void __launch_bounds__(256)`+"\n"+NaiveKernel+"(") {
-		declared[NaiveKernel] = true
+	for _, k := range []string{NaiveKernel, DirectThinKernel} {
+		if strings.Contains(src.Text, `extern "C" __global__ void __launch_bounds__(256)`+"\n"+k+"(") {
+			declared[k] = true
+		}
 	}
 	for _, k := range src.Kernels {
 		if src.Twins[k] == nil {

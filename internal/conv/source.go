@@ -3,6 +3,7 @@ package conv
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 	"sync"
 
 	"miotool/internal/hip"
@@ -26,6 +27,10 @@ func ptxFor(text string) string { return hip.MatchingPTX("kernels.cu", text, ker
 
 // NaiveKernel is the naive direct kernel's entry point.
 const NaiveKernel = "naive_conv_fwd_nchw_f32"
+
+// DirectThinKernel is the direct kernel the tiled solver plans for thin
+// problems (see thinProblem).
+const DirectThinKernel = "direct_thin_fwd_nchw_f32"
 
 // blockThreads is the block size every kernel in kernels.cu is written for.
 const blockThreads = 256
@@ -60,8 +65,8 @@ var source = sync.OnceValue(func() *hip.KernelSource {
 	src := &hip.KernelSource{
 		Name:    "miotool-conv-fwd",
 		Text:    kernelText,
-		Kernels: []string{NaiveKernel},
-		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin},
+		Kernels: []string{NaiveKernel, DirectThinKernel},
+		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
 		PTX:     ptxFor(kernelText),
 	}
 	for _, t := range tileShapes {
@@ -71,14 +76,41 @@ var source = sync.OnceValue(func() *hip.KernelSource {
 	return src
 })
 
+// tiledSection starts the tiled kernels in kernels.cu; the direct kernels
+// and the definitions they use come before it.
+const tiledSection = "// ---------------------------------------------------------------------------\n// Tiled implicit GEMM."
+
+var directSource = sync.OnceValue(func() *hip.KernelSource {
+	text, _, found := strings.Cut(kernelText, tiledSection)
+	if !found {
+		panic("conv: kernels.cu has no tiled section marker")
+	}
+	return &hip.KernelSource{
+		Name:    "miotool-conv-direct",
+		Text:    text,
+		Kernels: []string{NaiveKernel, DirectThinKernel},
+		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
+		// The whole file's PTX has these entry points too.
+		PTX: ptxFor(kernelText),
+	}
+})
+
+// DirectSource is the part of Source that holds the direct kernels (naive
+// and direct thin), for callers whose problems need no other: a runtime
+// compiler builds it in a fraction of the time the tiled kernels' template
+// instantiations take, which a fresh process pays before its first launch.
+// Where there is no compiler it loads Source's precompiled PTX. It returns
+// the same pointer on every call.
+func DirectSource() *hip.KernelSource { return directSource() }
+
 // Source is the one kernel source of this package with a Go twin for every
 // entry point. It returns the same pointer on every call, so backends can
 // cache the compiled module per source.
 //
 // The twins write y through the slice that hip.Memory.Float32s returns, so a
 // Memory must hand out views of device memory, not copies. Arguments must be
-// hip.DevPtr for x, w, y and int32 for the rest, as the GPU backends take
-// them; a twin refuses anything else with ErrInvalidValue, and passes on the
+// hip.DevPtr for x, w, y, int32 for the sizes and float32 for alpha, as the
+// GPU backends take them; a twin refuses anything else with ErrInvalidValue, and passes on the
 // Memory's error for an address outside any allocation.
 func Source() *hip.KernelSource { return source() }
 
@@ -108,26 +140,28 @@ func launchError(format string, a ...any) error {
 type convArgs struct {
 	x, w, y                                                             hip.DevPtr
 	n, c, h, wd, k, r, s, ho, wo, padH, padW, strH, strW, dilH, dilW, g int
+	alpha                                                               float32
 }
 
-// numConvArgs is the parameter count of every entry point.
-const numConvArgs = 19
+// NumConvArgs is the parameter count of every entry point: x, w, y, the 16
+// sizes and alpha.
+const NumConvArgs = 20
 
-func problemArgs(p Problem, b Buffers) []hip.KernelArg {
+func problemArgs(p Problem, b Buffers, alpha float32) []hip.KernelArg {
 	return []hip.KernelArg{b.X, b.W, b.Y,
 		int32(p.N), int32(p.C), int32(p.H), int32(p.W), int32(p.K), int32(p.R), int32(p.S),
 		int32(p.OutH()), int32(p.OutW()), int32(p.PadH), int32(p.PadW),
-		int32(p.StrideH), int32(p.StrideW), int32(p.DilH), int32(p.DilW), int32(p.Groups)}
+		int32(p.StrideH), int32(p.StrideW), int32(p.DilH), int32(p.DilW), int32(p.Groups), alpha}
 }
 
 // parseConvArgs reads the kernel parameters the way the backends pass them:
-// three DevPtrs, then int32s. It refuses shapes for which the GPU kernel's
+// three DevPtrs, int32s, then the float32 alpha. It refuses shapes for which the GPU kernel's
 // arithmetic would be undefined (non-positive sizes, groups that do not
 // divide the channels, tensors past the int32 range).
 func parseConvArgs(kernel string, args []hip.KernelArg) (convArgs, error) {
 	var a convArgs
-	if len(args) != numConvArgs {
-		return a, launchError("%s takes %d arguments, got %d", kernel, numConvArgs, len(args))
+	if len(args) != NumConvArgs {
+		return a, launchError("%s takes %d arguments, got %d", kernel, NumConvArgs, len(args))
 	}
 	ptrs := []*hip.DevPtr{&a.x, &a.w, &a.y}
 	for i, dst := range ptrs {
@@ -155,6 +189,11 @@ func parseConvArgs(kernel string, args []hip.KernelArg) (convArgs, error) {
 		}
 		*dst = int(v)
 	}
+	alpha, ok := args[NumConvArgs-1].(float32)
+	if !ok {
+		return a, launchError("%s argument %d (alpha) must be a float32, got %T", kernel, NumConvArgs-1, args[NumConvArgs-1])
+	}
+	a.alpha = alpha
 	if a.c%a.g != 0 || a.k%a.g != 0 {
 		return a, launchError("%s: G = %d must divide C = %d and K = %d", kernel, a.g, a.c, a.k)
 	}

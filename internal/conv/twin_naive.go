@@ -55,7 +55,7 @@ func naiveTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error
 				}
 			}
 		}
-		y[idx] = acc
+		y[idx] = a.alpha * acc
 	}
 	return nil
 }

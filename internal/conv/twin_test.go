@@ -81,7 +81,7 @@ func plans(p Problem) map[string]func(Buffers) []Launch {
 		if t.pointwise && !pointwise.IsApplicable(p) {
 			continue
 		}
-		out[t.kernel()] = func(b Buffers) []Launch { return tiledPlan(p, b, t) }
+		out[t.kernel()] = func(b Buffers) []Launch { return tiledPlan(p, b, t, 1) }
 	}
 	return out
 }
@@ -133,7 +133,7 @@ func TestTwinsHonourGrid(t *testing.T) {
 
 	shape := tileShape{bm: 64, bn: 64}
 	_, _, y = runPlan(t, p, func(b Buffers) []Launch {
-		l := tiledPlan(p, b, shape)
+		l := tiledPlan(p, b, shape, 1)
 		l[0].Grid = hip.Dim3{X: 2, Y: 1, Z: 1} // pixels 0..127, channels 0..39 of group 0
 		return l
 	}, 5)
@@ -155,7 +155,7 @@ func TestTwinsRejectBadLaunches(t *testing.T) {
 		W: mem.add(make([]float32, p.WeightElements())),
 		Y: mem.add(make([]float32, p.OutputElements())),
 	}
-	good := tiledPlan(p, b, tileShape{bm: 64, bn: 64})[0]
+	good := tiledPlan(p, b, tileShape{bm: 64, bn: 64}, 1)[0]
 	withArgs := func(f func([]hip.KernelArg) []hip.KernelArg) Launch {
 		l := good
 		l.Args = f(append([]hip.KernelArg(nil), good.Args...))

@@ -148,7 +148,7 @@ func (j *tiledJob) block(sc *tileScratch, bx, by, bz int) {
 	for row := 0; row < rows; row++ {
 		yrow := (g*j.mg + m0 + row) * j.howo
 		for col, v := range acc[row*cols : (row+1)*cols] {
-			j.y[sc.yoff[col]+yrow] = v
+			j.y[sc.yoff[col]+yrow] = a.alpha * v
 		}
 	}
 }

@@ -213,6 +213,10 @@ func removeStaleTemps(path string) {
 }
 
 // lockFile takes an exclusive advisory lock, retrying until timeout.
+//
+// It calls flock(2) itself rather than through a library: the maintained
+// one (github.com/gofrs/flock) wraps the same call with the same
+// non-blocking retry, so it would add a dependency and no correctness.
 func lockFile(path string, timeout time.Duration) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, newFileMode)
 	if err != nil {

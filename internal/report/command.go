@@ -45,8 +45,16 @@ func ChecklistCommand(command string) string {
 }
 
 // SplitCommandLine splits s into words the way a POSIX shell does for plain
-// words, single quotes, double quotes and backslash escapes. Expansions
-// ($VAR, globs) are not performed: a suite's command is not run by a shell.
+// words, single quotes, double quotes, backslash escapes and backslash-
+// newline continuations. Expansions ($VAR, globs) are not performed: a
+// suite's command is not run by a shell.
+//
+// This split and JoinCommandLine are miotool's own, not a library's: the
+// maintained shell parser (mvdan.cc/sh) expands $VAR and globs, which a
+// suite's literal command must not do, and pulls in a whole shell; the
+// small splitting packages (google/shlex, kballard/go-shellquote) are
+// unmaintained and no more correct for these cases. Both directions are
+// tested against each other and against the quoting rules they follow.
 func SplitCommandLine(s string) ([]string, error) {
 	words, _, err := splitWords(s)
 	return words, err
@@ -85,7 +93,11 @@ func splitWords(s string) (words, raw []string, err error) {
 		case '"':
 			j := i + 1
 			for ; j < len(s) && s[j] != '"'; j++ {
-				if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\"\\$`\n", s[j+1]) >= 0 {
+				if s[j] == '\\' && j+1 < len(s) && s[j+1] == '\n' {
+					j++ // a line continuation: both characters go
+					continue
+				}
+				if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\"\\$`", s[j+1]) >= 0 {
 					j++
 				}
 				cur.WriteByte(s[j])
@@ -99,6 +111,14 @@ func splitWords(s string) (words, raw []string, err error) {
 				return nil, nil, fmt.Errorf("a backslash ends the command")
 			}
 			i++
+			if s[i] == '\n' {
+				// A line continuation joins the lines: it neither ends the
+				// word nor starts one.
+				if cur.Len() == 0 && start == i-1 {
+					inWord = false
+				}
+				continue
+			}
 			cur.WriteByte(s[i])
 		default:
 			cur.WriteByte(c)

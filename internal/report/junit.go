@@ -67,7 +67,9 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 // WriteJUnit writes s as JUnit XML. A check that met its expectation is a
 // passing test case; one that did not is a <failure>, or an <error> when a
 // run produced no result; one the suite did not run is <skipped>. Each
-// case's <system-out> lists its runs.
+// case's <system-out> lists its runs. An interrupted suite says so in
+// every <testsuite>'s properties (miotool.verdict INTERRUPTED and why), and
+// the checks it never reached are <skipped> as not run.
 func WriteJUnit(w io.Writer, s *SuiteResult) error {
 	var variants []string
 	byVariant := map[string][]*SuiteCheck{}
@@ -92,13 +94,21 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 		if s.File != "" {
 			js.Properties = append(js.Properties, junitProperty{"suite.file", s.File})
 		}
+		if s.Interrupted != "" {
+			js.Properties = append(js.Properties, junitProperty{"miotool.verdict", string(Interrupted)},
+				junitProperty{"miotool.interrupted", s.Interrupted})
+		}
 		var total time.Duration
 		for _, c := range byVariant[v] {
 			jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Duration()), SystemOut: &junitText{xmlSafe(junitRuns(c))}}
 			total += c.Duration()
 			switch c.Outcome() {
 			case Skip:
-				jc.Skipped = &junitMessage{Message: c.Status()}
+				msg := c.Status()
+				if c.Skip == "" && s.Interrupted != "" {
+					msg = "Not run: the suite was interrupted (" + s.Interrupted + ")"
+				}
+				jc.Skipped = &junitMessage{Message: msg}
 				js.Skipped++
 			case Error:
 				jc.Error = &junitMessage{Message: c.Status(), Type: "ERROR", Text: xmlSafe(junitDetail(c))}

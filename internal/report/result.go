@@ -45,6 +45,9 @@ const (
 	Fail  Verdict = "FAIL"  // a check failed: the bug reproduced or an expectation was not met
 	Skip  Verdict = "SKIP"  // the requested device or library is not there
 	Error Verdict = "ERROR" // the tool itself failed
+	// Interrupted: a signal (Ctrl-C, SIGTERM) stopped the run before it
+	// finished; what ran is reported, what did not is no outcome.
+	Interrupted Verdict = "INTERRUPTED"
 )
 
 // Exit codes shared by every command.
@@ -54,10 +57,16 @@ const (
 	ExitUsage   = 2
 	ExitError   = 3
 	ExitSkipped = 4
+	// ExitInterrupted and ExitTerminated are the shell's 128+signal for an
+	// interrupted run: SIGINT (Ctrl-C) and SIGTERM.
+	ExitInterrupted = 130
+	ExitTerminated  = 143
 )
 
 // ExitCode maps a verdict to the process exit code: PASS 0, FAIL 1, ERROR 3,
-// SKIP 4. An unknown verdict counts as a tool failure.
+// SKIP 4, INTERRUPTED 130 (143 when SIGTERM stopped it: the command line
+// knows the signal, the verdict does not). An unknown verdict counts as a
+// tool failure.
 func (v Verdict) ExitCode() int {
 	switch v {
 	case Pass:
@@ -66,6 +75,8 @@ func (v Verdict) ExitCode() int {
 		return ExitFail
 	case Skip:
 		return ExitSkipped
+	case Interrupted:
+		return ExitInterrupted
 	}
 	return ExitError
 }
@@ -79,23 +90,26 @@ func (v Verdict) Status() string {
 		return "Failed"
 	case Skip:
 		return "Skipped"
+	case Interrupted:
+		return "Interrupted"
 	}
 	return "Error"
 }
 
-// ParseVerdict accepts the four verdict words in any case.
+// ParseVerdict accepts the five verdict words in any case.
 func ParseVerdict(s string) (Verdict, error) {
 	switch v := Verdict(strings.ToUpper(strings.TrimSpace(s))); v {
-	case Pass, Fail, Skip, Error:
+	case Pass, Fail, Skip, Error, Interrupted:
 		return v, nil
 	}
-	return "", fmt.Errorf("unknown verdict %q (want PASS, FAIL, SKIP or ERROR)", s)
+	return "", fmt.Errorf("unknown verdict %q (want PASS, FAIL, SKIP, ERROR or INTERRUPTED)", s)
 }
 
 // Worst returns the verdict that decides a run made of several checks:
-// ERROR over FAIL over SKIP over PASS.
+// INTERRUPTED (it is incomplete, whatever it found) over ERROR over FAIL
+// over SKIP over PASS.
 func Worst(vs ...Verdict) Verdict {
-	rank := map[Verdict]int{Pass: 0, Skip: 1, Fail: 2, Error: 3}
+	rank := map[Verdict]int{Pass: 0, Skip: 1, Fail: 2, Error: 3, Interrupted: 4}
 	worst := Pass
 	for _, v := range vs {
 		r, ok := rank[v]
@@ -218,8 +232,8 @@ type Result struct {
 
 	Verdict Verdict
 	// Status, when set, is the checklist's status text in place of the
-	// verdict's word, e.g. "Fails with --reclaim=lazy, passes with
-	// --reclaim=worker" for a run that compares policies.
+	// verdict's word, e.g. which policies fail and which pass for a run
+	// that compares them; the command that made the result words it.
 	Status string
 	// Summary is one line that explains the verdict.
 	Summary  string

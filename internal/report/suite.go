@@ -57,6 +57,10 @@ type SuiteResult struct {
 	// MergedRuns are the suite runs a merged result holds, each once.
 	MergedRuns []SuiteRunRef
 	Checks     []*SuiteCheck
+	// Interrupted, when set, says what stopped the suite before it
+	// finished, e.g. "interrupted by SIGINT": its verdict is INTERRUPTED
+	// and the checks it never reached are not run.
+	Interrupted string
 }
 
 // SuiteRunRef names one suite run inside a merged result.
@@ -167,8 +171,20 @@ func (c *SuiteCheck) Met() bool {
 	return true
 }
 
-// NotRun reports whether the suite skipped the check.
-func (c *SuiteCheck) NotRun() bool { return c.Skip != "" && len(c.Runs) == 0 }
+// unexplained counts the checks with no run that the suite did not skip.
+func (s *SuiteResult) unexplained() int {
+	n := 0
+	for _, c := range s.Checks {
+		if c.NotRun() && c.Skip == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// NotRun reports whether the check has no run: the suite skipped it, or
+// was interrupted before it.
+func (c *SuiteCheck) NotRun() bool { return len(c.Runs) == 0 }
 
 // Test is the checklist's Test cell: the name, with the variant in brackets.
 func (c *SuiteCheck) Test() string {
@@ -215,9 +231,9 @@ func (c *SuiteCheck) Outcome() Verdict {
 }
 
 // Status is the checklist's Status cell, e.g. "Passed (20/20)", "Fails as
-// expected (3/3)", the child's own status such as "Fails with
-// --reclaim=lazy, passes with --reclaim=worker", or, when some run did not
-// meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
+// expected (3/3)", the child's own status (a run that compares policies
+// says which fail and which pass, in the words its command chose), or, when
+// some run did not meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
 func (c *SuiteCheck) Status() string {
 	n := len(c.Runs)
 	if n == 0 {
@@ -286,7 +302,7 @@ type SuiteTotals struct {
 	Met    int // met their expectation (not counting those not run)
 	Unmet  int // did not
 	Errors int // of the unmet, those where a run produced no result
-	NotRun int // skipped by the suite
+	NotRun int // skipped by the suite, or not reached before an interruption
 }
 
 // Totals counts the checks by outcome.
@@ -309,12 +325,20 @@ func (s *SuiteResult) Totals() SuiteTotals {
 	return t
 }
 
-// Verdict is FAIL when a check did not meet its expectation, SKIP when
-// no check ran (or there are none: nothing passed), PASS otherwise.
+// Verdict is INTERRUPTED when the suite was stopped before it finished,
+// FAIL when a check did not meet its expectation, ERROR when a check has
+// no run and no reason, SKIP when no check ran (or there are none:
+// nothing passed), PASS otherwise.
 func (s *SuiteResult) Verdict() Verdict {
 	switch {
+	case s.Interrupted != "":
+		return Interrupted
 	case s.Totals().Unmet > 0:
 		return Fail
+	case s.unexplained() > 0:
+		// Checks with no run and no reason, in a suite that was not
+		// interrupted: the tool lost them.
+		return Error
 	case !s.ran():
 		return Skip
 	}
@@ -322,13 +346,17 @@ func (s *SuiteResult) Verdict() Verdict {
 }
 
 // ExitCode is the suite's exit status: 0 when every check met its
-// expectation, 1 when one did not, 4 when no check ran.
+// expectation, 1 when one did not, 4 when no check ran, 130 when it was
+// interrupted.
 func (s *SuiteResult) ExitCode() int { return s.Verdict().ExitCode() }
 
 // Summary is one line on the outcome.
 func (s *SuiteResult) Summary() string {
 	t := s.Totals()
 	var b strings.Builder
+	if s.Interrupted != "" {
+		fmt.Fprintf(&b, "%s before the suite finished: ", s.Interrupted)
+	}
 	switch {
 	case t.Checks == 0:
 		b.WriteString("the suite has no checks")
@@ -546,6 +574,14 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 			if e := r.Started.Add(r.Duration); e.After(end) {
 				end = e
 			}
+		}
+		if r.Interrupted != "" {
+			// A merge of an interrupted run is incomplete too.
+			why := sources[i] + ": " + r.Interrupted
+			if m.Interrupted != "" {
+				why = m.Interrupted + "; " + why
+			}
+			m.Interrupted = why
 		}
 		fallbackHost := strings.TrimSuffix(filepath.Base(sources[i]), filepath.Ext(sources[i]))
 		for _, h := range r.Hosts {

@@ -22,11 +22,13 @@ type jsonSuite struct {
 	Options    jsonSuiteOptions `json:"options"`
 	MergedFrom []string         `json:"merged_from,omitempty"`
 	MergedRuns []jsonRunRef     `json:"merged_runs,omitempty"`
-	Verdict    Verdict          `json:"verdict"`   // derived
-	ExitCode   int              `json:"exit_code"` // derived
-	Summary    string           `json:"summary"`   // derived
-	Totals     jsonTotals       `json:"totals"`    // derived
-	Checks     []jsonCheck      `json:"checks"`
+	// Interrupted says what stopped the suite early; absent when it finished.
+	Interrupted string      `json:"interrupted,omitempty"`
+	Verdict     Verdict     `json:"verdict"`   // derived
+	ExitCode    int         `json:"exit_code"` // derived
+	Summary     string      `json:"summary"`   // derived
+	Totals      jsonTotals  `json:"totals"`    // derived
+	Checks      []jsonCheck `json:"checks"`
 }
 
 type jsonRunRef struct {
@@ -119,12 +121,13 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 			CPULoad:  s.Options.CPULoad,
 			Variants: append([]string{}, s.Options.Variants...),
 		},
-		MergedFrom: s.Sources,
-		Verdict:    s.Verdict(),
-		ExitCode:   s.ExitCode(),
-		Summary:    s.Summary(),
-		Totals:     jsonTotals(t),
-		Checks:     make([]jsonCheck, len(s.Checks)),
+		MergedFrom:  s.Sources,
+		Interrupted: s.Interrupted,
+		Verdict:     s.Verdict(),
+		ExitCode:    s.ExitCode(),
+		Summary:     s.Summary(),
+		Totals:      jsonTotals(t),
+		Checks:      make([]jsonCheck, len(s.Checks)),
 	}
 	if s.Options.Shuffle {
 		seed := s.Options.Seed
@@ -200,7 +203,8 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 			CPULoad:  j.Options.CPULoad,
 			Variants: j.Options.Variants,
 		},
-		Sources: j.MergedFrom,
+		Sources:     j.MergedFrom,
+		Interrupted: j.Interrupted,
 	}
 	if j.Started != nil {
 		s.Started = *j.Started

@@ -113,11 +113,97 @@ func TestSuiteStatuses(t *testing.T) {
 	if s.Verdict() != Pass || s.ExitCode() != ExitPass {
 		t.Errorf("verdict %s exit %d, want PASS 0", s.Verdict(), s.ExitCode())
 	}
-	// A check that has not run (interrupted suite) has not met anything.
+	// A check with no run and no reason is not a pass: the tool lost it.
 	s.Checks = append(s.Checks, &SuiteCheck{Name: "late", Command: "miotool find", Expect: Pass})
-	if s.ExitCode() != ExitFail || s.Checks[4].Status() != "Not run" {
-		t.Errorf("a check without runs: exit %d, status %q", s.ExitCode(), s.Checks[4].Status())
+	if s.Verdict() != Error || s.Checks[4].Status() != "Not run" || s.Checks[4].Outcome() != Skip {
+		t.Errorf("a check without runs: verdict %s, status %q, outcome %s", s.Verdict(), s.Checks[4].Status(), s.Checks[4].Outcome())
 	}
+	// In an interrupted suite it is not run: neither met nor unmet.
+	s.Interrupted = "interrupted by SIGINT"
+	if s.Verdict() != Interrupted || s.ExitCode() != ExitInterrupted {
+		t.Errorf("interrupted suite: verdict %s exit %d, want INTERRUPTED 130", s.Verdict(), s.ExitCode())
+	}
+	if tot := s.Totals(); tot != (SuiteTotals{Checks: 5, Met: 3, NotRun: 2}) {
+		t.Errorf("interrupted suite: totals %+v", tot)
+	}
+}
+
+// An interrupted suite says so in every format; the checks it never
+// reached are not run (JSON totals.not_run, JUnit <skipped>), never PASS
+// and never FAIL.
+func TestInterruptedSuiteRenders(t *testing.T) {
+	s := NewSuiteResult("pr12265", suiteStart)
+	s.Interrupted = "interrupted by SIGINT"
+	done := &SuiteCheck{Name: "capture-global-worker", Command: "miotool capture --mode=global --reclaim=worker", Expect: Pass,
+		Runs: []SuiteRun{run("node1", 1, Pass, "graph output correct", 100*time.Millisecond)}}
+	late := &SuiteCheck{Name: "capture-global-lazy", Command: "miotool capture --mode=global --reclaim=lazy", Expect: Fail}
+	s.Checks = []*SuiteCheck{done, late}
+
+	var text, md, js, junit bytes.Buffer
+	for _, w := range []struct {
+		buf *bytes.Buffer
+		f   Format
+	}{{&text, Text}, {&md, Markdown}, {&js, JSON}} {
+		if err := RenderSuite(w.buf, w.f, s, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteJUnit(&junit, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text.String(), "suite pr12265: INTERRUPTED - interrupted by SIGINT before the suite finished") {
+		t.Errorf("text headline: %q", firstLine(text.String()))
+	}
+	if !strings.HasPrefix(md.String(), "### Suite pr12265: INTERRUPTED\n") {
+		t.Errorf("Markdown headline: %q", firstLine(md.String()))
+	}
+	back, err := ReadSuiteJSON(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Interrupted != s.Interrupted || back.Verdict() != Interrupted {
+		t.Errorf("JSON read back: interrupted %q verdict %s", back.Interrupted, back.Verdict())
+	}
+	for _, want := range []string{`"verdict": "INTERRUPTED"`, `"exit_code": 130`, `"not_run": 1`, `"interrupted": "interrupted by SIGINT"`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js.String())
+		}
+	}
+	var doc struct {
+		Skipped int `xml:"skipped,attr"`
+		Suites  []struct {
+			Props []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(junit.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]string{}
+	for _, p := range doc.Suites[0].Props {
+		props[p.Name] = p.Value
+	}
+	if props["miotool.verdict"] != "INTERRUPTED" || props["miotool.interrupted"] != "interrupted by SIGINT" {
+		t.Errorf("JUnit properties %v", props)
+	}
+	c := doc.Suites[0].Cases[1]
+	if doc.Skipped != 1 || c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "interrupted") {
+		t.Errorf("JUnit: %d skipped; the check not reached: %+v", doc.Skipped, c)
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 // The JUnit document carries what CI readers require.

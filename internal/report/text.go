@@ -18,6 +18,8 @@ var verdictColor = map[Verdict]string{
 	Fail:  "\x1b[1;31m",
 	Skip:  "\x1b[1;33m",
 	Error: "\x1b[1;35m",
+	// Interrupted is a warning, like a skip: nothing failed, nothing passed.
+	Interrupted: "\x1b[1;33m",
 }
 
 const colorReset = "\x1b[0m"

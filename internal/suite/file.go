@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"miotool/internal/report"
+	"miotool/internal/suggest"
 )
 
 // DefaultTimeout bounds one run of a check when the suite sets no timeout.
@@ -209,7 +210,7 @@ func eachKey(m *yaml.Node, known []string, what string, fail func(int, string, .
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		if !slices.Contains(known, k.Value) {
-			return fail(k.Line, "%sunknown key %q%s (known keys: %s)", what, k.Value, suggest(k.Value, known), strings.Join(known, ", "))
+			return fail(k.Line, "%sunknown key %q%s (known keys: %s)", what, k.Value, didYouMean(k.Value, known), strings.Join(known, ", "))
 		}
 		if first, dup := seen[k.Value]; dup {
 			return fail(k.Line, "%s%s is given twice (first on line %d)", what, k.Value, first)
@@ -222,34 +223,12 @@ func eachKey(m *yaml.Node, known []string, what string, fail func(int, string, .
 	return nil
 }
 
-// suggest is " (did you mean X?)" for a key one or two edits from a known one.
-func suggest(key string, known []string) string {
-	for _, k := range known {
-		if editDistance(key, k) <= 2 {
-			return fmt.Sprintf(" (did you mean %s?)", k)
-		}
+// didYouMean is " (did you mean X?)" for a key a few edits from a known one.
+func didYouMean(key string, known []string) string {
+	if k, ok := suggest.Closest(key, known); ok {
+		return fmt.Sprintf(" (did you mean %s?)", k)
 	}
 	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func scalar(v *yaml.Node, what string, fail func(int, string, ...any) error) (string, error) {

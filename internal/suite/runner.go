@@ -62,8 +62,10 @@ type Options struct {
 const stderrTailBytes = 4096
 
 // Run runs every check of f as opts says and returns the suite's result.
-// A cancelled ctx stops the suite: the result holds the runs made so far
-// and the error is ctx's.
+// A cancelled ctx stops the suite: the result holds the runs made so far,
+// says it was interrupted (by the cause of ctx's end), and the error is
+// ctx's. The run the interruption killed is no outcome: its check keeps
+// only the runs that finished, and a check with none is not run.
 func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteResult, error) {
 	if len(r.Command) == 0 {
 		return nil, errors.New("suite runner: no miotool command to run checks with")
@@ -143,8 +145,24 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	if r.Progress != nil && runErr == nil {
 		r.Progress(len(steps), len(steps), "")
 	}
+	if runErr != nil {
+		res.Interrupted = interruption(ctx)
+	}
 	res.Duration = now().Sub(res.Started)
 	return res, runErr
+}
+
+// interruption says what ended ctx: its cause ("interrupted by SIGINT"),
+// or "interrupted" when it was plainly cancelled.
+func interruption(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return "interrupted"
+	}
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return "interrupted: the suite's deadline passed"
+	}
+	return cause.Error()
 }
 
 // checkArgs are the check's arguments plus the forwarded flags it does not

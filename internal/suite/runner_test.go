@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -364,14 +365,14 @@ func TestRunnerForwardsFlagsAndWorkdir(t *testing.T) {
 }
 
 func TestInterruptStopsTheSuite(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
 	r := fakeRunner(t)
 	var seen []string
 	r.Progress = func(done, total int, current string) {
 		seen = append(seen, fmt.Sprintf("%d/%d %s", done, total, current))
 		if current == "second" {
-			cancel()
+			cancel(errors.New("interrupted by SIGINT"))
 		}
 	}
 	f := &File{Name: "x", Timeout: 30 * time.Second, Checks: []Check{check("first", report.Pass, "pass"), check("second", report.Pass, "pass"), check("third", report.Pass, "pass")}}
@@ -382,8 +383,15 @@ func TestInterruptStopsTheSuite(t *testing.T) {
 	if len(res.Checks[0].Runs) != 1 || len(res.Checks[1].Runs) != 0 || len(res.Checks[2].Runs) != 0 {
 		t.Errorf("runs after the interrupt: %d %d %d", len(res.Checks[0].Runs), len(res.Checks[1].Runs), len(res.Checks[2].Runs))
 	}
-	if res.Checks[1].Status() != "Not run" || res.ExitCode() != 1 {
-		t.Errorf("status %q exit %d", res.Checks[1].Status(), res.ExitCode())
+	// The checks never reached are not run: neither passed nor failed.
+	if res.Checks[1].Status() != "Not run" || res.Checks[1].Outcome() != report.Skip {
+		t.Errorf("the check the interrupt killed: status %q outcome %s", res.Checks[1].Status(), res.Checks[1].Outcome())
+	}
+	if res.Interrupted != "interrupted by SIGINT" || res.Verdict() != report.Interrupted || res.ExitCode() != report.ExitInterrupted {
+		t.Errorf("interrupted %q, verdict %s, exit %d", res.Interrupted, res.Verdict(), res.ExitCode())
+	}
+	if tot := res.Totals(); tot != (report.SuiteTotals{Checks: 3, Met: 1, NotRun: 2}) {
+		t.Errorf("totals %+v", tot)
 	}
 	if !slices.Equal(seen, []string{"0/3 first", "1/3 second"}) {
 		t.Errorf("progress %q", seen)

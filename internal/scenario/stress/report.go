@@ -25,11 +25,19 @@ type Setup struct {
 	// (--target) and its algorithm selection; the cache fields are unused.
 	Library string
 	Timeout time.Duration
+	// Interrupted, when set, says what stopped the runs early ("interrupted
+	// by SIGINT"): the result is INTERRUPTED and holds the runs started.
+	Interrupted string
 }
 
-// Tally counts the outcomes of a set of runs.
+// Tally counts the outcomes of a set of runs. A run is counted under its
+// end (crashed, wrong result, hung, interrupted, error) and under each kind
+// of cache record it made; Passed are the runs with none of these.
 type Tally struct {
-	Runs, Passed, Crashed, Wrong, Hung, Errors int
+	Runs, Passed, Crashed, Wrong, Hung, Interrupted, Errors int
+	// UseAfterFree, Destroyed and Raced count the runs that recorded at
+	// least one use-after-free, destroyed published model, or race.
+	UseAfterFree, Destroyed, Raced int
 	// Crashes counts crashes by name (a signal, or the runtime's words).
 	Crashes map[string]int
 	// Replaced is how many completed runs had a model replaced while in
@@ -43,9 +51,23 @@ type Tally struct {
 func TallyOf(runs []RunOutcome) Tally {
 	t := Tally{Runs: len(runs), Crashes: map[string]int{}}
 	for _, r := range runs {
+		d := r.Detections
+		if d.UseAfterFree.Count > 0 {
+			t.UseAfterFree++
+		}
+		if d.Destroyed.Count > 0 {
+			t.Destroyed++
+		}
+		if d.Races.Count > 0 {
+			t.Raced++
+		}
 		switch r.Kind {
 		case RunPassed:
-			t.Passed++
+			if !d.Any() {
+				t.Passed++
+			}
+		case RunInterrupted:
+			t.Interrupted++
 		case RunCrashed:
 			t.Crashed++
 			t.Crashes[r.Crash]++
@@ -66,14 +88,22 @@ func TallyOf(runs []RunOutcome) Tally {
 	return t
 }
 
+// failed reports whether a run shows the defect: it crashed, hung, gave a
+// wrong sum, or its caches recorded anything.
+func (o RunOutcome) failed() bool {
+	return o.Kind == RunCrashed || o.Kind == RunHung || o.Kind == RunWrong || o.Detections.Any()
+}
+
 // CrashList is "SIGSEGV 2, fatal error: concurrent map writes 1", most
 // frequent first.
 func (t Tally) CrashList() string { return sortedCounts(t.Crashes) }
 
 // Fill writes the runs' outcomes into r and decides the verdict:
-// PASS only when every run passed; FAIL when any crashed, printed a wrong
-// sum or hung (the bug reproduced); ERROR when runs failed otherwise. The
-// cache policy and race window are spelled by w.
+// INTERRUPTED when the runs were stopped early (what finished is still
+// shown); FAIL when any run crashed, hung, printed a wrong sum, or its
+// caches recorded a use-after-free, a destroyed published model or a race
+// (the bug reproduced); ERROR when runs failed otherwise; PASS only when
+// every run passed. The cache policy and race window are spelled by w.
 func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end time.Time) {
 	t := TallyOf(runs)
 	expected := ExpectedSum(s.Size, s.Iters)
@@ -81,8 +111,13 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 	if s.Library != "" {
 		how = s.Library
 	}
+	counted := plural(t.Runs, "run")
+	interrupted := s.Interrupted != "" || t.Interrupted > 0
+	if interrupted && s.Runs > t.Runs {
+		counted = fmt.Sprintf("%d of %d runs (interrupted)", t.Runs, s.Runs)
+	}
 	tab := r.AddTable(fmt.Sprintf("%s, each a fresh process: %s x %s x %s, %s",
-		plural(t.Runs, "run"), plural(s.Threads, "thread"), plural(s.Iters, "iteration"), plural(s.Trials, "trial"), how),
+		counted, plural(s.Threads, "thread"), plural(s.Iters, "iteration"), plural(s.Trials, "trial"), how),
 		"outcome", "runs", "first seen")
 	tab.FlagColumn = "failed"
 	first := func(match func(RunOutcome) bool) string {
@@ -97,7 +132,24 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		}
 		return "-"
 	}
-	tab.AddRow("passed", fmt.Sprint(t.Passed), fmt.Sprintf("every sum %.0f", expected))
+	firstRecord := func(k cache.Kind) string {
+		for _, o := range runs {
+			if tl := o.Detections.Of(k); tl.Count > 0 {
+				if tl.First == nil {
+					return fmt.Sprintf("run %d", o.Index+1)
+				}
+				return fmt.Sprintf("run %d: %s", o.Index+1, tl.First)
+			}
+		}
+		return "-"
+	}
+	row := func(flag bool, cells ...string) {
+		if flag {
+			tab.AddFlaggedRow("!", cells...)
+		} else {
+			tab.AddRow(cells...)
+		}
+	}
 	names := make([]string, 0, len(t.Crashes))
 	for name := range t.Crashes {
 		names = append(names, name)
@@ -115,20 +167,37 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		tab.AddFlaggedRow("!", "crashed: "+name, fmt.Sprint(t.Crashes[name]),
 			first(func(o RunOutcome) bool { return o.Kind == RunCrashed && o.Crash == name }))
 	}
-	for _, row := range []struct {
+	for _, k := range []struct {
+		label string
+		kind  cache.Kind
+		n     int
+	}{{"use-after-free", cache.KindUseAfterFree, t.UseAfterFree}, {"published model destroyed", cache.KindDestroyed, t.Destroyed},
+		{"race detected", cache.KindRace, t.Raced}} {
+		row(k.n > 0, k.label, fmt.Sprint(k.n), firstRecord(k.kind))
+	}
+	for _, k := range []struct {
 		label string
 		kind  RunKind
 		n     int
-	}{{"wrong result", RunWrong, t.Wrong}, {"hung (killed by the watchdog)", RunHung, t.Hung}, {"error", RunError, t.Errors}} {
-		cells := []string{row.label, fmt.Sprint(row.n), first(func(o RunOutcome) bool { return o.Kind == row.kind })}
-		if row.n > 0 {
-			tab.AddFlaggedRow("!", cells...)
-		} else {
-			tab.AddRow(cells...)
+		flag  bool
+	}{{"wrong result", RunWrong, t.Wrong, true}, {"hung (killed by the watchdog)", RunHung, t.Hung, true},
+		{"interrupted", RunInterrupted, t.Interrupted, false}, {"error", RunError, t.Errors, true}} {
+		if k.kind == RunError && k.n == 0 {
+			continue
 		}
+		row(k.flag && k.n > 0, k.label, fmt.Sprint(k.n), first(func(o RunOutcome) bool { return o.Kind == k.kind }))
 	}
+	tab.AddRow("passed", fmt.Sprint(t.Passed), fmt.Sprintf("every sum %.0f, nothing detected", expected))
 
 	fillStressTimes(r, runs)
+	if interrupted {
+		why := s.Interrupted
+		if why == "" {
+			why = "interrupted"
+		}
+		r.Note("%s after %d of %d runs had started; %d killed by the interruption, counted as interrupted and in no other row",
+			why, t.Runs, s.Runs, t.Interrupted)
+	}
 	if s.Library != "" {
 		r.Note("library: %s (its own heuristic and caches)", s.Library)
 	} else {
@@ -144,8 +213,13 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 			break
 		}
 	}
-	if s.Policy == cache.Unlocked && t.Completed > 0 {
-		r.Note("a cached model was replaced (and released) by a concurrent insert, and the process survived, in %d of the %d runs that finished", t.Replaced, t.Completed)
+	for _, k := range cache.Kinds {
+		for _, o := range runs {
+			if tl := o.Detections.Of(k); tl.Count > 0 && tl.First != nil {
+				r.Note("run %d first showed %s: %s", o.Index+1, k, tl.First)
+				break
+			}
+		}
 	}
 	r.Note("expected sum per thread and trial: (%d - %d)^2 = %.0f", s.Size, s.Iters, expected)
 	r.Note("%d at a time; watchdog %v per run", s.Jobs, s.Timeout)
@@ -156,7 +230,7 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		}
 	}
 	for _, o := range runs {
-		if o.Kind != RunPassed && o.Kind != RunCrashed && o.StderrTail != "" {
+		if o.Kind != RunPassed && o.Kind != RunCrashed && o.Kind != RunInterrupted && o.StderrTail != "" {
 			r.Note("run %d (%s) standard error ends: %s", o.Index+1, o.Kind, strings.ReplaceAll(o.StderrTail, "\n", " | "))
 			break
 		}
@@ -165,29 +239,57 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 	r.Count("runs", int64(t.Runs))
 	r.Count("passed", int64(t.Passed))
 	r.Count("crashed", int64(t.Crashed))
+	r.Count("use-after-free", int64(t.UseAfterFree))
+	r.Count("published model destroyed", int64(t.Destroyed))
+	r.Count("race detected", int64(t.Raced))
 	r.Count("wrong results", int64(t.Wrong))
 	r.Count("hung", int64(t.Hung))
+	r.Count("interrupted", int64(t.Interrupted))
 	r.Count("errors", int64(t.Errors))
 	r.Count("runs with a model replaced", int64(t.Replaced))
 
-	failed := t.Crashed + t.Wrong + t.Hung
+	failed := 0
+	for _, o := range runs {
+		if o.failed() {
+			failed++
+		}
+	}
+	var parts []string
+	if t.Crashed > 0 {
+		parts = append(parts, fmt.Sprintf("%d crashed (%s)", t.Crashed, t.CrashList()))
+	}
+	for _, k := range []struct {
+		n    int
+		what string
+	}{{t.UseAfterFree, "a use-after-free"}, {t.Destroyed, "a published model destroyed"}, {t.Raced, "a race"}} {
+		if k.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d recorded %s", k.n, k.what))
+		}
+	}
+	if t.Wrong > 0 {
+		parts = append(parts, fmt.Sprintf("%d gave a wrong result", t.Wrong))
+	}
+	if t.Hung > 0 {
+		parts = append(parts, fmt.Sprintf("%d hung", t.Hung))
+	}
+	if t.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed to run", t.Errors))
+	}
 	switch {
+	case interrupted:
+		why := s.Interrupted
+		if why == "" {
+			why = "interrupted"
+		}
+		what := fmt.Sprintf("%s: %d of %d runs finished (%d interrupted)", why, t.Runs-t.Interrupted, s.Runs, t.Interrupted)
+		if len(parts) > 0 {
+			what += "; so far " + strings.Join(parts, ", ")
+		}
+		r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", t.Runs-t.Interrupted, s.Runs)
+		r.Finish(report.Interrupted, what, end)
 	case t.Runs == 0:
 		r.Finish(report.Error, "no run happened", end)
 	case failed > 0:
-		var parts []string
-		if t.Crashed > 0 {
-			parts = append(parts, fmt.Sprintf("%d crashed (%s)", t.Crashed, t.CrashList()))
-		}
-		if t.Wrong > 0 {
-			parts = append(parts, fmt.Sprintf("%d gave a wrong sum", t.Wrong))
-		}
-		if t.Hung > 0 {
-			parts = append(parts, fmt.Sprintf("%d hung", t.Hung))
-		}
-		if t.Errors > 0 {
-			parts = append(parts, fmt.Sprintf("%d failed to run", t.Errors))
-		}
 		r.Status = fmt.Sprintf("Failed (%d/%d)", failed, t.Runs)
 		r.Finish(report.Fail, fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), end)
 	case t.Errors > 0:
@@ -201,26 +303,28 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		if t.Runs == 1 {
 			what = "the run passed"
 		}
-		r.Finish(report.Pass, fmt.Sprintf("%s: no crash, no hang, every sum %.0f", what, expected), end)
+		r.Finish(report.Pass, fmt.Sprintf("%s: no crash, no hang, nothing detected in the caches, every sum %.0f", what, expected), end)
 	}
 }
 
 // fillStressTimes adds the wall time per fresh-process run: the median,
-// fastest and slowest of the runs that passed (they did all the work),
-// and of every run.
+// fastest and slowest of the runs that completed (they did all the work
+// and every sum was right, whatever their caches recorded), and of every
+// run. "completed" is not "passed": a run whose caches recorded a race
+// completed and failed.
 func fillStressTimes(r *report.Result, runs []RunOutcome) {
-	var passed, all []time.Duration
+	var completed, all []time.Duration
 	for _, o := range runs {
 		all = append(all, o.Wall)
 		if o.Kind == RunPassed {
-			passed = append(passed, o.Wall)
+			completed = append(completed, o.Wall)
 		}
 	}
 	tab := r.AddTable("wall time per run (process start to exit)", "runs", "count", "median", "min", "max")
 	for _, row := range []struct {
 		label string
 		d     []time.Duration
-	}{{"passed", passed}, {"all", all}} {
+	}{{"completed", completed}, {"all", all}} {
 		if len(row.d) == 0 {
 			tab.AddRow(row.label, "0", "-", "-", "-")
 			continue

@@ -34,7 +34,7 @@ func TestFillStressVerdicts(t *testing.T) {
 		{"crashes by signal", []RunOutcome{passed(0), crashed(1, "SIGSEGV"), crashed(2, "SIGSEGV"), crashed(3, "fatal error: concurrent map writes")},
 			report.Fail, "Failed (3/4)", []string{"3 of 4 runs failed", "SIGSEGV 2", "fatal error: concurrent map writes 1"}},
 		{"wrong and hung", []RunOutcome{passed(0), {Index: 1, Kind: RunWrong, Detail: "1 of 6 sums wrong"}, {Index: 2, Kind: RunHung}, {Index: 3, Kind: RunError}},
-			report.Fail, "Failed (2/4)", []string{"1 gave a wrong sum", "1 hung", "1 failed to run"}},
+			report.Fail, "Failed (2/4)", []string{"1 gave a wrong result", "1 hung", "1 failed to run"}},
 		{"errors only", []RunOutcome{passed(0), {Index: 1, Kind: RunError, Detail: "exited with status 3: no device"}},
 			report.Error, "", []string{"1 of 2 runs could not run", "run 2: exited with status 3: no device"}},
 		{"nothing ran", nil, report.Error, "", []string{"no run"}},
@@ -82,14 +82,14 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 	Fill(r, setup, runs, testWords, time.Unix(1, 0))
 	notes := strings.Join(r.Notes, "\n")
 	for _, want := range []string{"race window is widened on purpose", "TunaNet gfx942 from /opt/rocm/share/miopen/db", "B 5, A 2",
-		"replaced", "in 1 of the 2 runs that finished", "(2048 - 1000)^2 = 1098304", "run 3 crashed: fatal error: fault | at fdeep.dense", "run 4 (error) standard error ends: loading the model | no such file"} {
+		"(2048 - 1000)^2 = 1098304", "run 3 crashed: fatal error: fault | at fdeep.dense", "run 4 (error) standard error ends: loading the model | no such file"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
 	}
 	times := r.Tables[1]
-	if got := strings.Join(times.Rows[0].Cells, " "); got != "passed 2 2s 1s 3s" {
-		t.Errorf("passed times %q", got)
+	if got := strings.Join(times.Rows[0].Cells, " "); got != "completed 2 2s 1s 3s" {
+		t.Errorf("completed times %q", got)
 	}
 	if got := strings.Join(times.Rows[1].Cells, " "); got != "all 4 550ms 100ms 3s" {
 		t.Errorf("all times %q", got)
@@ -103,4 +103,150 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 var testWords = scenario.Words{
 	Cache:      func(p cache.Policy) string { return "--cache=" + string(p) },
 	RaceWindow: func(d time.Duration) string { return fmt.Sprintf("--race-window %v", d) },
+}
+
+// record is a cache record of kind k made by thread 2 after thread 1.
+func record(k cache.Kind) *cache.Record {
+	return &cache.Record{Kind: k, Cache: "TunaNet", Key: "gfx942", Thread: cache.Thread{ID: 7, Name: "thread 2"},
+		Other: cache.Thread{ID: 6, Name: "thread 1"}, Access: "write", Location: "map", OtherAccess: "read",
+		Since: 3 * time.Microsecond, Readers: 1}
+}
+
+// detected is a run that passed its sums but whose caches recorded k.
+func detected(i int, k cache.Kind) RunOutcome {
+	o := RunOutcome{Index: i, Kind: RunPassed, Run: &RunResult{Expected: 1098304}}
+	switch k {
+	case cache.KindRace:
+		o.Detections.Races = cache.Tally{Count: 40, First: record(k)}
+	case cache.KindDestroyed:
+		o.Detections.Destroyed = cache.Tally{Count: 1, First: record(k)}
+	case cache.KindUseAfterFree:
+		o.Detections.UseAfterFree = cache.Tally{Count: 1, First: record(k)}
+	}
+	return o
+}
+
+// Every row of the outcome table counts its runs and names the first; a
+// run whose caches recorded anything is not passed, and fails the result.
+func TestFillStressRows(t *testing.T) {
+	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: InputSize, Runs: 1, Jobs: 1, Policy: cache.Unlocked, Timeout: time.Minute}
+	for _, tt := range []struct {
+		name    string
+		run     RunOutcome
+		row     string
+		first   string
+		verdict report.Verdict
+	}{
+		{"crashed by signal", RunOutcome{Kind: RunCrashed, Crash: "SIGSEGV", Detail: "killed by SIGSEGV"}, "crashed: SIGSEGV", "run 1: killed by SIGSEGV", report.Fail},
+		{"use-after-free", detected(0, cache.KindUseAfterFree), "use-after-free", "run 1: thread 2 (goroutine 7) released the gfx942 model of the TunaNet cache while 1 reader held it", report.Fail},
+		{"published model destroyed", detected(0, cache.KindDestroyed), "published model destroyed", "run 1: thread 2 (goroutine 7)'s insert of gfx942 into the TunaNet cache destroyed the model thread 1 (goroutine 6) had published", report.Fail},
+		{"race", detected(0, cache.KindRace), "race detected", "run 1: thread 2 (goroutine 7) wrote the TunaNet cache's map (key gfx942) 3µs after thread 1 (goroutine 6) read it", report.Fail},
+		{"wrong result", RunOutcome{Kind: RunWrong, Detail: "1 of 2 sums wrong"}, "wrong result", "run 1: 1 of 2 sums wrong", report.Fail},
+		{"hung", RunOutcome{Kind: RunHung, Detail: "killed by the watchdog"}, "hung (killed by the watchdog)", "run 1: killed by the watchdog", report.Fail},
+		{"interrupted", RunOutcome{Kind: RunInterrupted, Detail: "killed when miotool was interrupted"}, "interrupted", "run 1: killed when miotool was interrupted", report.Interrupted},
+		{"passed", RunOutcome{Kind: RunPassed, Run: &RunResult{Expected: 1098304}}, "passed", "every sum", report.Pass},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := report.New("stress-threads", "cmd", time.Unix(0, 0))
+			Fill(r, setup, []RunOutcome{tt.run}, testWords, time.Unix(1, 0))
+			if r.Verdict != tt.verdict {
+				t.Errorf("verdict %s, want %s (%s)", r.Verdict, tt.verdict, r.Summary)
+			}
+			counts := map[string]string{}
+			for _, row := range r.Tables[0].Rows {
+				counts[row.Cells[0]] = row.Cells[1]
+				if row.Cells[0] == tt.row && !strings.HasPrefix(row.Cells[2], tt.first) {
+					t.Errorf("%s first seen %q, want it to start %q", tt.row, row.Cells[2], tt.first)
+				}
+			}
+			for _, label := range []string{"use-after-free", "published model destroyed", "race detected", "wrong result", "hung (killed by the watchdog)", "interrupted", "passed"} {
+				want := "0"
+				if label == tt.row {
+					want = "1"
+				}
+				if counts[label] != want {
+					t.Errorf("row %q counts %q, want %s (rows %v)", label, counts[label], want, counts)
+				}
+			}
+			if tt.row == "crashed: SIGSEGV" && counts["crashed: SIGSEGV"] != "1" {
+				t.Errorf("crash row %v", counts)
+			}
+			if tt.verdict == report.Fail && r.Tables[0].Flagged() == 0 {
+				t.Error("the failing row is not flagged")
+			}
+		})
+	}
+}
+
+// Each kind's first record becomes a note naming the run that showed it;
+// the runs of a policy that records nothing pass.
+func TestFillStressDetectionNotes(t *testing.T) {
+	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: InputSize, Runs: 3, Jobs: 1, Policy: cache.Unlocked, Timeout: time.Minute}
+	runs := []RunOutcome{detected(0, cache.KindRace), detected(1, cache.KindDestroyed), detected(2, cache.KindRace)}
+	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
+	Fill(r, setup, runs, testWords, time.Unix(1, 0))
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"run 1 first showed race: thread 2 (goroutine 7) wrote", "run 2 first showed published model destroyed: thread 2 (goroutine 7)'s insert"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "replaced (and released)") {
+		t.Errorf("the old replaced note is still there:\n%s", notes)
+	}
+	if r.Verdict != report.Fail || !strings.Contains(r.Summary, "3 of 3 runs failed") || !strings.Contains(r.Summary, "2 recorded a race") {
+		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
+	}
+	if n, _ := r.Counter("race detected"); n != 2 {
+		t.Errorf("race counter %d, want 2", n)
+	}
+}
+
+// An interrupted set of runs reports those that finished, counts the
+// killed one as interrupted (never as a crash) and says INTERRUPTED.
+func TestFillStressInterrupted(t *testing.T) {
+	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: InputSize, Runs: 5, Jobs: 1, Policy: cache.Locked, Timeout: time.Minute,
+		Interrupted: "interrupted by SIGINT"}
+	runs := []RunOutcome{{Index: 0, Kind: RunPassed, Run: &RunResult{}}, {Index: 1, Kind: RunInterrupted, Detail: "killed when miotool was interrupted"}}
+	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
+	Fill(r, setup, runs, testWords, time.Unix(1, 0))
+	if r.Verdict != report.Interrupted || !strings.HasPrefix(r.Summary, "interrupted by SIGINT: 1 of 5 runs finished (1 interrupted)") {
+		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
+	}
+	if !strings.HasPrefix(r.Tables[0].Title, "2 of 5 runs (interrupted)") {
+		t.Errorf("title %q", r.Tables[0].Title)
+	}
+	if n, _ := r.Counter("crashed"); n != 0 {
+		t.Errorf("crashed %d", n)
+	}
+	if n, _ := r.Counter("interrupted"); n != 1 {
+		t.Errorf("interrupted %d", n)
+	}
+	var md strings.Builder
+	if err := report.Render(&md, report.Markdown, r, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "INTERRUPTED") {
+		t.Errorf("Markdown does not say INTERRUPTED:\n%s", md.String())
+	}
+}
+
+// A run whose caches recorded a race did all its work and failed: the wall
+// time table must not call it passed.
+func TestFillStressTimesDoNotCallADetectedRunPassed(t *testing.T) {
+	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: InputSize, Runs: 1, Jobs: 1, Policy: cache.Unlocked, Timeout: time.Minute}
+	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
+	Fill(r, setup, []RunOutcome{detected(0, cache.KindRace)}, testWords, time.Unix(1, 0))
+	if r.Verdict != report.Fail {
+		t.Fatalf("verdict %s, want FAIL", r.Verdict)
+	}
+	times := r.Tables[len(r.Tables)-1]
+	for _, row := range times.Rows {
+		if row.Cells[0] == "passed" {
+			t.Errorf("the wall-time table has a %q row for a run that failed: %v", row.Cells[0], row.Cells)
+		}
+	}
+	if got := times.Rows[0].Cells[0]; got != "completed" {
+		t.Errorf("first wall-time row %q, want completed", got)
+	}
 }

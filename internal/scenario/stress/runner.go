@@ -2,6 +2,7 @@ package stress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +12,77 @@ import (
 	"syscall"
 	"time"
 
+	"miotool/internal/aiheur/cache"
 	"miotool/internal/childproc"
 )
+
+// DetectionPrefix starts the line a run prints the first cache record of
+// each kind on, as the record is made: a run that crashes right after
+// still leaves it in its output.
+const DetectionPrefix = "miotool-stress-detection: "
+
+// PrintDetection prints r as a detection line on standard output, in one
+// write so that it is never interleaved with another line.
+func PrintDetection(r cache.Record) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	_, _ = os.Stdout.Write([]byte(DetectionPrefix + string(data) + "\n"))
+}
+
+// ParseDetections reads the detection lines in a run's standard output:
+// each kind's count is the number of its lines, its first the first line.
+func ParseDetections(stdout []byte) cache.Detections {
+	var d cache.Detections
+	for _, line := range strings.Split(string(stdout), "\n") {
+		body, ok := strings.CutPrefix(strings.TrimSpace(line), DetectionPrefix)
+		if !ok {
+			continue
+		}
+		var r cache.Record
+		if json.Unmarshal([]byte(body), &r) != nil {
+			continue
+		}
+		t := tallyOf(&d, r.Kind)
+		if t == nil {
+			continue
+		}
+		t.Count++
+		if t.First == nil {
+			t.First = &r
+		}
+	}
+	return d
+}
+
+// tallyOf is d's tally of kind k, nil for an unknown kind.
+func tallyOf(d *cache.Detections, k cache.Kind) *cache.Tally {
+	switch k {
+	case cache.KindRace:
+		return &d.Races
+	case cache.KindDestroyed:
+		return &d.Destroyed
+	case cache.KindUseAfterFree:
+		return &d.UseAfterFree
+	}
+	return nil
+}
+
+// UnionDetections is what a run detected, from its lines and from its
+// result's final detections (a crashed or hung run has only the lines):
+// each kind's larger count, and the first record either has.
+func UnionDetections(lines, final cache.Detections) cache.Detections {
+	u := final
+	for _, k := range cache.Kinds {
+		l, f := tallyOf(&lines, k), tallyOf(&u, k)
+		f.Count = max(f.Count, l.Count)
+		if f.First == nil {
+			f.First = l.First
+		}
+	}
+	return u
+}
 
 // ChildCommand is how a stress run's fresh process is started: Path with
 // Args (miotool re-executing itself with a hidden flag, or a test binary
@@ -45,13 +115,16 @@ const (
 	// RunCrashed: killed by a signal, or the Go runtime's fatal error (a
 	// fault on unmapped memory, a corrupted map) or an unrecovered panic.
 	RunCrashed RunKind = "crashed"
-	// RunWrong: the child finished and printed a wrong sum.
+	// RunWrong: the child finished and its output failed the check.
 	RunWrong RunKind = "wrong result"
 	// RunHung: the watchdog killed it.
 	RunHung RunKind = "hung"
 	// RunError: the child failed without crashing (it could not open the
 	// device, load the model, ...): a failure of the tool, not a finding.
 	RunError RunKind = "error"
+	// RunInterrupted: killed because this process was interrupted (Ctrl-C,
+	// SIGTERM); no outcome, never a crash.
+	RunInterrupted RunKind = "interrupted"
 )
 
 // RunOutcome is one child process's end.
@@ -73,11 +146,16 @@ type RunOutcome struct {
 	Excerpt string
 	// StderrTail is the end of the child's standard error.
 	StderrTail string
+	// Detections are the caches' records: the run's detection lines and,
+	// when it finished, its result's, together.
+	Detections cache.Detections
 }
 
 // RunProcesses starts o.Runs children of cmd, o.Jobs at a time, each
-// under the watchdog, and classifies how each ended. It returns early with
-// ctx's error when ctx ends, after killing the children still running.
+// under the watchdog, and classifies how each ended. When ctx ends it
+// kills the children still running and returns, with ctx's error, the
+// runs it started, in start order: those that finished as they ended,
+// those it killed as RunInterrupted. Runs never started are not there.
 func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]RunOutcome, error) {
 	switch {
 	case o.Runs < 1:
@@ -90,6 +168,7 @@ func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]Run
 		return nil, errors.New("no child command to run")
 	}
 	outcomes := make([]RunOutcome, o.Runs)
+	started := make([]bool, o.Runs)
 	next := make(chan int)
 	var (
 		wg       sync.WaitGroup
@@ -102,9 +181,13 @@ func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]Run
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if ctx.Err() != nil {
+					continue // not started: no outcome
+				}
 				out, err := runChild(ctx, cmd, o.Timeout)
 				out.Index = i
 				mu.Lock()
+				started[i] = true
 				if err != nil && startErr == nil {
 					startErr = err
 				}
@@ -141,7 +224,13 @@ feed:
 		return nil, startErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		var partial []RunOutcome
+		for i, o := range outcomes {
+			if started[i] {
+				partial = append(partial, o)
+			}
+		}
+		return partial, err
 	}
 	return outcomes, nil
 }
@@ -170,8 +259,13 @@ func runChild(ctx context.Context, cmd ChildCommand, timeout time.Duration) (Run
 	}
 	out := Classify(res.State, res.Stdout.Data, stderr, res.TimedOut)
 	out.Wall = res.Wall
-	if res.TimedOut {
+	switch {
+	case res.TimedOut:
 		out.Detail = fmt.Sprintf("still running after %v; killed by the watchdog", timeout)
+	case res.Canceled:
+		// Killed by this process on its interruption: not a crash.
+		out.Kind, out.Crash, out.Excerpt = RunInterrupted, "", ""
+		out.Detail = "killed when miotool was interrupted"
 	}
 	return out, nil
 }
@@ -190,7 +284,22 @@ var (
 // "panic: ...". It is named by the signal when the report gives one. A
 // child that printed its result line passed or got a wrong result; any
 // other exit is an error of the tool.
+//
+// The detections are the union of the detection lines and the result
+// line's, whatever the end.
 func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
+	out := classify(state, stdout, stderr, timedOut)
+	var final cache.Detections
+	if out.Run != nil {
+		final = out.Run.Detections
+	} else if run, ok := ParseResult(stdout); ok {
+		final = run.Detections
+	}
+	out.Detections = UnionDetections(ParseDetections(stdout), final)
+	return out
+}
+
+func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
 	out := RunOutcome{Exit: -1, StderrTail: lastLines(string(stderr), 12)}
 	if state != nil {
 		out.Exit = state.ExitCode()
@@ -236,7 +345,10 @@ func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 			return out
 		}
 		out.Kind = RunWrong
-		out.Detail = fmt.Sprintf("%d of %d sums wrong (expected %.0f): %v", run.Wrong, run.Trials*run.Threads, run.Expected, run.Sums)
+		out.Detail = fmt.Sprintf("%d of %d thread-trials wrong", run.Wrong, run.Trials*run.Threads)
+		if run.WrongDetail != "" {
+			out.Detail += "; first: " + run.WrongDetail
+		}
 		return out
 	}
 	out.Kind = RunError

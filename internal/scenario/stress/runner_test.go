@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"miotool/internal/aiheur/cache"
 )
 
 // fakeChildEnv makes this test binary, re-executed, behave as one stress
@@ -18,6 +20,7 @@ import (
 const (
 	fakeChildEnv = "MIOTOOL_STRESS_FAKE_CHILD"
 	fakeGateEnv  = "MIOTOOL_STRESS_FAKE_GATE"
+	fakeDirEnv   = "MIOTOOL_STRESS_FAKE_DIR"
 )
 
 // TestFakeStressChild is not a test: with fakeChildEnv set it is a child
@@ -68,6 +71,33 @@ func TestFakeStressChild(t *testing.T) {
 		<-make(chan struct{})
 	case "sigkill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case "detect-pass":
+		// Sums right, but the caches saw a destroyed model as it happened
+		// and report races in the result.
+		PrintDetection(*record(cache.KindDestroyed))
+		run.Detections.Races = cache.Tally{Count: 12, First: record(cache.KindRace)}
+		_ = WriteResult(os.Stdout, run)
+		os.Exit(0)
+	case "detect-crash":
+		// The record printed as it was made outlives the crash.
+		PrintDetection(*record(cache.KindUseAfterFree))
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case "first-passes":
+		// The first run passes; the next says it started, then waits on the
+		// gate until the parent's interruption kills it.
+		dir := os.Getenv(fakeDirEnv)
+		if f, err := os.OpenFile(filepath.Join(dir, "first"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+			_ = WriteResult(os.Stdout, run)
+			os.Exit(0)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "waiting"), []byte(fmt.Sprint(os.Getpid())), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(os.Getenv(fakeGateEnv))
+		if err == nil {
+			f.Close()
+		}
 	case "error":
 		fmt.Fprintln(os.Stderr, "miotool: no device")
 		os.Exit(3)
@@ -116,7 +146,7 @@ func TestRunStressRunsClassifiesChildren(t *testing.T) {
 		excerpt []string
 	}{
 		{"pass", time.Minute, RunPassed, "", "", nil},
-		{"wrong", time.Minute, RunWrong, "", "1 of 2 sums wrong", nil},
+		{"wrong", time.Minute, RunWrong, "", "1 of 2 thread-trials wrong", nil},
 		{"fault", time.Minute, RunCrashed, "SIGSEGV", "fatal error: fault",
 			[]string{"unexpected fault address 0x", "fatal error: fault | [signal SIGSEGV", "at miotool/internal/scenario/stress.TestFakeStressChild <- testing.tRunner"}},
 		{"mapwrites", time.Minute, RunCrashed, "fatal error: concurrent map writes", "concurrent map writes",
@@ -214,5 +244,76 @@ func TestRunStressRunsRejectsBadOptions(t *testing.T) {
 		if _, err := RunProcesses(context.Background(), tt.cmd, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", tt.o, err, tt.want)
 		}
+	}
+}
+
+// A run's detections are its detection lines and its result's together,
+// whether it finished or crashed.
+func TestRunStressRunsReadsDetections(t *testing.T) {
+	for _, tt := range []struct {
+		mode               string
+		kind               RunKind
+		races, destroyed   uint64
+		useAfterFree       uint64
+		firstKindFromLines cache.Kind
+	}{
+		{"detect-pass", RunPassed, 12, 1, 0, cache.KindDestroyed},
+		{"detect-crash", RunCrashed, 0, 0, 1, cache.KindUseAfterFree},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			runs, err := RunProcesses(context.Background(), fakeChild(t, tt.mode), RunnerOptions{Runs: 1, Jobs: 1, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := runs[0].Detections
+			if runs[0].Kind != tt.kind || d.Races.Count != tt.races || d.Destroyed.Count != tt.destroyed || d.UseAfterFree.Count != tt.useAfterFree {
+				t.Fatalf("kind %s, detections %v; want %s, races %d destroyed %d use-after-free %d", runs[0].Kind, d, tt.kind, tt.races, tt.destroyed, tt.useAfterFree)
+			}
+			if f := d.Of(tt.firstKindFromLines).First; f == nil || f.Thread.Name != "thread 2" || f.Kind != tt.firstKindFromLines {
+				t.Errorf("first %s record %+v", tt.firstKindFromLines, f)
+			}
+		})
+	}
+}
+
+// When the runner is interrupted, the runs that finished keep their end;
+// the run it killed is interrupted, not crashed; runs never started are
+// not there.
+func TestRunStressRunsInterrupted(t *testing.T) {
+	gatePath, dir := gate(t), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		runs []RunOutcome
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runs, err := RunProcesses(ctx, fakeChild(t, "first-passes", fakeGateEnv+"="+gatePath, fakeDirEnv+"="+dir),
+			RunnerOptions{Runs: 4, Jobs: 1, Timeout: time.Hour})
+		done <- result{runs, err}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "waiting")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second run did not start within 30s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a file, with a deadline
+	}
+	cancel()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runner did not return within 30s of the interruption")
+	}
+	if res.err != context.Canceled {
+		t.Errorf("error %v, want context.Canceled", res.err)
+	}
+	if len(res.runs) != 2 || res.runs[0].Kind != RunPassed || res.runs[1].Kind != RunInterrupted || res.runs[1].Crash != "" || res.runs[1].Index != 1 {
+		t.Fatalf("runs %+v; want run 1 passed, run 2 interrupted", res.runs)
 	}
 }

@@ -8,11 +8,13 @@ package stress
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -36,9 +38,20 @@ const (
 	// InputSize is the input's height and width: 1x1x2048x2048 ones.
 	InputSize = 2048
 	// stressDivisor is what every iteration's output is divided by: the
-	// sum of the 2x2 ones filter, so every value stays 1.
+	// sum of the 2x2 ones filter, so every value stays 1. The division is
+	// the convolution's alpha, 1/4: multiplying by the reciprocal of a power
+	// of two rounds exactly as dividing by it does.
 	stressDivisor = 4
+	stressAlpha   = 1.0 / stressDivisor
 )
+
+// poisonBits is the NaN every output buffer holds before a convolution
+// writes it (at the start of a trial everywhere, before each iteration at
+// the guard elements): a result that still holds it, or any NaN it spread
+// into, shows a convolution that did not run or wrote the wrong place.
+const poisonBits = 0x7fc0dead
+
+var poison = math.Float32frombits(poisonBits)
 
 // Options configure one process's run of the stress scenario.
 type Options struct {
@@ -53,6 +66,10 @@ type Options struct {
 	Models fs.FS
 	Arch   string
 	Log    func(format string, args ...any)
+
+	// convSource and ownSource replace the kernel sources (nil: the
+	// scenario's own); tests substitute broken kernels through them.
+	convSource, ownSource *hip.KernelSource
 }
 
 func (o *Options) validate() error {
@@ -92,11 +109,19 @@ type RunResult struct {
 	Trials   int     `json:"trials"`
 	Size     int     `json:"size"`
 	Expected float64 `json:"expected_sum"`
-	// Sums are the final sums, [trial][thread].
+	// Sums are the final sums, [trial][thread], of the output's finite
+	// elements (a NaN or an infinity is counted in BadElements instead).
 	Sums [][]float64 `json:"sums"`
-	// Wrong counts the sums that differ from Expected.
-	Wrong int    `json:"wrong"`
-	Arch  string `json:"arch"`
+	// BadElements counts, [trial][thread], the output elements that are not
+	// exactly 1 (NaN included).
+	BadElements [][]int `json:"bad_elements,omitempty"`
+	// Wrong counts the thread-trials whose result failed a check: the sum
+	// differs from Expected, an element is not exactly 1, or the element
+	// after the output was written.
+	Wrong int `json:"wrong"`
+	// WrongDetail says what the first failed check found.
+	WrongDetail string `json:"wrong_detail,omitempty"`
+	Arch        string `json:"arch"`
 	// Cache is the caches' policy line; CacheStats their counters.
 	Cache      string      `json:"cache"`
 	CacheStats cache.Stats `json:"cache_stats"`
@@ -105,6 +130,9 @@ type RunResult struct {
 	Solvers   map[string]int `json:"solvers"`
 	Fallbacks int            `json:"fallbacks"`
 	ElapsedMs float64        `json:"elapsed_ms"`
+	// Detections are the caches' race, destroyed-model and use-after-free
+	// records over the whole run.
+	Detections cache.Detections `json:"detections"`
 }
 
 // OK reports whether every sum was right.
@@ -223,11 +251,12 @@ type heuristic struct {
 // pick returns the solver for p and whether the model chose it (false: the
 // model does not cover p, and the first applicable solver is used).
 func (h *heuristic) pick(p conv.Problem) (*conv.Solver, bool, error) {
-	tn, err := h.caches.TunaNetFor(h.models, h.arch)
+	held, err := h.caches.HoldTunaNet(h.models, h.arch)
 	if err != nil {
 		return nil, false, err
 	}
-	scores, err := tn.Scores(aiProblem(p))
+	scores, err := held.Model.Scores(aiProblem(p))
+	held.Done()
 	switch {
 	case errors.Is(err, aiheur.ErrNotSupported):
 		scores = nil
@@ -301,7 +330,8 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 			return nil, err
 		}
 	}
-	caches, err := aiheur.NewCaches(o.Policy, cache.Options{RaceWindow: o.RaceWindow})
+	recs := cache.NewRecords(PrintDetection)
+	caches, err := aiheur.NewCaches(o.Policy, cache.Options{RaceWindow: o.RaceWindow, Records: recs})
 	if err != nil {
 		return nil, err
 	}
@@ -309,11 +339,7 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 	run := &RunResult{Threads: o.Threads, Iters: o.Iters, Trials: o.Trials, Size: o.Size,
 		Expected: ExpectedSum(o.Size, o.Iters), Arch: arch, Cache: caches.Describe(), Solvers: map[string]int{}}
 
-	ones := make([]float32, o.Size*o.Size)
-	for i := range ones {
-		ones[i] = 1
-	}
-	onesBytes := conv.Float32Bytes(ones)
+	var readBuf []byte
 	workers := make([]*stressWorker, o.Threads)
 	defer func() {
 		for _, w := range workers {
@@ -331,21 +357,29 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := runStressTrial(ctx, dev, workers, heur, o, onesBytes); err != nil {
+		if err := runStressTrial(ctx, dev, workers, heur, o); err != nil {
 			return nil, fmt.Errorf("trial %d: %w", trial+1, err)
 		}
-		sums := make([]float64, o.Threads)
+		caches.Barrier() // every worker has joined
+		sums, bad := make([]float64, o.Threads), make([]int, o.Threads)
 		side := o.Size - o.Iters
 		for t, w := range workers {
-			if sums[t], err = deviceSum(dev, w.result, side*side); err != nil {
+			out, err := readOutput(dev, w.result, side, readBuf)
+			if err != nil {
 				return nil, fmt.Errorf("trial %d, thread %d: reading the result: %w", trial+1, t, err)
 			}
-			if sums[t] != run.Expected {
+			readBuf = out.raw
+			sums[t], bad[t] = out.sum, out.bad
+			if problem := out.problem(run.Expected); problem != "" {
 				run.Wrong++
+				if run.WrongDetail == "" {
+					run.WrongDetail = fmt.Sprintf("trial %d, thread %d: %s", trial+1, t, problem)
+				}
 			}
 		}
 		run.Sums = append(run.Sums, sums)
-		logf("trial %d: sums %v (expected %.0f)", trial+1, sums, run.Expected)
+		run.BadElements = append(run.BadElements, bad)
+		logf("trial %d: sums %v (expected %.0f), elements not 1: %v", trial+1, sums, run.Expected, bad)
 	}
 	for _, w := range workers {
 		for name, n := range w.solvers {
@@ -354,6 +388,7 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 		run.Fallbacks += w.fellBack
 	}
 	run.CacheStats = caches.Stats()
+	run.Detections = caches.Detections()
 	run.ElapsedMs = float64(time.Since(start)) / float64(time.Millisecond)
 	return run, nil
 }
@@ -364,8 +399,9 @@ func newStressWorker(dev hip.Device, size int) (*stressWorker, error) {
 		return nil, err
 	}
 	w := &stressWorker{h: h, solvers: map[string]int{}}
+	// The element after a full-size output must exist for the guard.
 	for i := range w.buf {
-		if w.buf[i], err = dev.Malloc(4 * size * size); err != nil {
+		if w.buf[i], err = dev.Malloc(4 * (size*size + 1)); err != nil {
 			w.close(dev)
 			return nil, fmt.Errorf("allocate a %dx%d buffer: %w", size, size, err)
 		}
@@ -389,9 +425,10 @@ func (w *stressWorker) close(dev hip.Device) {
 	}
 }
 
-// runStressTrial is one trial: every thread resets its input to ones,
-// synchronizes, waits at the barrier, and runs the iterations.
-func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker, heur *heuristic, o Options, ones []byte) error {
+// runStressTrial is one trial: every thread fills its input with ones and
+// its other buffer with the poison on the device, synchronizes, waits at
+// the barrier, and runs the iterations.
+func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker, heur *heuristic, o Options) error {
 	var (
 		barrier sync.WaitGroup
 		done    sync.WaitGroup
@@ -415,7 +452,8 @@ func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker
 			// A thread of its own, as each PyTorch worker is.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			err := dev.MemcpyHtoD(w.buf[0], ones)
+			cache.NameThread(fmt.Sprintf("thread %d", t+1))
+			err := w.reset(o)
 			if err == nil {
 				err = dev.DeviceSynchronize()
 			}
@@ -436,14 +474,44 @@ func runStressTrial(ctx context.Context, dev hip.Device, workers []*stressWorker
 	return first
 }
 
-// iterate runs one thread's iterations: conv(previous output, ones 2x2)
-// into the other buffer, then that buffer divided by 4 in place.
-func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o Options, stop *atomic.Bool) error {
-	div, err := w.h.Function(Source(), DivKernel)
+// sources are the kernel sources the run launches from.
+func (o *Options) sources() (convSrc, own *hip.KernelSource) {
+	convSrc, own = o.convSource, o.ownSource
+	if convSrc == nil {
+		convSrc = stressConvSource()
+	}
+	if own == nil {
+		own = Source()
+	}
+	return convSrc, own
+}
+
+// reset is a trial's start on the thread's stream: the input ones (as
+// torch.ones makes it, on the device), the other buffer poisoned.
+func (w *stressWorker) reset(o Options) error {
+	_, own := o.sources()
+	fill, err := w.h.Function(own, FillKernel)
 	if err != nil {
 		return err
 	}
-	src := stressConvSource()
+	for i, value := range []float32{1, poison} {
+		grid, block, args := fillLaunch(w.buf[i], o.Size*o.Size+1, value)
+		if err := w.h.Run(fill, grid, block, 0, args...); err != nil {
+			return fmt.Errorf("filling a buffer: %w", err)
+		}
+	}
+	return nil
+}
+
+// iterate runs one thread's iterations: the guard elements of the other
+// buffer poisoned, then conv(previous output, ones 2x2) / 4 into it (the
+// division is the convolution's alpha).
+func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o Options, stop *atomic.Bool) error {
+	src, own := o.sources()
+	guard, err := w.h.Function(own, GuardKernel)
+	if err != nil {
+		return err
+	}
 	cur, next := w.buf[0], w.buf[1]
 	for i := 0; i < o.Iters; i++ {
 		if stop.Load() {
@@ -461,8 +529,12 @@ func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o Options, 
 		if !byModel {
 			w.fellBack++
 		}
-		for _, l := range sol.Plan(p, conv.Buffers{X: cur, W: w.weights, Y: next}) {
-			f, err := w.h.Function(src, l.Kernel)
+		grid, block, args := guardLaunch(next, p.OutputElements(), poison)
+		if err := w.h.Run(guard, grid, block, 0, args...); err != nil {
+			return fmt.Errorf("iteration %d: guard: %w", i, err)
+		}
+		for _, l := range sol.PlanScaled(p, conv.Buffers{X: cur, W: w.weights, Y: next}, stressAlpha) {
+			f, err := w.h.Function(launchSource(src, l.Kernel), l.Kernel)
 			if err != nil {
 				return err
 			}
@@ -470,31 +542,86 @@ func (w *stressWorker) iterate(ctx context.Context, heur *heuristic, o Options, 
 				return fmt.Errorf("iteration %d: %s: %w", i, sol.Name, err)
 			}
 		}
-		grid, block, args := divLaunch(next, p.OutputElements(), stressDivisor)
-		if err := w.h.Run(div, grid, block, 0, args...); err != nil {
-			return fmt.Errorf("iteration %d: division: %w", i, err)
-		}
 		cur, next = next, cur
 	}
 	w.result = cur
 	return nil
 }
 
-// deviceSum copies n floats from p and adds them up in float64.
-func deviceSum(dev hip.Device, p hip.DevPtr, n int) (float64, error) {
-	buf := make([]byte, 4*n)
+// output is what a thread-trial left: its side x side result and the
+// element after it.
+type output struct {
+	raw []byte // the bytes read, kept for the next read
+	// sum adds the finite elements in float64; bad counts the elements
+	// that are not exactly 1, first says where the first of them is and
+	// what it holds.
+	sum   float64
+	bad   int
+	first string
+	// after is the element after the result, which no convolution writes.
+	after uint32
+}
+
+// readOutput copies the side*side result at p and the element after it
+// (into buf when it is large enough) and checks every element.
+func readOutput(dev hip.Device, p hip.DevPtr, side int, buf []byte) (output, error) {
+	n := side * side
+	if cap(buf) < 4*(n+1) {
+		buf = make([]byte, 4*(n+1))
+	}
+	buf = buf[:4*(n+1)]
 	if err := dev.MemcpyDtoH(buf, p); err != nil {
-		return 0, err
+		return output{raw: buf}, err
 	}
-	vals, err := conv.BytesFloat32(buf)
-	if err != nil {
-		return 0, err
+	return checkOutput(buf, side), nil
+}
+
+// checkOutput reads raw as a side*side result and the element after it.
+func checkOutput(raw []byte, side int) output {
+	n := side * side
+	out := output{raw: raw}
+	const one = 0x3f800000
+	for i := range n {
+		bits := binary.LittleEndian.Uint32(raw[4*i:])
+		if bits == one {
+			out.sum++
+			continue
+		}
+		v := float64(math.Float32frombits(bits))
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out.sum += v
+		}
+		if out.bad++; out.bad == 1 {
+			out.first = fmt.Sprintf("(%d, %d) is %v", i/side, i%side, describe(bits))
+		}
 	}
-	sum := 0.0
-	for _, v := range vals {
-		sum += float64(v)
+	out.after = binary.LittleEndian.Uint32(raw[4*n:])
+	return out
+}
+
+// problem says what is wrong with the output, or "" when the sum is
+// expected, every element is 1 and the element after it still holds the
+// poison.
+func (o output) problem(expected float64) string {
+	var parts []string
+	if o.sum != expected || o.bad > 0 {
+		parts = append(parts, fmt.Sprintf("sum of finite elements %.0f, expected %.0f", o.sum, expected))
 	}
-	return sum, nil
+	if o.bad > 0 {
+		parts = append(parts, fmt.Sprintf("%d elements are not 1, the first at %s", o.bad, o.first))
+	}
+	if o.after != poisonBits {
+		parts = append(parts, fmt.Sprintf("the element after the output was written (%v)", describe(o.after)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describe names a float32 by its bits, the poison by name.
+func describe(bits uint32) string {
+	if bits == poisonBits {
+		return "the poison NaN (no convolution wrote it, or it spread from an element none wrote)"
+	}
+	return fmt.Sprint(math.Float32frombits(bits))
 }
 
 // sortedCounts renders a name -> count map as "a 3, b 1", largest first.

@@ -3,9 +3,7 @@ package stress
 import (
 	_ "embed"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 
 	"miotool/internal/conv"
@@ -22,101 +20,113 @@ var stressKernelText string
 //go:embed stress_kernels.ptx
 var stressKernelPTX string
 
-// DivKernel is the in-place division's entry point in stress_kernels.cu.
-const DivKernel = "div_scalar_inplace_f32"
+// The entry points of stress_kernels.cu.
+const (
+	FillKernel  = "fill_f32"
+	GuardKernel = "guard_f32"
+)
 
-// divBlock is the block size the division kernel is written for.
-const divBlock = 256
+// stressBlock is the block size stress_kernels.cu is written for.
+const stressBlock = 256
 
 var stressSource = sync.OnceValue(func() *hip.KernelSource {
 	return &hip.KernelSource{
 		Name:    "miotool-stress",
 		Text:    stressKernelText,
-		Kernels: []string{DivKernel},
-		Twins:   map[string]hip.GoKernel{DivKernel: divTwin},
+		Kernels: []string{FillKernel, GuardKernel},
+		Twins:   map[string]hip.GoKernel{FillKernel: fillTwin, GuardKernel: guardTwin},
 		PTX:     hip.MatchingPTX("stress_kernels.cu", stressKernelText, stressKernelPTX),
 	}
 })
 
-// Source is the stress scenario's own kernel source (the division).
+// Source is the stress scenario's own kernel source (fill and guard).
 // It returns the same pointer on every call.
 func Source() *hip.KernelSource { return stressSource() }
 
-// divLaunch is the launch that divides the n floats at y by divisor.
-func divLaunch(y hip.DevPtr, n int, divisor float32) (grid, block hip.Dim3, args []hip.KernelArg) {
-	return hip.D1(uint32((n + divBlock - 1) / divBlock)), hip.D1(divBlock), []hip.KernelArg{y, uint32(n), divisor}
+// fillBlocks bounds the fill's grid: each thread strides over the rest.
+const fillBlocks = 1024
+
+// fillLaunch is the launch that sets the n floats at y to value.
+func fillLaunch(y hip.DevPtr, n int, value float32) (grid, block hip.Dim3, args []hip.KernelArg) {
+	blocks := min(fillBlocks, max(1, (n+stressBlock-1)/stressBlock))
+	return hip.D1(uint32(blocks)), hip.D1(stressBlock), []hip.KernelArg{y, uint32(n), value}
+}
+
+// guardLaunch is the launch that sets the guard elements of an n-element
+// output at y (first, middle, last, and the one after) to value.
+func guardLaunch(y hip.DevPtr, n int, value float32) (grid, block hip.Dim3, args []hip.KernelArg) {
+	return hip.D1(1), hip.D1(32), []hip.KernelArg{y, uint32(n), value}
 }
 
 func twinError(format string, a ...any) error {
 	return &hip.Error{Op: "LaunchKernel", Code: hip.ErrInvalidValue, Detail: fmt.Sprintf(format, a...)}
 }
 
-// divTwin is the Go twin of div_scalar_inplace_f32: thread i divides
-// element i when i < n.
-func divTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error {
+// fillArgs reads (y, n, value) as both kernels take them.
+func fillArgs(kernel string, block hip.Dim3, args []hip.KernelArg) (y hip.DevPtr, n uint32, value float32, err error) {
 	if len(args) != 3 {
-		return twinError("%s takes 3 arguments, got %d", DivKernel, len(args))
+		return 0, 0, 0, twinError("%s takes 3 arguments, got %d", kernel, len(args))
 	}
 	y, ok1 := args[0].(hip.DevPtr)
 	n, ok2 := args[1].(uint32)
-	d, ok3 := args[2].(float32)
+	value, ok3 := args[2].(float32)
 	if !ok1 || !ok2 || !ok3 {
-		return twinError("%s takes (hip.DevPtr, uint32, float32), got (%T, %T, %T)", DivKernel, args[0], args[1], args[2])
+		return 0, 0, 0, twinError("%s takes (hip.DevPtr, uint32, float32), got (%T, %T, %T)", kernel, args[0], args[1], args[2])
 	}
-	if block.Count() == 0 || block.Count() > divBlock {
-		return twinError("%s: block %dx%dx%d must have 1 to %d threads", DivKernel, block.X, block.Y, block.Z, divBlock)
+	if block.Count() == 0 || block.Count() > stressBlock {
+		return 0, 0, 0, twinError("%s: block %dx%dx%d must have 1 to %d threads", kernel, block.X, block.Y, block.Z, stressBlock)
 	}
-	total := uint64(n)
-	// Threads beyond x of the grid or block repeat the same indices.
-	if threads := uint64(grid.X) * uint64(block.X); threads < total {
-		total = threads
+	return y, n, value, nil
+}
+
+// fillTwin is the Go twin of fill_f32: any non-empty grid strides over all
+// n elements.
+func fillTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error {
+	y, n, value, err := fillArgs(FillKernel, block, args)
+	if err != nil || grid.X == 0 || n == 0 {
+		return err
 	}
-	v, err := mem.Float32s(y, int(total))
+	v, err := mem.Float32s(y, int(n))
 	if err != nil {
 		return fmt.Errorf("y: %w", err)
 	}
-	if inv, ok := exactReciprocal(d); ok {
-		// Dividing by a power of two and multiplying by its reciprocal
-		// give the same IEEE result for every value; the product is
-		// about twice as fast on a CPU.
-		for i := range v {
-			v[i] *= inv
-		}
-		return nil
-	}
 	for i := range v {
-		v[i] /= d
+		v[i] = value
 	}
 	return nil
 }
 
-// exactReciprocal returns 1/d when d is a power of two whose reciprocal is
-// a normal float32, so that x*(1/d) == x/d for every x.
-func exactReciprocal(d float32) (float32, bool) {
-	bits := math.Float32bits(d)
-	exp := bits >> 23 & 0xff
-	if bits&0x807fffff != 0 || exp == 0 || exp == 0xff {
-		return 0, false // negative, not a power of two, subnormal, Inf or NaN
+// guardTwin is the Go twin of guard_f32: threads 0..3 of block 0 in x set
+// elements 0, n/2, n-1 and n.
+func guardTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error {
+	y, n, value, err := fillArgs(GuardKernel, block, args)
+	if err != nil || grid.X == 0 || n == 0 {
+		return err
 	}
-	inv := 1 / d
-	if ib := math.Float32bits(inv); ib>>23&0xff == 0 || ib>>23&0xff == 0xff {
-		return 0, false
+	v, err := mem.Float32s(y, int(n)+1)
+	if err != nil {
+		return fmt.Errorf("y: %w", err)
 	}
-	return inv, true
+	for _, at := range []uint32{0, n / 2, n - 1, n}[:min(4, block.X)] {
+		v[at] = value
+	}
+	return nil
 }
 
-// stressConvSource is conv.Source with the simulator's twins of the naive
-// and implicit-GEMM entry points given a fast path for the shape the stress
-// scenario runs a thousand times per thread: one input channel per output
-// channel, a 2x2 filter, stride 1, no padding, no dilation. The fast path
-// computes every output element with the same fp32 products added in the
-// same order as the generic twins (c, r, s increasing, from zero), so the
-// results are identical bit for bit; it only skips the generic index
-// arithmetic. Any other shape, or a grid that does not cover the output,
-// goes to the generic twin. The kernel text is conv's own, so GPUs run the
-// same kernels as find.
+// stressConvSource is conv.DirectSource, the direct kernels only: every
+// launch a solver plans for the stress problems (one channel, 2x2) is the
+// naive or the direct thin kernel, and a runtime compiler builds these in a
+// fraction of the time the whole of conv's source takes, which every fresh
+// process pays (launchSource falls back to conv.Source for any other
+// kernel). On the simulator the naive twin gets a fast path for this shape
+// when the MIOpen model picks the naive solver: the launch is computed by
+// the twin of the direct thin kernel, which adds the same fp32 products in
+// the same order (conv's tests hold the two to the same bits) and
+// vectorizes the shape. Any other shape, or a grid that does not cover the
+// output, goes to the naive twin. The kernel text is conv's own, so GPUs
+// run the same kernels as find.
 var stressConvSource = sync.OnceValue(func() *hip.KernelSource {
-	base := conv.Source()
+	base := conv.DirectSource()
 	src := &hip.KernelSource{
 		Name:    base.Name,
 		Text:    base.Text,
@@ -126,49 +136,38 @@ var stressConvSource = sync.OnceValue(func() *hip.KernelSource {
 	}
 	for name, twin := range base.Twins {
 		src.Twins[name] = twin
-		if name == conv.NaiveKernel {
-			src.Twins[name] = fastConv2x2(twin, coversNaive)
-		} else if bm, bn, ok := igemmTile(name); ok {
-			src.Twins[name] = fastConv2x2(twin, coversTiled(bm, bn))
-		}
 	}
+	src.Twins[conv.NaiveKernel] = fastNaive2x2(base.Twins[conv.NaiveKernel], base.Twins[conv.DirectThinKernel])
 	return src
 })
 
-// igemmTile reads BM and BN from an implicit-GEMM entry point's name,
-// "igemm_fwd_nchw_f32_<BM>x<BN>".
-func igemmTile(name string) (bm, bn int, ok bool) {
-	rest, found := strings.CutPrefix(name, "igemm_fwd_nchw_f32_")
-	if !found {
-		return 0, 0, false
+// launchSource is src when it has the kernel, else conv's whole source.
+func launchSource(src *hip.KernelSource, kernel string) *hip.KernelSource {
+	if slices.Contains(src.Kernels, kernel) {
+		return src
 	}
-	m, n, found := strings.Cut(rest, "x")
-	if !found {
-		return 0, 0, false
-	}
-	bm, err1 := strconv.Atoi(m)
-	bn, err2 := strconv.Atoi(n)
-	return bm, bn, err1 == nil && err2 == nil && bm > 0 && bn > 0
+	return conv.Source()
 }
 
 // convShape is the part of conv's kernel arguments the fast path needs.
 type convShape struct {
-	x, w, y                                                             hip.DevPtr
 	n, c, h, wd, k, r, s, ho, wo, padH, padW, strH, strW, dilH, dilW, g int
 }
 
-// parseConvShape reads conv's 19 kernel arguments; ok is false for
-// anything the generic twin should see (and refuse, if it is malformed).
+// parseConvShape reads the sizes among conv's kernel arguments; ok is false
+// for anything the generic twin should see (and refuse, if it is
+// malformed).
 func parseConvShape(args []hip.KernelArg) (a convShape, ok bool) {
-	if len(args) != 19 {
+	if len(args) != conv.NumConvArgs {
 		return a, false
 	}
-	for i, dst := range []*hip.DevPtr{&a.x, &a.w, &a.y} {
-		v, isPtr := args[i].(hip.DevPtr)
-		if !isPtr {
+	for i := range 3 {
+		if _, isPtr := args[i].(hip.DevPtr); !isPtr {
 			return a, false
 		}
-		*dst = v
+	}
+	if _, isFloat := args[conv.NumConvArgs-1].(float32); !isFloat {
+		return a, false
 	}
 	ints := []*int{&a.n, &a.c, &a.h, &a.wd, &a.k, &a.r, &a.s, &a.ho, &a.wo, &a.padH, &a.padW, &a.strH, &a.strW, &a.dilH, &a.dilW, &a.g}
 	for i, dst := range ints {
@@ -200,65 +199,15 @@ func coversNaive(a convShape, grid, block hip.Dim3) bool {
 	return uint64(grid.X)*uint64(block.X) >= uint64(a.n*a.k*a.ho*a.wo)
 }
 
-// coversTiled: a tiled kernel computes every output element only when its
-// grid covers every pixel tile, row tile and group, with 256-thread blocks.
-func coversTiled(bm, bn int) func(a convShape, grid, block hip.Dim3) bool {
-	return func(a convShape, grid, block hip.Dim3) bool {
-		if block != hip.D1(256) {
-			return false
-		}
-		npix, mg := a.n*a.ho*a.wo, a.k/a.g
-		return int(grid.X)*bn >= npix && int(grid.Y)*bm >= mg && int(grid.Z) >= a.g
-	}
-}
-
-// fastConv2x2 wraps a generic twin with the 2x2 single-channel fast path.
-func fastConv2x2(generic hip.GoKernel, covers func(convShape, hip.Dim3, hip.Dim3) bool) hip.GoKernel {
+// fastNaive2x2 wraps the naive twin: a covering launch of the fast shape
+// runs as the direct thin kernel's launch over the whole output.
+func fastNaive2x2(naive, direct hip.GoKernel) hip.GoKernel {
 	return func(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error {
 		a, ok := parseConvShape(args)
-		if !ok || !a.fast2x2() || !covers(a, grid, block) {
-			return generic(mem, grid, block, args)
+		if !ok || !a.fast2x2() || !coversNaive(a, grid, block) {
+			return naive(mem, grid, block, args)
 		}
-		x, err := mem.Float32s(a.x, a.n*a.c*a.h*a.wd)
-		if err != nil {
-			return generic(mem, grid, block, args) // the generic twin reports it
-		}
-		w, err := mem.Float32s(a.w, a.k*4)
-		if err != nil {
-			return generic(mem, grid, block, args)
-		}
-		y, err := mem.Float32s(a.y, a.n*a.k*a.ho*a.wo)
-		if err != nil {
-			return generic(mem, grid, block, args)
-		}
-		conv2x2(x, w, y, a)
-		return nil
-	}
-}
-
-// conv2x2 computes y for the fast shape: each output channel k reads input
-// channel k/(K/G) through its 2x2 filter.
-func conv2x2(x, w, y []float32, a convShape) {
-	kg := a.k / a.g
-	plane, out := a.h*a.wd, a.ho*a.wo
-	for n := 0; n < a.n; n++ {
-		for k := 0; k < a.k; k++ {
-			xs := x[(n*a.c+k/kg)*plane:][:plane]
-			ys := y[(n*a.k+k)*out:][:out]
-			w0, w1, w2, w3 := w[4*k], w[4*k+1], w[4*k+2], w[4*k+3]
-			for oh := 0; oh < a.ho; oh++ {
-				top := xs[oh*a.wd:][:a.wo+1]
-				bot := xs[(oh+1)*a.wd:][:a.wo+1]
-				row := ys[oh*a.wo:][:a.wo]
-				for ow := range row {
-					var acc float32
-					acc += top[ow] * w0
-					acc += top[ow+1] * w1
-					acc += bot[ow] * w2
-					acc += bot[ow+1] * w3
-					row[ow] = acc
-				}
-			}
-		}
+		whole := hip.Dim3{X: uint32((a.wo + stressBlock - 1) / stressBlock), Y: uint32(a.ho), Z: uint32(a.n * a.k)}
+		return direct(mem, whole, hip.D1(stressBlock), args)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -222,155 +223,92 @@ func (m memory) Float32s(p hip.DevPtr, n int) ([]float32, error) {
 
 func (m memory) Bytes(hip.DevPtr, int) ([]byte, error) { return nil, errors.New("not supported") }
 
-// The fast path of the stress source's conv twins computes exactly what
-// the generic twins compute, bit for bit, for every shape and launch;
-// shapes and grids outside it go to the generic twin.
+// The naive twin's fast path in the stress source computes exactly what
+// the naive twin computes, bit for bit, for every shape and alpha; shapes
+// outside it go to the naive twin.
 func TestStressConvTwinsMatchGeneric(t *testing.T) {
-	shapes := []struct {
-		p    conv.Problem
-		fast bool
-	}{
-		{stressProblem(37), true},
-		{conv.Problem{N: 2, C: 3, H: 9, W: 7, K: 6, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 3}, true},
-		{conv.Problem{N: 1, C: 1, H: 300, W: 2, K: 2, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}, true},
-		{conv.Problem{N: 1, C: 2, H: 9, W: 9, K: 1, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}, false},
-		{conv.Problem{N: 1, C: 1, H: 9, W: 9, K: 1, R: 3, S: 3, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}, false},
-		{conv.Problem{N: 1, C: 1, H: 9, W: 9, K: 1, R: 2, S: 2, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}, false},
-		{conv.Problem{N: 1, C: 1, H: 9, W: 9, K: 1, R: 2, S: 2, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1}, false},
+	shapes := []conv.Problem{
+		stressProblem(37),
+		stressProblem(300),
+		{N: 2, C: 3, H: 9, W: 7, K: 6, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 3},
+		{N: 1, C: 1, H: 300, W: 2, K: 2, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 1, C: 2, H: 9, W: 9, K: 1, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 1, C: 1, H: 9, W: 9, K: 1, R: 3, S: 3, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 1, C: 1, H: 9, W: 9, K: 1, R: 2, S: 2, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 1, C: 1, H: 9, W: 9, K: 1, R: 2, S: 2, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1},
 	}
-	generic, fast := conv.Source(), stressConvSource()
-	if fast.Text != generic.Text || len(fast.Kernels) != len(generic.Kernels) {
-		t.Fatal("the stress source must be conv's kernel text with the same entry points")
+	generic, fast := conv.DirectSource(), stressConvSource()
+	if fast.Text != generic.Text || !slices.Equal(fast.Kernels, generic.Kernels) || fast.PTX != generic.PTX {
+		t.Fatal("the stress source must be conv's direct kernel text with the same entry points and PTX")
 	}
-	for _, sh := range shapes {
-		for _, sol := range conv.Solvers() {
+	naive, _ := conv.SolverByName(conv.SolverNaive)
+	for _, p := range shapes {
+		for _, alpha := range []float32{1, stressAlpha} {
 			b := conv.Buffers{X: 0x1000, W: 0x2000, Y: 0x3000}
-			launches := sol.Plan(sh.p, b)
-			if launches == nil {
-				continue
-			}
-			x := conv.RandomTensor(sh.p.InputElements(), 7)
+			l := naive.PlanScaled(p, b, alpha)[0]
+			x := conv.RandomTensor(p.InputElements(), 7)
 			x[0], x[3] = float32(math.Copysign(0, -1)), 1e-40 // a negative zero and a subnormal
-			w := conv.RandomTensor(sh.p.WeightElements(), 8)
-			want, got := make([]float32, sh.p.OutputElements()), make([]float32, sh.p.OutputElements())
-			for _, l := range launches {
-				if err := generic.Twins[l.Kernel](memory{b.X: x, b.W: w, b.Y: want}, l.Grid, l.Block, l.Args); err != nil {
-					t.Fatal(err)
-				}
-				if err := fast.Twins[l.Kernel](memory{b.X: x, b.W: w, b.Y: got}, l.Grid, l.Block, l.Args); err != nil {
-					t.Fatal(err)
-				}
+			w := conv.RandomTensor(p.WeightElements(), 8)
+			want, got := make([]float32, p.OutputElements()), make([]float32, p.OutputElements())
+			if err := generic.Twins[l.Kernel](memory{b.X: x, b.W: w, b.Y: want}, l.Grid, l.Block, l.Args); err != nil {
+				t.Fatal(err)
+			}
+			if err := fast.Twins[l.Kernel](memory{b.X: x, b.W: w, b.Y: got}, l.Grid, l.Block, l.Args); err != nil {
+				t.Fatal(err)
 			}
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s on %s: element %d is %v, generic twin %v", sol.Name, sh.p, i, got[i], want[i])
+					t.Fatalf("%s alpha %v: element %d is %v, naive twin %v", p, alpha, i, got[i], want[i])
 				}
 			}
 		}
 	}
 }
 
-// The fast path is taken exactly where it should be: a generic twin that
-// refuses everything shows which launches reached it.
-func TestStressConvFastPathCoverage(t *testing.T) {
-	refuse := func(hip.Memory, hip.Dim3, hip.Dim3, []hip.KernelArg) error { return errors.New("generic") }
-	p := stressProblem(20)
-	b := conv.Buffers{X: 0x1000, W: 0x2000, Y: 0x3000}
-	mem := memory{b.X: make([]float32, p.InputElements()), b.W: make([]float32, 4), b.Y: make([]float32, p.OutputElements())}
-	naive, _ := conv.SolverByName(conv.SolverNaive)
-	tiled, _ := conv.SolverByName(conv.SolverImplicitGemm)
-	nl, tl := naive.Plan(p, b)[0], tiled.Plan(p, b)[0]
-	bm, bn, ok := igemmTile(tl.Kernel)
-	if !ok {
-		t.Fatalf("cannot read the tile of %s", tl.Kernel)
+// Every launch a solver plans for a stress problem is in the stress
+// source; anything else comes from conv's whole source.
+func TestStressLaunchesComeFromTheDirectSource(t *testing.T) {
+	src := stressConvSource()
+	for _, side := range []int{InputSize, InputSize - DefaultIters + 1, 2} {
+		p := stressProblem(side)
+		for _, sol := range conv.Solvers() {
+			for _, l := range sol.PlanScaled(p, conv.Buffers{}, stressAlpha) {
+				if launchSource(src, l.Kernel) != src {
+					t.Errorf("%s on %s launches %s, which the stress source lacks", sol.Name, p, l.Kernel)
+				}
+			}
+		}
 	}
-	short := hip.D1(nl.Grid.X - 1)
+	if launchSource(src, "igemm_fwd_nchw_f32_64x64") != conv.Source() {
+		t.Error("a tiled kernel does not come from conv's whole source")
+	}
+}
+
+// The fast path is taken exactly where it should be: twins that refuse
+// everything show which launches reached which.
+func TestStressConvFastPathCoverage(t *testing.T) {
+	refuse := func(hip.Memory, hip.Dim3, hip.Dim3, []hip.KernelArg) error { return errors.New("naive") }
+	accept := func(hip.Memory, hip.Dim3, hip.Dim3, []hip.KernelArg) error { return nil }
+	twin := fastNaive2x2(refuse, accept)
+	p := stressProblem(20)
+	naive, _ := conv.SolverByName(conv.SolverNaive)
+	nl := naive.Plan(p, conv.Buffers{X: 0x1000, W: 0x2000, Y: 0x3000})[0]
 	for _, tt := range []struct {
 		name      string
-		twin      hip.GoKernel
 		grid, blk hip.Dim3
 		args      []hip.KernelArg
 		wantFast  bool
 	}{
-		{"naive, covering grid", fastConv2x2(refuse, coversNaive), nl.Grid, nl.Block, nl.Args, true},
-		{"naive, short grid", fastConv2x2(refuse, coversNaive), short, nl.Block, nl.Args, false},
-		{"naive, oversized block", fastConv2x2(refuse, coversNaive), nl.Grid, hip.D1(512), nl.Args, false},
-		{"tiled, covering grid", fastConv2x2(refuse, coversTiled(bm, bn)), tl.Grid, tl.Block, tl.Args, true},
-		{"tiled, short grid", fastConv2x2(refuse, coversTiled(bm, bn)), hip.D1(1), tl.Block, tl.Args, false},
-		{"wrong argument type", fastConv2x2(refuse, coversNaive), nl.Grid, nl.Block, append(append([]hip.KernelArg{}, nl.Args[:3]...), make([]hip.KernelArg, 16)...), false},
-		{"too few arguments", fastConv2x2(refuse, coversNaive), nl.Grid, nl.Block, nl.Args[:5], false},
+		{"covering grid", nl.Grid, nl.Block, nl.Args, true},
+		{"short grid", hip.D1(nl.Grid.X - 1), nl.Block, nl.Args, false},
+		{"oversized block", nl.Grid, hip.D1(512), nl.Args, false},
+		{"wrong argument type", nl.Grid, nl.Block, append(append([]hip.KernelArg{}, nl.Args[:3]...), make([]hip.KernelArg, 17)...), false},
+		{"alpha not a float32", nl.Grid, nl.Block, append(append([]hip.KernelArg{}, nl.Args[:conv.NumConvArgs-1]...), 0.25), false},
+		{"too few arguments", nl.Grid, nl.Block, nl.Args[:5], false},
 	} {
-		err := tt.twin(mem, tt.grid, tt.blk, tt.args)
+		err := twin(memory{}, tt.grid, tt.blk, tt.args)
 		if (err == nil) != tt.wantFast {
 			t.Errorf("%s: error %v, want the fast path %v", tt.name, err, tt.wantFast)
-		}
-	}
-}
-
-func TestDivTwin(t *testing.T) {
-	values := []float32{1, -3, 0, float32(math.Copysign(0, -1)), 1e-38, 1e-45, 3.4e38, float32(math.Inf(1)), float32(math.NaN()), 7.25}
-	for _, tt := range []struct {
-		divisor float32
-		grid    uint32
-		want    int // elements divided
-	}{
-		{4, 1, len(values)},  // a power of two: multiplied by the exact reciprocal
-		{3, 1, len(values)},  // not one: divided
-		{-2, 1, len(values)}, // negative: divided
-		{0.5, 1, len(values)},
-		{float32(math.Ldexp(1, -127)), 1, len(values)}, // a subnormal divisor: divided
-		{4, 0, 0}, // an empty grid does nothing
-	} {
-		y := append([]float32(nil), values...)
-		grid, block, args := divLaunch(0x10, len(y), tt.divisor)
-		if tt.grid == 0 {
-			grid = hip.D1(0)
-		}
-		if err := divTwin(memory{0x10: y}, grid, block, args); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range values {
-			want := v
-			if i < tt.want {
-				want = v / tt.divisor
-			}
-			if math.Float32bits(y[i]) != math.Float32bits(want) && !(want != want && y[i] != y[i]) {
-				t.Errorf("divisor %v: element %d (%v) became %v, want %v", tt.divisor, i, v, y[i], want)
-			}
-		}
-	}
-	// A partial grid divides only the elements it has threads for.
-	y := []float32{8, 8, 8}
-	if err := divTwin(memory{0x10: y}, hip.D1(1), hip.D1(2), []hip.KernelArg{hip.DevPtr(0x10), uint32(3), float32(2)}); err != nil || y[0] != 4 || y[1] != 4 || y[2] != 8 {
-		t.Errorf("partial grid: %v, %v", y, err)
-	}
-	for _, args := range [][]hip.KernelArg{
-		{hip.DevPtr(0x10), int32(3), float32(2)},
-		{hip.DevPtr(0x10), uint32(3)},
-		{uint64(0x10), uint32(3), float32(2)},
-	} {
-		if err := divTwin(memory{0x10: y}, hip.D1(1), hip.D1(256), args); hip.CodeOf(err) != hip.ErrInvalidValue {
-			t.Errorf("args %v: error %v, want an invalid value", args, err)
-		}
-	}
-	if err := divTwin(memory{}, hip.D1(1), hip.D1(256), []hip.KernelArg{hip.DevPtr(0x10), uint32(3), float32(2)}); err == nil {
-		t.Error("dividing memory that is not there succeeded")
-	}
-}
-
-func TestExactReciprocal(t *testing.T) {
-	for _, tt := range []struct {
-		d    float32
-		inv  float32
-		want bool
-	}{
-		{4, 0.25, true}, {1, 1, true}, {0.125, 8, true}, {3, 0, false}, {-4, 0, false}, {0, 0, false},
-		{float32(math.Inf(1)), 0, false}, {float32(math.NaN()), 0, false}, {1e-45, 0, false},
-		{float32(math.Ldexp(1, 127)), 0, false}, // 2^-127 is subnormal
-	} {
-		inv, ok := exactReciprocal(tt.d)
-		if ok != tt.want || (ok && inv != tt.inv) {
-			t.Errorf("exactReciprocal(%v) = %v, %v; want %v, %v", tt.d, inv, ok, tt.inv, tt.want)
 		}
 	}
 }
