@@ -116,3 +116,27 @@ func TestAcquireReturnsTheStickyErrorWithoutRetesting(t *testing.T) {
 		}
 	}
 }
+
+// With nothing draining the poller sleeps until an Abandon wakes it: once
+// idle, it does not come back to idle again on a timer. A poller that woke
+// every PollSleepMax would idle again within a millisecond; the window
+// below is hundreds of those.
+func TestThePollerStaysAsleepWhileNothingDrains(t *testing.T) {
+	f := newFixture(t, Options{Policy: Poller, MaxDraining: 1})
+	idle := make(chan struct{}, 1024)
+	f.tr.beforeIdle = func() { idle <- struct{}{} }
+	a := f.abandonGated(t, f.acquire(t), f.buffer(8), true)
+	a.gate.Open()
+	streamtest.Recv(t, "scratch freed by the poller", a.buf.Freed())
+	streamtest.Recv(t, "the poller idle", idle)
+	for len(idle) > 0 { // idles before the slot arrived
+		<-idle
+	}
+	window := time.NewTimer(300 * time.Millisecond)
+	defer window.Stop()
+	select {
+	case <-idle:
+		t.Fatal("the idle poller woke with nothing draining and no Abandon")
+	case <-window.C:
+	}
+}
