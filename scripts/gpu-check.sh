@@ -152,9 +152,13 @@ run() {
 				echo "Hops in µs from the kernel's own last write (a flag in host-mapped memory that a spinning"
 				echo "thread watches): callback = the driver's callback thread starting (the floor), awake = the"
 				echo "worker woken (worker) or the done event seen (poller), free-start, freed. worker-futex is the"
-				echo "worker without its spin. Ratios: Abandon / bare host-function enqueue (goal ≤ 1.1), Handle.Run /"
+				echo "worker without its spin; worker-isolated finds the worker asleep before every Abandon (so Abandon"
+				echo "pays the wake), worker-isolated-nowake leaves the wake to the callback (NoAbandonWake); split"
+				echo "separates the driver's share of Abandon from the tracker's own, wakes/abandon counts Abandons that"
+				echo "made the wake system call. Ratios: Abandon / bare host-function enqueue on the same slot, the two"
+				echo "alternating in one loop (goal ≤ 1.1), Handle.Run /"
 				echo "raw launch (goal 1.00 ± 0.02). PollerCPU: the process's CPU while a slot drains 200 ms and while"
-				echo "none does (goal ≤ 5 % and 0 % of a core). HandoffStandIn: callback entry to free start on the CPU"
+				echo "none does (goal ≤ 5 % and 0 % of a core; pct-thread-* is the poller's own thread). HandoffStandIn: callback entry to free start on the CPU"
 				echo "(goal ≤ 10 µs)."
 				echo
 				grep -E '^(goos|goarch|cpu):' "$rraw" | awk '!seen[$0]++' | sed 's/^/    /'
@@ -166,7 +170,7 @@ run() {
 			echo -e "\n## Heuristic model cache and inference on the host CPU (medians of 6 runs)" >>"$out"
 			local hraw=$dir/heuristics-raw.txt
 			echo "[heuristics] running" | tee -a "$LOG"
-			"$BIN/cache.test" -test.run XXX -test.bench CacheHit -test.count 6 >"$hraw" 2>>"$LOG"
+			"$BIN/cache.test" -test.run XXX -test.bench 'CacheHit|CacheHold' -test.count 6 >"$hraw" 2>>"$LOG"
 			"$BIN/builtin.test" -test.run XXX -test.bench ScoresBuiltin -test.count 6 >>"$hraw" 2>>"$LOG"
 			local ratios=() g
 			for g in 1 2 8 64; do
@@ -175,7 +179,7 @@ run() {
 			{
 				echo
 				echo '```'
-				echo "\$ bin/cache.test -test.bench CacheHit -test.count 6    # a hit of the model cache, ns per Get with g goroutines asking at once"
+				echo "\$ bin/cache.test -test.bench 'CacheHit|CacheHold' -test.count 6    # a hit of the model cache, ns per Get with g goroutines asking at once"
 				echo "\$ bin/builtin.test -test.bench ScoresBuiltin -test.count 6    # one heuristic query: features, inference, ranking"
 				echo '```'
 				echo

@@ -71,9 +71,15 @@ func (c *Caches) Barrier() {
 	c.Files.Barrier()
 }
 
-// TunaNetFor returns arch's TunaNet, loading it from fsys on a miss.
+// TunaNetFor returns arch's TunaNet, loading it from fsys on a miss. The
+// lookups below Peek first so that a hit makes no loader (a closure,
+// allocated whenever it is made).
 func (c *Caches) TunaNetFor(fsys fs.FS, arch string) (*TunaNet, error) {
-	return c.TunaNet.Get(cache.SetKey{Arch: arch}, tunaNetLoader(fsys, arch))
+	key := cache.SetKey{Arch: arch}
+	if m, ok := c.TunaNet.Peek(key); ok {
+		return m, nil
+	}
+	return c.TunaNet.Get(key, tunaNetLoader(fsys, arch))
 }
 
 // HoldTunaNet is TunaNetFor for a caller that calls Done on the result
@@ -88,7 +94,11 @@ func tunaNetLoader(fsys fs.FS, arch string) func() (*TunaNet, error) {
 
 // KTNFor returns a KTN model set, loading it from fsys on a miss.
 func (c *Caches) KTNFor(fsys fs.FS, arch, set string) (*KTN, error) {
-	return c.KTN.Get(cache.SetKey{Arch: arch, Solver: set}, ktnLoader(fsys, arch, set))
+	key := cache.SetKey{Arch: arch, Solver: set}
+	if m, ok := c.KTN.Peek(key); ok {
+		return m, nil
+	}
+	return c.KTN.Get(key, ktnLoader(fsys, arch, set))
 }
 
 // HoldKTN is KTNFor for a caller that calls Done when it has finished.
@@ -103,7 +113,11 @@ func ktnLoader(fsys fs.FS, arch, set string) func() (*KTN, error) {
 // File returns the fdeep model in file name of fsys under key, loading it
 // on a miss (MIOpen's GetFdeepModel(path, key)).
 func (c *Caches) File(fsys fs.FS, name, key string) (*fdeep.Model, error) {
-	return c.Files.Get(cache.FileKey{Path: name, Key: key}, fileLoader(fsys, name))
+	k := cache.FileKey{Path: name, Key: key}
+	if m, ok := c.Files.Peek(k); ok {
+		return m, nil
+	}
+	return c.Files.Get(k, fileLoader(fsys, name))
 }
 
 // HoldFile is File for a caller that calls Done when it has finished.

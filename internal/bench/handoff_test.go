@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -189,23 +192,33 @@ const hopsKernel = 50 * time.Microsecond
 // the reclaim thread awake with work (worker woken by the callback; poller
 // seeing the done event), the deallocator starting, and the scratch freed.
 // Medians and p90 in µs. worker-futex is the worker without its spin: the
-// futex wake alone. On the simulator t0 is stamped by the kernel's Go twin
-// itself (see twinEnd).
+// futex wake alone. The isolated variants pause before each Abandon until
+// the worker has gone to sleep: worker-isolated, where Abandon wakes it
+// (paying a system call, see BenchmarkPaired), and worker-isolated-nowake
+// (streams.Options.NoAbandonWake), where the callback does. On the
+// simulator t0 is stamped by the kernel's Go twin itself (see twinEnd).
 func BenchmarkHops(b *testing.B) {
 	for _, v := range []struct {
 		name   string
 		policy streams.Policy
-		spin   time.Duration
+		opts   streams.Options
+		pause  bool
 	}{
-		{"worker", streams.Worker, 0},
-		{"worker-futex", streams.Worker, -1},
-		{"poller", streams.Poller, 0},
+		{"worker", streams.Worker, streams.Options{}, false},
+		{"worker-futex", streams.Worker, streams.Options{Spin: -1}, false},
+		{"worker-isolated", streams.Worker, streams.Options{}, true},
+		{"worker-isolated-nowake", streams.Worker, streams.Options{NoAbandonWake: true}, true},
+		{"poller", streams.Poller, streams.Options{}, false},
 	} {
-		b.Run(v.name, func(b *testing.B) { benchHops(b, v.policy, v.spin) })
+		b.Run(v.name, func(b *testing.B) { benchHops(b, v.policy, v.opts, v.pause) })
 	}
 }
 
-func benchHops(b *testing.B, policy streams.Policy, spin time.Duration) {
+// workerAsleep is how long after its last work the worker is surely
+// asleep: a benchmark's pause, not a synchronization.
+const workerAsleep = 4 * streams.DefaultSpin
+
+func benchHops(b *testing.B, policy streams.Policy, opts streams.Options, pause bool) {
 	d := device(b)
 	mapper, ok := d.(hip.HostMapper)
 	if !ok {
@@ -240,7 +253,8 @@ func benchHops(b *testing.B, policy streams.Policy, spin time.Duration) {
 		CallbackEntered: func() { callback.Store(c.now()) },
 		Awake:           func() { awake.Store(c.now()) },
 	}
-	tr, err := streams.New(d, streams.Options{Policy: policy, MaxDraining: 2, Spin: spin, Trace: trace})
+	opts.Policy, opts.MaxDraining, opts.Trace = policy, 2, trace
+	tr, err := streams.New(d, opts)
 	must(b, err)
 	b.Cleanup(func() { _ = tr.Close() })
 	var w *watcher
@@ -266,6 +280,9 @@ func benchHops(b *testing.B, policy streams.Policy, spin time.Duration) {
 		must(b, d.EventRecord(ev, slot.Stream()))
 		if policy == streams.Poller {
 			must(b, d.LaunchHostFunc(slot.Stream(), func() { callback.Store(c.now()) }))
+		}
+		if pause {
+			time.Sleep(workerAsleep)
 		}
 		tr.Abandon(slot, ev)
 		select {
@@ -315,31 +332,78 @@ func quantile(xs []float64, q float64) float64 {
 
 // BenchmarkPaired compares what runs on the caller's thread with its bare
 // runtime floor, the two alternating in one loop so that both see the same
-// machine: Abandon under the worker policy (bookkeeping, the host function's
-// enqueue, the worker's wake to spin; worker-futex without it) against a
-// bare host-function enqueue, both
-// behind a running kernel; and Handle.Run under worker and poller against
-// a raw LaunchKernel, in blocks of launches. The ratio of medians is the
-// figure: goal ≤ 1.1 for Abandon, 1.00 ± 0.02 for Run.
+// machine, and Handle.Run under worker and poller against a raw
+// LaunchKernel, in blocks of launches. The ratio of medians is the figure:
+// goal ≤ 1.1 for Abandon, 1.00 ± 0.02 for Run.
+//
+// Abandon (bookkeeping, the host function's enqueue, and a wake of the
+// worker when it sleeps) is timed against a bare host-function enqueue on
+// the same kind of stream in the same state: each iteration acquires a
+// slot, starts a kernel on it and records its done event, then times
+// either Abandon or a bare enqueue on that slot, turn about; after a bare
+// enqueue the slot is abandoned untimed, so both turns leave the tracker
+// and the driver the same work. Variants: worker (the default spin: a run
+// of Abandons finds the worker spinning), worker-futex (no spin: no
+// Abandon ever wakes the worker), worker-isolated (each turn comes after
+// the worker has gone to sleep, so Abandon pays the wake that keeps its
+// callback's latency low; see BenchmarkHops), worker-isolated-nowake
+// (streams.Options.NoAbandonWake: it does not), and split, which also
+// times the enqueue inside Abandon (ns-launch-in-abandon-p50) to tell the
+// driver's share from the tracker's own (ns-own-p50). wakes/abandon is the
+// share of timed Abandons that woke the worker.
 func BenchmarkPaired(b *testing.B) {
-	b.Run("abandon-vs-enqueue/worker", func(b *testing.B) { benchPairedAbandon(b, 0) })
-	b.Run("abandon-vs-enqueue/worker-futex", func(b *testing.B) { benchPairedAbandon(b, -1) })
+	for _, v := range []struct {
+		name     string
+		opts     streams.Options
+		isolated bool
+		split    bool
+	}{
+		{"worker", streams.Options{}, false, false},
+		{"worker-futex", streams.Options{Spin: -1}, false, false},
+		{"worker-isolated", streams.Options{}, true, false},
+		{"worker-isolated-nowake", streams.Options{NoAbandonWake: true}, true, false},
+		{"split", streams.Options{}, false, true},
+	} {
+		b.Run("abandon-vs-enqueue/"+v.name, func(b *testing.B) { benchPairedAbandon(b, v.opts, v.isolated, v.split) })
+	}
 	for _, p := range []streams.Policy{streams.Worker, streams.Poller} {
 		b.Run("run-vs-raw/"+string(p), func(b *testing.B) { benchPairedRun(b, p) })
 	}
 }
 
-func benchPairedAbandon(b *testing.B, spin time.Duration) {
+// launchTimer times the host-function enqueues made through it while on.
+type launchTimer struct {
+	hip.Device
+	on   bool
+	last time.Duration
+}
+
+func (l *launchTimer) LaunchHostFunc(s hip.Stream, fn func()) error {
+	if !l.on {
+		return l.Device.LaunchHostFunc(s, fn)
+	}
+	t0 := time.Now()
+	err := l.Device.LaunchHostFunc(s, fn)
+	l.last = time.Since(t0)
+	return err
+}
+
+func benchPairedAbandon(b *testing.B, opts streams.Options, isolated, split bool) {
 	d := device(b)
 	k := load(b, d)
-	tr, err := streams.New(d, streams.Options{Policy: streams.Worker, MaxDraining: 64, Spin: spin})
+	var dev hip.Device = d
+	timer := &launchTimer{Device: d}
+	if split {
+		dev = timer
+	}
+	opts.Policy, opts.MaxDraining = streams.Worker, 64
+	tr, err := streams.New(dev, opts)
 	must(b, err)
 	defer tr.Close()
-	bare, err := d.StreamCreate(hip.StreamNonBlocking)
-	must(b, err)
-	defer d.StreamDestroy(bare)
 	noop := func() {}
-	var abandon, enqueue []float64
+	var abandon, enqueue, inside, own []float64
+	timedAbandons, wakes := 0, int64(0)
+	turn := 0
 	for b.Loop() {
 		s, err := tr.Acquire(context.Background())
 		must(b, err)
@@ -348,23 +412,41 @@ func benchPairedAbandon(b *testing.B, spin time.Duration) {
 		ev, err := d.EventCreate(hip.EventDisableTiming)
 		must(b, err)
 		must(b, d.EventRecord(ev, s.Stream()))
-		t0 := time.Now()
-		tr.Abandon(s, ev)
-		abandon = append(abandon, float64(time.Since(t0).Nanoseconds()))
-
-		k.spinOn(b, d, bare, 20*time.Microsecond)
-		t0 = time.Now()
-		must(b, d.LaunchHostFunc(bare, noop))
-		enqueue = append(enqueue, float64(time.Since(t0).Nanoseconds()))
-		if len(enqueue)%64 == 0 {
-			must(b, d.StreamSynchronize(bare))
+		if isolated {
+			time.Sleep(workerAsleep)
 		}
+		if turn++; turn%2 == 1 {
+			before := tr.Counters().AbandonWakes
+			timer.on = split
+			t0 := time.Now()
+			tr.Abandon(s, ev)
+			ns := float64(time.Since(t0).Nanoseconds())
+			timer.on = false
+			abandon = append(abandon, ns)
+			if split {
+				inside = append(inside, float64(timer.last.Nanoseconds()))
+				own = append(own, ns-float64(timer.last.Nanoseconds()))
+			}
+			timedAbandons++
+			wakes += tr.Counters().AbandonWakes - before
+			continue
+		}
+		t0 := time.Now()
+		must(b, d.LaunchHostFunc(s.Stream(), noop))
+		enqueue = append(enqueue, float64(time.Since(t0).Nanoseconds()))
+		tr.Abandon(s, ev)
 	}
-	must(b, d.StreamSynchronize(bare))
 	a, e := quantile(abandon, 0.5), quantile(enqueue, 0.5)
 	b.ReportMetric(a, "ns-abandon-p50")
 	b.ReportMetric(e, "ns-enqueue-p50")
 	b.ReportMetric(a/e, "ratio-abandon/enqueue")
+	if split {
+		b.ReportMetric(quantile(inside, 0.5), "ns-launch-in-abandon-p50")
+		b.ReportMetric(quantile(own, 0.5), "ns-own-p50")
+	}
+	if timedAbandons > 0 {
+		b.ReportMetric(float64(wakes)/float64(timedAbandons), "wakes/abandon")
+	}
 }
 
 // runBlock is the number of launches timed together in BenchmarkPaired's
@@ -415,18 +497,23 @@ func benchPairedRun(b *testing.B, policy streams.Policy) {
 // pollerDrain is how long the abandoned kernel of BenchmarkPollerCPU runs.
 const pollerDrain = 200 * time.Millisecond
 
-// BenchmarkPollerCPU is what the poller costs the host: the process's CPU
-// time, in percent of one core, while one abandoned slot drains for 200 ms
-// (the poller spins briefly, then sleeps with a backed-off period) and for
-// as long again with nothing draining (goal: 0). The kernel runs on the
-// device (a timer on the simulator), so the process has nothing else to do.
+// BenchmarkPollerCPU is what the poller costs the host, in percent of one
+// core, while one abandoned slot drains for 200 ms (the poller spins
+// briefly, then sleeps with a backed-off period) and for as long again with
+// nothing draining (goal: 0). The kernel runs on the device (a timer on the
+// simulator). pct-core-* is the whole process's CPU time, which also counts
+// the Go runtime's own threads and the driver's; pct-thread-* is the
+// poller's own OS thread alone (Linux: its schedstat), which tells the
+// poller's idle cost from the process's background.
 func BenchmarkPollerCPU(b *testing.B) {
 	d := device(b)
 	k := load(b, d)
-	tr, err := streams.New(d, streams.Options{Policy: streams.Poller, MaxDraining: 2})
+	var tid atomic.Int64
+	tr, err := streams.New(d, streams.Options{Policy: streams.Poller, MaxDraining: 2,
+		Trace: &streams.Trace{Started: func() { tid.Store(int64(syscall.Gettid())) }}})
 	must(b, err)
 	defer tr.Close()
-	var draining, idle []float64
+	var draining, idle, threadDraining, threadIdle []float64
 	for b.Loop() {
 		s, err := tr.Acquire(context.Background())
 		must(b, err)
@@ -436,16 +523,29 @@ func BenchmarkPollerCPU(b *testing.B) {
 		ev, err := d.EventCreate(hip.EventDisableTiming)
 		must(b, err)
 		must(b, d.EventRecord(ev, s.Stream()))
-		cpu0, t0 := processCPU(b), time.Now()
+		cpu0, th0, t0 := processCPU(b), threadCPU(tid.Load()), time.Now()
 		tr.Abandon(s, ev)
 		<-p.done
-		draining = append(draining, 100*float64(processCPU(b)-cpu0)/float64(time.Since(t0)))
-		cpu0, t0 = processCPU(b), time.Now()
+		elapsed := float64(time.Since(t0))
+		draining = append(draining, 100*float64(processCPU(b)-cpu0)/elapsed)
+		// The thread exists from the first Abandon on.
+		if th0 >= 0 {
+			threadDraining = append(threadDraining, 100*float64(threadCPU(tid.Load())-th0)/elapsed)
+		}
+		cpu0, th0, t0 = processCPU(b), threadCPU(tid.Load()), time.Now()
 		time.Sleep(pollerDrain) // measuring idle cost: nothing to wait for
-		idle = append(idle, 100*float64(processCPU(b)-cpu0)/float64(time.Since(t0)))
+		elapsed = float64(time.Since(t0))
+		idle = append(idle, 100*float64(processCPU(b)-cpu0)/elapsed)
+		if th0 >= 0 {
+			threadIdle = append(threadIdle, 100*float64(threadCPU(tid.Load())-th0)/elapsed)
+		}
 	}
 	b.ReportMetric(quantile(draining, 0.5), "pct-core-draining")
 	b.ReportMetric(quantile(idle, 0.5), "pct-core-idle")
+	if len(threadIdle) > 0 {
+		b.ReportMetric(quantile(threadDraining, 0.5), "pct-thread-draining")
+		b.ReportMetric(quantile(threadIdle, 0.5), "pct-thread-idle")
+	}
 	b.ReportMetric(float64(tr.Counters().Polls)/float64(b.N), "polls/drain")
 }
 
@@ -454,4 +554,25 @@ func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	must(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// threadCPU is the CPU time so far of the process's thread tid, from
+// /proc/self/task/TID/schedstat (Linux); -1 where that cannot be read.
+func threadCPU(tid int64) time.Duration {
+	if tid <= 0 {
+		return -1
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
+	if err != nil {
+		return -1
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return -1
+	}
+	ns, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return time.Duration(ns)
 }

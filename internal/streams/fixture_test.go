@@ -199,6 +199,7 @@ func wantCounters(t *testing.T, got Counters, want map[string]int64) {
 		"LateCallbacks": got.LateCallbacks, "ScratchBytesPinned": got.ScratchBytesPinned,
 		"ScratchFreed": got.ScratchFreed, "FreeErrors": got.FreeErrors,
 		"Draining": int64(got.Draining), "Streams": int64(got.Streams),
+		"AbandonWakes": got.AbandonWakes,
 	}
 	for name, w := range want {
 		g, ok := fields[name]

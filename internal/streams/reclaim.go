@@ -47,8 +47,24 @@ func (w *waker) signal() {
 // wait returns true once signalled, false after d (d <= 0: only on a
 // signal, or spuriously). It first spins on the word for spin, then sleeps.
 func (w *waker) wait(spin, d time.Duration) bool {
+	return w.waitWatching(spin, d, nil)
+}
+
+// waitWatching is wait for a thread that also spins on activity: while it
+// spins, a change of *activity (read every few dozen turns, so that the
+// writer's cache line is not fought over) restarts the spin; and once it
+// has announced that it sleeps it sleeps only if *activity has not changed
+// since it last looked. A writer that bumps *activity and then finds
+// sleeping clear may therefore skip signal: the thread either sees the
+// bump and spins again, or the writer sees it asleep and signals. nil
+// watches nothing.
+func (w *waker) waitWatching(spin, d time.Duration, activity *atomic.Int64) bool {
 	if w.word.Swap(0) != 0 {
 		return true
+	}
+	var seen int64
+	if activity != nil {
+		seen = activity.Load()
 	}
 	if spin > 0 {
 		end := time.Now().Add(spin)
@@ -57,18 +73,30 @@ func (w *waker) wait(spin, d time.Duration) bool {
 				w.word.Store(0)
 				return true
 			}
-			if i%64 == 0 && time.Now().After(end) {
+			if i%64 != 0 {
+				continue
+			}
+			now := time.Now()
+			if activity != nil {
+				if a := activity.Load(); a != seen {
+					seen, end = a, now.Add(spin)
+				}
+			}
+			if now.After(end) {
 				break
 			}
 		}
 	}
 	w.sleeping.Store(1)
-	if w.word.Load() == 0 {
+	if w.word.Load() == 0 && (activity == nil || activity.Load() == seen) {
 		futexWait(&w.word, d)
 	}
 	w.sleeping.Store(0)
 	return w.word.Swap(0) != 0
 }
+
+// asleep reports whether the thread is in, or entering, its futex wait.
+func (w *waker) asleep() bool { return w.sleeping.Load() != 0 }
 
 // stack is a lock-free stack of values; pushAll takes everything at once,
 // oldest first. A callback thread may push while the reclaim thread takes.
@@ -122,6 +150,9 @@ type reclaimThread struct {
 
 	spin     time.Duration // see Options.Spin
 	maxSleep time.Duration // see Options.PollSleepMax
+	// wakeOnAbandon: an Abandon wakes a sleeping worker to spin (Spin on,
+	// NoAbandonWake off).
+	wakeOnAbandon bool
 }
 
 // minPollSleep is the poller's first sleep after its spin.
@@ -147,6 +178,9 @@ func (r *reclaimThread) run(loop func(*reclaimThread), ready chan<- struct{}) {
 		r.err = fmt.Errorf("stream tracker %s thread: set relaxed capture mode: %w", t.policy, err)
 	}
 	restoreSlack := preciseSleeps()
+	if t.trace != nil && t.trace.Started != nil {
+		t.trace.Started()
+	}
 	close(ready)
 	loop(r)
 	// Pins handed over after this are freed by whoever disposes them.
@@ -192,9 +226,11 @@ func (r *reclaimThread) freeAll(ps []Pin) {
 }
 
 // runWorker is the worker policy's loop: sleep until a callback delivers
-// an abandonment (or Abandon or dispose pokes), retire what was delivered,
-// free. While slots drain it spins for Spin before it sleeps, so that a
-// callback arriving soon finds it awake.
+// an abandonment (or dispose hands pins over), retire what was delivered,
+// free. After each batch, and after each Abandon it notices, it spins for
+// Spin before it sleeps: a callback arriving soon finds it awake, and so
+// does the next of a run of Abandons, which then needs no system call to
+// wake it (see queueCallback).
 func (r *reclaimThread) runWorker() {
 	t := r.t
 	for {
@@ -203,11 +239,7 @@ func (r *reclaimThread) runWorker() {
 			r.workerBatch()
 			return
 		}
-		var spin time.Duration
-		if t.draining.Load() > 0 {
-			spin = r.spin
-		}
-		if r.wake.wait(spin, 0) {
+		if r.wake.waitWatching(r.spin, 0, &t.c.abandoned) {
 			t.c.wakeups.Add(1)
 		}
 	}
@@ -353,19 +385,25 @@ func (r *reclaimThread) pollOnce(active []*abandonment) ([]*abandonment, int) {
 }
 
 // queueCallback is the worker policy's step of Abandon: a host function
-// behind the slot's work delivers the abandonment to the worker.
+// behind the slot's work delivers the abandonment to the worker. A worker
+// that spins has already seen this Abandon (Abandon counts it first, and
+// the worker watches the count) and spins on; only a sleeping one is woken
+// here, after the enqueue, so that the callback finds it spinning. That
+// wake is one system call on the caller's thread, paid only by an Abandon
+// that comes after the worker went to sleep (Spin after its last work);
+// with Spin negative or NoAbandonWake it is never paid, and the callback
+// wakes the worker itself.
 func (t *Tracker) queueCallback(a *abandonment) {
 	r := t.startThread()
-	if r.spin > 0 {
-		// Wake the worker to spin while the slot drains; before the
-		// enqueue, so that it is awake even for a callback that runs at
-		// once.
-		r.wake.signal()
-	}
 	if err := t.dev.LaunchHostFunc(a.slot.stream, func() { t.onCallback(a) }); err != nil {
 		// The callback will never run; the done event (or a stream query)
 		// is the slot's way home: Acquire's backstop, or Close.
 		t.c.queueFailed.Add(1)
+		return
+	}
+	if r.wakeOnAbandon && r.wake.asleep() {
+		t.c.abandonWakes.Add(1)
+		r.wake.signal()
 	}
 }
 

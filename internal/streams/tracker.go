@@ -62,7 +62,10 @@ type Counters struct {
 	// streams were still busy at its deadline: still on the device.
 	LeakedBytes   int64
 	WorkerWakeups int64 // wake-ups of the worker or the poller
-	Polls         int64 // done-event (or stream) queries made by the poller
+	// AbandonWakes counts Abandons that found the worker asleep and woke
+	// it: a system call on the caller's thread (see Options.Spin).
+	AbandonWakes int64
+	Polls        int64 // done-event (or stream) queries made by the poller
 	// LastAbandonedFor is, for the slot retired last, the time from its
 	// Abandon to its retirement: how long the abandoned work went on
 	// (plus the reclaim's own delay).
@@ -98,7 +101,7 @@ type abandonment struct {
 	slot  *Slot
 	pin   Pin
 	done  hip.Event
-	at    time.Time
+	at    int64 // monoNow at Abandon
 	state atomic.Int32
 }
 
@@ -123,11 +126,29 @@ type Options struct {
 	// RetestEvery is the backstop re-test period of a waiting Acquire
 	// (10 ms when zero).
 	RetestEvery time.Duration
-	// Spin is how long the reclaim thread spins while slots drain before
-	// it sleeps: the worker on its wake word after an Abandon or a wake,
+	// Spin is how long the reclaim thread spins before it sleeps: the
+	// worker on its wake word after its last Abandon, callback or wake,
 	// the poller querying back to back after a slot arrives or retires.
 	// Zero means DefaultSpin; negative means never spin.
+	//
+	// For the worker it is a trade between the caller of Abandon and the
+	// reclaim's latency. An Abandon that finds the worker spinning costs
+	// its caller nothing beyond the enqueue and the bookkeeping, and the
+	// callback finds the worker awake (a few µs from callback to free).
+	// One that finds it asleep (Spin after its last work) wakes it, one
+	// system call on the caller's thread, so that the callback still finds
+	// it awake. Without the spin no Abandon ever wakes the worker and the
+	// callback does, with the scheduler's wake-up latency (~20 µs on a
+	// virtual machine) between callback and free; the worker then uses no
+	// CPU between callbacks.
 	Spin time.Duration
+	// NoAbandonWake keeps Abandon from ever waking a sleeping worker: no
+	// system call on the caller's thread, ever, at the price of the reclaim
+	// latency of an Abandon that finds the worker asleep: its callback then
+	// wakes the worker itself (~20 µs from callback to free on a virtual
+	// machine rather than a few). Runs of Abandons within Spin of one
+	// another are unaffected, as the worker spins through them.
+	NoAbandonWake bool
 	// PollSleepMax caps the poller's backed-off sleep between queries
 	// (DefaultPollSleepMax when zero).
 	PollSleepMax time.Duration
@@ -141,9 +162,10 @@ type Options struct {
 // Defaults of Options.
 const (
 	// DefaultSpin covers the driver's own delay in starting a host
-	// callback after a kernel ends (~137 µs median on the H200), so a
-	// callback for work that ends soon after its Abandon finds the worker
-	// awake; it costs at most that much of one core per Abandon.
+	// callback after a kernel ends (~60-140 µs on the H200), so a callback
+	// for work that ends soon after its Abandon finds the worker awake, and
+	// the next Abandon of a run finds it spinning; it costs at most that
+	// much of one core after each Abandon or callback.
 	DefaultSpin         = 250 * time.Microsecond
 	DefaultPollSleepMax = time.Millisecond
 	DefaultCloseTimeout = 30 * time.Second
@@ -159,6 +181,10 @@ type Trace struct {
 	// slot: the worker woken by a callback's delivery, the poller seeing a
 	// done event complete.
 	Awake func()
+	// Started is called on the reclaim thread (worker or poller), locked
+	// to its OS thread, once it is set up: a benchmark can learn which
+	// thread's CPU time is the reclaim's own.
+	Started func()
 }
 
 // Tracker owns the disposable streams of one handle.
@@ -215,6 +241,7 @@ type Tracker struct {
 type counters struct {
 	acquired, released, abandoned, byCallback, byPoller, byBackstop, byLaunch atomic.Int64
 	queueFailed, late, freed, freeErrors, leaked, wakeups, polls              atomic.Int64
+	abandonWakes                                                              atomic.Int64
 }
 
 // New makes a tracker for dev.
@@ -262,7 +289,8 @@ func New(dev hip.Device, opts Options) (*Tracker, error) {
 		retired:      make(chan struct{}),
 	}
 	if b.loop != nil {
-		t.reclaim = &reclaimThread{t: t, done: make(chan struct{}), spin: opts.Spin, maxSleep: max(opts.PollSleepMax, minPollSleep)}
+		t.reclaim = &reclaimThread{t: t, done: make(chan struct{}), spin: opts.Spin, maxSleep: max(opts.PollSleepMax, minPollSleep),
+			wakeOnAbandon: opts.Spin > 0 && !opts.NoAbandonWake}
 	}
 	return t, nil
 }
@@ -299,6 +327,7 @@ func (t *Tracker) Counters() Counters {
 		FreeErrors:          t.c.freeErrors.Load(),
 		LeakedBytes:         t.c.leaked.Load(),
 		WorkerWakeups:       t.c.wakeups.Load(),
+		AbandonWakes:        t.c.abandonWakes.Load(),
 		Polls:               t.c.polls.Load(),
 		LastAbandonedFor:    time.Duration(t.lastDrained.Load()),
 		Draining:            int(draining),
@@ -427,7 +456,7 @@ func (t *Tracker) retireLocked(a *abandonment) []Pin {
 	if a.done != 0 {
 		out = append(out, eventPin{t.dev, a.done})
 	}
-	t.lastDrained.Store(int64(time.Since(a.at)))
+	t.lastDrained.Store(monoNow() - a.at)
 	s := a.slot
 	s.rec, s.state = nil, slotFree
 	t.draining.Add(-1)
@@ -543,7 +572,7 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 		t.mu.Unlock()
 		return
 	}
-	a := &abandonment{slot: s, pin: s.pin, done: done, at: time.Now()}
+	a := &abandonment{slot: s, pin: s.pin, done: done, at: monoNow()}
 	s.pin, s.rec, s.state = nil, a, slotDraining
 	t.draining.Add(1)
 	if a.pin != nil {
@@ -552,33 +581,45 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 	}
 	t.abandons.add()
 	t.mu.Unlock()
-	defer t.abandons.done()
+	// Counted before the policy's step: the worker watches this count (see
+	// queueCallback).
 	t.c.abandoned.Add(1)
 	if f := t.behaviour.abandoned; f != nil {
 		f(t, a)
 	}
+	t.abandons.done()
 }
 
+// monoNow is a monotonic clock reading in nanoseconds: one clock read,
+// where time.Now makes two.
+func monoNow() int64 { return int64(time.Since(clockEpoch)) }
+
+var clockEpoch = time.Now()
+
 // inflight counts Abandon calls in flight, with a deadline-bounded wait
-// for none.
+// for none. Abandon's add and done are one atomic add each; the mutex and
+// the channel are only for a waiter (Close).
 type inflight struct {
+	n       atomic.Int64
+	waiters atomic.Bool // set, under mu, by the first wait to find calls in flight
+
 	mu   sync.Mutex
-	n    int
 	idle chan struct{} // closed when n drops to zero while someone waits
 	// waiting, set by tests, is closed when a wait finds calls in flight.
 	waiting chan struct{}
 }
 
-func (f *inflight) add() {
-	f.mu.Lock()
-	f.n++
-	f.mu.Unlock()
-}
+func (f *inflight) add() { f.n.Add(1) }
 
+// done is add's pair. A waiter announces itself before it reads n, and
+// done decrements n before it looks for a waiter, so one of the two sees
+// the other: a wait never misses the last done.
 func (f *inflight) done() {
+	if f.n.Add(-1) != 0 || !f.waiters.Load() {
+		return
+	}
 	f.mu.Lock()
-	f.n--
-	if f.n == 0 && f.idle != nil {
+	if f.idle != nil && f.n.Load() == 0 {
 		close(f.idle)
 		f.idle = nil
 	}
@@ -588,7 +629,8 @@ func (f *inflight) done() {
 // wait reports whether no call is in flight by the deadline.
 func (f *inflight) wait(deadline <-chan time.Time) bool {
 	f.mu.Lock()
-	if f.n == 0 {
+	f.waiters.Store(true)
+	if f.n.Load() == 0 {
 		f.mu.Unlock()
 		return true
 	}

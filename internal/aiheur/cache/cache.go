@@ -24,8 +24,11 @@
 //     no lock on a hit; a miss takes a mutex only to join or start the
 //     single in-flight load of that key, publishes a new snapshot after the
 //     load (copy on write; model sets are small) and never replaces. A hit
-//     scans the few keys of a small snapshot instead of hashing, and counts
-//     itself on a counter cell picked by its stack, not a random draw.
+//     scans the few keys of a small snapshot instead of hashing, settling
+//     a key that is a cached key's very bytes (callers reuse their strings)
+//     by comparing words rather than string contents, and counts itself
+//     with one atomic add on a counter cell picked by its stack, not a
+//     random draw.
 //
 // Crashes are luck, so every cache also records, as a happens-before race
 // detector would, what makes the pre-fix pattern wrong in every run: an
@@ -148,6 +151,12 @@ type Cache[K comparable, V Releaser] interface {
 	// model (Held.Done), so that a release in between is recorded as a
 	// use-after-free.
 	Hold(key K, load func() (V, error)) (Held[V], error)
+	// Peek is Get's hit alone: the model for key and true if the cache
+	// has it (a hit, counted and watched as Get's), else false and nothing
+	// counted, for the caller to go on to Get. A caller whose loader is a
+	// closure then makes it only on a miss: a closure passed to Get is
+	// allocated on every call, hit or not.
+	Peek(key K) (V, bool)
 	// Barrier declares a point at which every goroutine that used the
 	// cache has synchronized with the caller (all joined, or all met at a
 	// barrier) and none is inside it: accesses before it are ordered

@@ -365,3 +365,30 @@ func TestRaceWindowKeepsFixedCachesCorrect(t *testing.T) {
 		}
 	}
 }
+
+// Peek is Get's hit alone: a miss returns false and counts nothing (no
+// load, no miss); a hit returns the cached model and counts as Get's.
+func TestPeekHitsWithoutLoadingAndMissesWithoutCounting(t *testing.T) {
+	for _, p := range Policies {
+		t.Run(string(p), func(t *testing.T) {
+			c := newCache(t, p, Options{})
+			key := SetKey{Arch: "gfx942"}
+			if m, ok := c.Peek(key); ok || m != nil {
+				t.Fatalf("Peek on an empty cache = %v, %t", m, ok)
+			}
+			if s := c.Stats(); s != (Stats{}) {
+				t.Fatalf("a Peek that missed counted %v", s)
+			}
+			want := &fakeModel{id: 1}
+			if _, err := c.Get(key, modelLoader(want)); err != nil {
+				t.Fatal(err)
+			}
+			if m, ok := c.Peek(key); !ok || m != want {
+				t.Fatalf("Peek after Get = %v, %t; want the cached model", m, ok)
+			}
+			if s := c.Stats(); s != (Stats{Hits: 1, Misses: 1, Loads: 1}) {
+				t.Errorf("stats %v; want one miss, one load, one hit", s)
+			}
+		})
+	}
+}

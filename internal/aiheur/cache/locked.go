@@ -49,6 +49,18 @@ func (l *locked[K, V]) Get(key K, load func() (V, error)) (V, error) {
 	return e.model, nil
 }
 
+func (l *locked[K, V]) Peek(key K) (V, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
+	if e, ok := l.models[key]; ok {
+		l.c.hits.inc()
+		return e.model, true
+	}
+	var zero V
+	return zero, false
+}
+
 func (l *locked[K, V]) Hold(key K, load func() (V, error)) (Held[V], error) {
 	e, err := l.get(key, load)
 	if err != nil {

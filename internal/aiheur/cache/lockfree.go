@@ -13,6 +13,12 @@ import (
 // model stays valid.
 type lockFree[K comparable, V Releaser] struct {
 	snapshot atomic.Pointer[snapshot[K, V]]
+	// byBytes: a key that is a snapshot key's very bytes is that key
+	// (keysByBytes), so a hit may be settled by comparing words.
+	byBytes bool
+	// The hit counter's cells are written on every hit: none may share
+	// the snapshot pointer's cache line, which every hit reads.
+	_        [64]byte
 	mu       sync.Mutex // guards inflight and snapshot publication
 	inflight map[K]*flight[K, V]
 	opts     Options
@@ -38,6 +44,26 @@ type snapshot[K comparable, V any] struct {
 type slot[K comparable, V any] struct {
 	key K
 	e   *entry[K, V]
+}
+
+// hit is the hit path's lookup in a scanned snapshot: first a key that
+// is the caller's very bytes (when byBytes), then one equal to it; nil
+// when neither is there or the snapshot keeps a map.
+func (s *snapshot[K, V]) hit(key K, byBytes bool) *entry[K, V] {
+	slots := s.slots
+	if byBytes {
+		for i := range slots {
+			if sameBytes(&slots[i].key, &key) {
+				return slots[i].e
+			}
+		}
+	}
+	for i := range slots {
+		if slots[i].key == key {
+			return slots[i].e
+		}
+	}
+	return nil
 }
 
 func (s *snapshot[K, V]) find(key K) *entry[K, V] {
@@ -83,21 +109,45 @@ type flight[K comparable, V any] struct {
 var errLoadPanicked = errors.New("model load panicked in another goroutine")
 
 func newLockFree[K comparable, V Releaser](o Options) *lockFree[K, V] {
-	c := &lockFree[K, V]{inflight: map[K]*flight[K, V]{}, opts: o, d: newDetector(o)}
+	c := &lockFree[K, V]{inflight: map[K]*flight[K, V]{}, opts: o, d: newDetector(o), byBytes: keysByBytes[K]()}
 	c.snapshot.Store(&snapshot[K, V]{})
 	return c
 }
 
 func (c *lockFree[K, V]) get(key K, load func() (V, error)) (*entry[K, V], error) {
 	s := c.snapshot.Load()
-	if e := s.find(key); e != nil {
-		if e.epoch > s.gen { // written into a snapshot already published
-			unpublished(&c.d, e, s.gen)
-		}
+	if e := s.hit(key, c.byBytes); e != nil && e.epoch <= s.gen {
 		c.c.hits.inc()
 		return e, nil
 	}
+	return c.notHit(key, load)
+}
+
+// notHit is everything but a clean hit in a scanned snapshot: a hit in a
+// snapshot that keeps a map, a hit on an entry from a later generation
+// than its snapshot (a race, recorded), or a miss.
+//
+//go:noinline
+func (c *lockFree[K, V]) notHit(key K, load func() (V, error)) (*entry[K, V], error) {
+	if e := c.found(key); e != nil {
+		return e, nil
+	}
 	return c.miss(key, load)
+}
+
+// found is a hit by the full lookup, counted, with an entry from a later
+// generation than its snapshot recorded as a race; nil on a miss.
+func (c *lockFree[K, V]) found(key K) *entry[K, V] {
+	s := c.snapshot.Load()
+	e := s.find(key)
+	if e == nil {
+		return nil
+	}
+	if e.epoch > s.gen { // written into a snapshot already published
+		unpublished(&c.d, e, s.gen)
+	}
+	c.c.hits.inc()
+	return e
 }
 
 func (c *lockFree[K, V]) miss(key K, load func() (V, error)) (*entry[K, V], error) {
@@ -149,13 +199,43 @@ func (c *lockFree[K, V]) run(key K, f *flight[K, V], load func() (V, error)) {
 	finished = true
 }
 
+// Get is get with the common hit written out: a key that is a snapshot
+// key's very bytes, one compare for detection and one count, with no call
+// before the decision (a call would make every hit save its arguments
+// for the slow path). Anything else goes through get's path.
 func (c *lockFree[K, V]) Get(key K, load func() (V, error)) (V, error) {
+	s := c.snapshot.Load()
+	if c.byBytes {
+		slots := s.slots
+		for i := range slots {
+			if sameBytes(&slots[i].key, &key) {
+				if e := slots[i].e; e.epoch <= s.gen {
+					c.c.hits.inc()
+					return e.model, nil
+				}
+				break
+			}
+		}
+	}
 	e, err := c.get(key, load)
 	if err != nil {
 		var zero V
 		return zero, err
 	}
 	return e.model, nil
+}
+
+func (c *lockFree[K, V]) Peek(key K) (V, bool) {
+	s := c.snapshot.Load()
+	if e := s.hit(key, c.byBytes); e != nil && e.epoch <= s.gen {
+		c.c.hits.inc()
+		return e.model, true
+	}
+	if e := c.found(key); e != nil {
+		return e.model, true
+	}
+	var zero V
+	return zero, false
 }
 
 func (c *lockFree[K, V]) Hold(key K, load func() (V, error)) (Held[V], error) {

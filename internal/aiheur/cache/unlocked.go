@@ -56,6 +56,19 @@ func (u *unlocked[K, V]) Get(key K, load func() (V, error)) (V, error) {
 	return e.model, nil
 }
 
+// Peek is the pre-fix lookup alone (models.find), watched as Get's.
+func (u *unlocked[K, V]) Peek(key K) (V, bool) {
+	me := threadID()
+	unsynced(&u.d, &u.shadow, me, false, key)
+	if e, ok := u.models[key]; ok {
+		unsyncedEntry(&u.d, e, me)
+		u.c.hits.inc()
+		return e.model, true
+	}
+	var zero V
+	return zero, false
+}
+
 func (u *unlocked[K, V]) Hold(key K, load func() (V, error)) (Held[V], error) {
 	e, err := u.get(key, load)
 	if err != nil {
