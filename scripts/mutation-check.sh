@@ -22,8 +22,16 @@
 # with a time limit and reverts it. A regression is "killed" when the tests
 # fail, "survived" when they pass, "hung" when they outrun the limit, and
 # "stale" when the patch no longer applies (the code it breaks has moved:
-# rewrite the patch). It exits 1 on any survivor, hang or stale patch, and
-# 2 on bad usage or a baseline that does not pass.
+# rewrite the patch), and "broken" when the patched package no longer
+# compiles: a regression is a change of behaviour, so a build failure
+# proves nothing about the guard and is never counted as a kill. Every
+# expected test must run and pass (not only skip) on the unchanged tree,
+# each name of a "test:" list on its own, or the check stops before it
+# starts: a name that matches nothing could never kill anything. The
+# copy sits beside a link to the shared reference data, when there is
+# one, so tests that read it run instead of skipping. It exits 1 on any
+# survivor, hang, stale or broken patch, and 2 on bad usage or a
+# baseline that does not pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -42,7 +50,7 @@ while [ $# -gt 0 ]; do
 	--write=*) write=${1#*=}; shift ;;
 	--timeout) limit=${2:-}; shift 2 ;;
 	--timeout=*) limit=${1#*=}; shift ;;
-	-h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "mutation-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -71,8 +79,12 @@ if [ ${#patches[@]} -eq 0 ]; then
 	exit 2
 fi
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+work=$scratch/tree
+mkdir "$work"
+# Tests find the reference data in ../shared, beside the module.
+[ -d "$root/../shared" ] && ln -s "$(cd "$root/../shared" && pwd)" "$scratch/shared"
 git ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$work")
 if ! git -C "$work" init -q 2>/dev/null; then
 	echo "mutation-check: cannot prepare $work" >&2
@@ -82,7 +94,7 @@ fi
 run_tests() { # run_tests TEST PACKAGES FLAGS: go test's exit status, 124 on timeout
 	local test=$1 pkgs=$2 flags=$3
 	# shellcheck disable=SC2086
-	(cd "$work" && timeout --kill-after=10 "$limit" go test -count=1 $flags -run "^(${test})\$" $pkgs) >"$work/.last.log" 2>&1
+	(cd "$work" && timeout --kill-after=10 "$limit" go test -v -count=1 $flags -run "^(${test})\$" $pkgs) >"$scratch/last.log" 2>&1
 }
 
 echo "mutation-check: tier $tier, ${#patches[@]} regressions, $limit s limit each, on $(git rev-parse --short HEAD 2>/dev/null || echo 'an unknown commit')"
@@ -94,38 +106,46 @@ for p in "${patches[@]}"; do
 	[ -n "${baseline[$key]:-}" ] && continue
 	if ! run_tests "$(field Test "$p")" "$(field Package "$p")" "$(field Flags "$p")"; then
 		echo "mutation-check: the expected tests fail without any regression ($key); fix them first:" >&2
-		tail -n 30 "$work/.last.log" >&2
+		grep -v -E '^(=== |    --- PASS|--- PASS)' "$scratch/last.log" | tail -n 30 >&2
 		exit 2
 	fi
-	if grep -q 'no tests to run' "$work/.last.log"; then
-		echo "mutation-check: $p names tests that do not exist: $(field Test "$p")" >&2
-		exit 2
-	fi
+	IFS='|' read -r -a names <<<"$(field Test "$p")"
+	for n in "${names[@]}"; do
+		if ! grep -q -E "^--- PASS: ${n} " "$scratch/last.log"; then
+			echo "mutation-check: $p expects $n, which does not run and pass on the unchanged tree (missing, or it only skips)" >&2
+			exit 2
+		fi
+	done
 	baseline[$key]=ok
 done
 
 rows=()
-killed=0 survived=0 hung=0 stale=0
+killed=0 survived=0 hung=0 stale=0 broken=0
 for p in "${patches[@]}"; do
 	name=$(basename "$p" .patch)
 	guard=$(field Guard "$p")
 	test=$(field Test "$p")
 	start=$(date +%s.%N)
-	if ! git -C "$work" apply "$root/$p" 2>"$work/.apply.log"; then
+	if ! git -C "$work" apply "$root/$p" 2>"$scratch/apply.log"; then
 		result=stale
 		stale=$((stale + 1))
 	else
 		run_tests "$test" "$(field Package "$p")" "$(field Flags "$p")"
-		case $? in
+		rc=$?
+		if [ $rc -ne 0 ] && grep -q -E '\[(build|setup) failed\]' "$scratch/last.log"; then
+			rc=broken
+		fi
+		case $rc in
 		0) result=survived; survived=$((survived + 1)) ;;
 		124 | 137) result=hung; hung=$((hung + 1)) ;;
+		broken) result=broken; broken=$((broken + 1)) ;;
 		*) result=killed; killed=$((killed + 1)) ;;
 		esac
 		git -C "$work" apply -R "$root/$p"
 	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	printf '  %-8s %6ss  %s\n' "$result" "$secs" "$name"
-	rows+=("| $name | $guard | \`$test\` | $result | $secs s |")
+	rows+=("| $name | $guard | \`${test//|/\\|}\` | $result | $secs s |")
 done
 
 total=${#patches[@]}
@@ -134,7 +154,7 @@ table() {
 	echo "| --- | --- | --- | --- | --- |"
 	printf '%s\n' "${rows[@]}"
 	echo
-	echo "Score: $killed of $total killed ($survived survived, $hung hung, $stale stale)."
+	echo "Score: $killed of $total killed ($survived survived, $hung hung, $stale stale, $broken broken)."
 }
 echo
 table
@@ -153,4 +173,4 @@ if [ -n "$write" ]; then
 	echo "wrote $write"
 fi
 
-[ $((survived + hung + stale)) -eq 0 ]
+[ $((survived + hung + stale + broken)) -eq 0 ]
