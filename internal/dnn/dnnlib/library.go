@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ebitengine/purego"
-
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib/dl"
 )
@@ -95,7 +93,7 @@ func BindRuntime(what, path string, ordinal int, table []dl.Symbol) error {
 	if ordinal < 0 {
 		return fmt.Errorf("device ordinal %d is negative", ordinal)
 	}
-	h, err := purego.Dlopen(path, dl.DlopenMode)
+	h, err := dl.OpenPath(path, dl.DlopenMode)
 	if err != nil {
 		return fmt.Errorf("opening %s %s: %w", what, path, err)
 	}

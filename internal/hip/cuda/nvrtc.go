@@ -109,7 +109,7 @@ func preloadBuiltins(nvrtcPath string) {
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(nvrtcPath), "libnvrtc-builtins.so.*"))
 	dl.SortNewestFirst(matches)
 	for _, m := range matches {
-		if _, err := purego.Dlopen(m, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+		if _, err := dl.OpenPath(m, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
 			return
 		}
 	}

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
@@ -65,7 +63,7 @@ func (s *StandIn) load() {
 			return
 		}
 	}
-	h, err := purego.Dlopen(s.Path(), dl.DlopenMode)
+	h, err := dl.OpenPath(s.Path(), dl.DlopenMode)
 	if err != nil {
 		s.err = err
 		return

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ebitengine/purego"
-
 	"miotool/internal/hip/gpulib/dl"
 )
 
@@ -95,7 +93,7 @@ func (s *StandIns) buildOne(gcc string, l StandIn) error {
 	if len(l.Controls) == 0 {
 		return nil
 	}
-	h, err := purego.Dlopen(out, dl.DlopenMode)
+	h, err := dl.OpenPath(out, dl.DlopenMode)
 	if err != nil {
 		return err
 	}
