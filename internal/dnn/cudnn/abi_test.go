@@ -11,7 +11,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // The Go mirror of cudnnConvolutionFwdAlgoPerf_t must have the C layout
@@ -19,7 +19,7 @@ import (
 func TestPerfStructLayoutMatchesC(t *testing.T) {
 	stand.Require(t)
 	var c [7]int32
-	gpulib.Call(mockCtl.perfLayout, uintptr(unsafe.Pointer(&c[0])))
+	dl.Call(mockCtl.perfLayout, uintptr(unsafe.Pointer(&c[0])))
 	var p fwdAlgoPerf
 	goLayout := [7]int32{int32(unsafe.Sizeof(p)), int32(unsafe.Offsetof(p.status)), int32(unsafe.Offsetof(p.time)),
 		int32(unsafe.Offsetof(p.memory)), int32(unsafe.Offsetof(p.determinism)), int32(unsafe.Offsetof(p.mathType)),
@@ -66,7 +66,7 @@ func TestStatusNames(t *testing.T) {
 
 func TestOpenRecordsEveryPathAndRefusesOtherMajorVersions(t *testing.T) {
 	stand.Require(t)
-	dnntest.WantNotFound(t, LibraryName, Soname, func(spec gpulib.SearchSpec) error { _, err := Open(spec); return err })
+	dnntest.WantNotFound(t, LibraryName, Soname, func(spec dl.SearchSpec) error { _, err := Open(spec); return err })
 
 	l, err := Open(stand.Spec(LibraryName))
 	if err != nil {
@@ -80,8 +80,8 @@ func TestOpenRecordsEveryPathAndRefusesOtherMajorVersions(t *testing.T) {
 	}
 	var oe *OpenError
 
-	gpulib.Call(mockCtl.setVersion, 8907)
-	t.Cleanup(func() { gpulib.Call(mockCtl.setVersion, 91400) })
+	dl.Call(mockCtl.setVersion, 8907)
+	t.Cleanup(func() { dl.Call(mockCtl.setVersion, 91400) })
 	_, err = Open(stand.Spec(LibraryName))
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "is cuDNN 8.9.7; miotool needs cuDNN 9") || oe.Library.Version != "8.9.7" {
 		t.Fatalf("cuDNN 8: %v", err)
@@ -90,24 +90,24 @@ func TestOpenRecordsEveryPathAndRefusesOtherMajorVersions(t *testing.T) {
 
 func TestContextRetainsSelectsAndReleases(t *testing.T) {
 	stand.Require(t)
-	before := gpulib.Call(mockCtl.ctxRetains)
+	before := dl.Call(mockCtl.ctxRetains)
 	ctx, err := OpenContext(stand.Path(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gpulib.Call(mockCtl.ctxRetains); got != before+1 {
+	if got := dl.Call(mockCtl.ctxRetains); got != before+1 {
 		t.Fatalf("retains %d -> %d, want one more", before, got)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	gpulib.Call(mockCtl.ctxSetCurrent, 0)
+	dl.Call(mockCtl.ctxSetCurrent, 0)
 	must(t, ctx.MakeCurrent())
-	if cur := gpulib.CallPtr(mockCtl.currentCtx); cur != 0xC0000+101 {
+	if cur := dl.CallPtr(mockCtl.currentCtx); cur != 0xC0000+101 {
 		t.Fatalf("current context %#x, want device 1's (0xc0065)", cur)
 	}
 	must(t, ctx.Close())
 	must(t, ctx.Close())
-	if got := gpulib.Call(mockCtl.ctxRetains); got != before {
+	if got := dl.Call(mockCtl.ctxRetains); got != before {
 		t.Fatalf("retains after Close %d, want %d", got, before)
 	}
 	if err := ctx.MakeCurrent(); err == nil {
@@ -136,7 +136,7 @@ func TestHandleNeedsACurrentContext(t *testing.T) {
 	l := openStandIn(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	gpulib.Call(mockCtl.ctxSetCurrent, 0)
+	dl.Call(mockCtl.ctxSetCurrent, 0)
 	_, err := l.NewHandle()
 	e := wantStatus(t, err, StatusNotInitialized, "cudnnCreate without a context")
 	if e.Op != "cudnnCreate" || !strings.Contains(e.Message, "no CUDA context is current") {

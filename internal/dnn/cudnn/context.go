@@ -7,6 +7,7 @@ import (
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // DriverSoname is the CUDA driver library Context binds when the device
@@ -36,7 +37,7 @@ func DriverPath(dev hip.Device) string { return dnnlib.LoadedPath(dev, "libcuda"
 func OpenContext(path string, ordinal int) (*Context, error) {
 	var initFn, deviceGet, retain uintptr
 	c := &Context{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectCUDA}}
-	if err := dnnlib.BindRuntime("the CUDA driver", path, ordinal, []gpulib.Symbol{
+	if err := dnnlib.BindRuntime("the CUDA driver", path, ordinal, []dl.Symbol{
 		{Name: "cuInit", Addr: &initFn},
 		{Name: "cuDeviceGet", Addr: &deviceGet},
 		{Name: "cuDevicePrimaryCtxRetain", Addr: &retain},
@@ -45,13 +46,13 @@ func OpenContext(path string, ordinal int) (*Context, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if st := gpulib.Call(initFn, 0); st != 0 {
+	if st := dl.Call(initFn, 0); st != 0 {
 		return nil, c.st.Err("Init", st)
 	}
-	if st := gpulib.Call(deviceGet, uintptr(unsafe.Pointer(&c.dev)), uintptr(ordinal)); st != 0 {
+	if st := dl.Call(deviceGet, uintptr(unsafe.Pointer(&c.dev)), uintptr(ordinal)); st != 0 {
 		return nil, c.st.Err("DeviceGet", st)
 	}
-	if st := gpulib.Call(retain, uintptr(unsafe.Pointer(&c.ctx)), uintptr(c.dev)); st != 0 {
+	if st := dl.Call(retain, uintptr(unsafe.Pointer(&c.ctx)), uintptr(c.dev)); st != 0 {
 		return nil, c.st.Err("DevicePrimaryCtxRetain", st)
 	}
 	return c, nil
@@ -63,7 +64,7 @@ func (c *Context) MakeCurrent() error {
 	if c.ctx == 0 {
 		return errors.New("the CUDA context was released")
 	}
-	return c.st.Err("CtxSetCurrent", gpulib.Call(c.setCurrent, c.ctx))
+	return c.st.Err("CtxSetCurrent", dl.Call(c.setCurrent, c.ctx))
 }
 
 // Close releases the reference OpenContext retained.
@@ -72,5 +73,5 @@ func (c *Context) Close() error {
 		return nil
 	}
 	c.ctx = 0
-	return c.st.Err("DevicePrimaryCtxRelease", gpulib.Call(c.release, uintptr(c.dev)))
+	return c.st.Err("DevicePrimaryCtxRelease", dl.Call(c.release, uintptr(c.dev)))
 }

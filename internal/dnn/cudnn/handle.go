@@ -6,7 +6,7 @@ import (
 
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // Enumerations passed to cuDNN (cudnn_graph.h, cudnn_cnn.h).
@@ -86,7 +86,7 @@ func (l *Library) NewHandle() (*Handle, error) {
 // SetStream makes the handle's work go to s, a CUstream: the driver API's
 // stream and the runtime API's cudaStream_t are the same object.
 func (h *Handle) SetStream(s hip.Stream) error {
-	return h.lib.core.Check("cudnnSetStream", gpulib.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
+	return h.lib.core.Check("cudnnSetStream", dl.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
 }
 
 // Stream is the stream the handle's work goes to.
@@ -125,7 +125,7 @@ func (d *TensorDesc) Set(n, c, h, w int) error {
 	if err := dnnlib.Positive(op, StatusBadParam, "n c h w", n, c, h, w); err != nil {
 		return err
 	}
-	if err := d.lib.core.Check(op, gpulib.Call(d.lib.api.setTensor4d, d.ptr, formatNCHW, dataFloat,
+	if err := d.lib.core.Check(op, dl.Call(d.lib.api.setTensor4d, d.ptr, formatNCHW, dataFloat,
 		uintptr(n), uintptr(c), uintptr(h), uintptr(w))); err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (d *FilterDesc) Set(k, c, r, s int) error {
 	if err := dnnlib.Positive(op, StatusBadParam, "k c r s", k, c, r, s); err != nil {
 		return err
 	}
-	return d.lib.core.Check(op, gpulib.Call(d.lib.api.setFilter4d, d.ptr, dataFloat, formatNCHW,
+	return d.lib.core.Check(op, dl.Call(d.lib.api.setFilter4d, d.ptr, dataFloat, formatNCHW,
 		uintptr(k), uintptr(c), uintptr(r), uintptr(s)))
 }
 
@@ -203,7 +203,7 @@ func (l *Library) NewConvDesc(g Conv2d, mode ConvMode, math MathType) (*ConvDesc
 		return nil, err
 	}
 	d := &ConvDesc{lib: l, ptr: ptr}
-	err = l.core.Check(op, gpulib.Call(l.api.setConv2d, d.ptr, uintptr(g.PadH), uintptr(g.PadW),
+	err = l.core.Check(op, dl.Call(l.api.setConv2d, d.ptr, uintptr(g.PadH), uintptr(g.PadW),
 		uintptr(g.StrideH), uintptr(g.StrideW), uintptr(g.DilH), uintptr(g.DilW), uintptr(mode), dataFloat))
 	if err == nil {
 		err = d.SetMathType(math)
@@ -213,7 +213,7 @@ func (l *Library) NewConvDesc(g Conv2d, mode ConvMode, math MathType) (*ConvDesc
 
 // SetMathType sets which kernels the convolution may use.
 func (d *ConvDesc) SetMathType(m MathType) error {
-	return d.lib.core.Check("cudnnSetConvolutionMathType", gpulib.Call(d.lib.api.setConvMathType, d.ptr, uintptr(m)))
+	return d.lib.core.Check("cudnnSetConvolutionMathType", dl.Call(d.lib.api.setConvMathType, d.ptr, uintptr(m)))
 }
 
 // OutputDims is what cuDNN computes as the output shape of conv over x
@@ -260,7 +260,7 @@ type AlgoPerf struct {
 // or CUDNN_CONVOLUTION_FWD_ALGO_COUNT (8) when it will not say.
 func (h *Handle) maxAlgos() int {
 	var n int32
-	if gpulib.Call(h.lib.api.getFwdMaxCount, h.ptr, uintptr(unsafe.Pointer(&n))) != 0 || n <= 0 || n > 64 {
+	if dl.Call(h.lib.api.getFwdMaxCount, h.ptr, uintptr(unsafe.Pointer(&n))) != 0 || n <= 0 || n > 64 {
 		return len(fwdAlgoNames)
 	}
 	return int(n)
@@ -284,7 +284,7 @@ func (h *Handle) rank(op string, fn uintptr, x *TensorDesc, w *FilterDesc, conv 
 	want := h.maxAlgos()
 	raw := make([]fwdAlgoPerf, want)
 	var got int32
-	st := gpulib.Call(fn, h.ptr, x.ptr, w.ptr, conv.ptr, y.ptr, uintptr(want),
+	st := dl.Call(fn, h.ptr, x.ptr, w.ptr, conv.ptr, y.ptr, uintptr(want),
 		uintptr(unsafe.Pointer(&got)), uintptr(unsafe.Pointer(&raw[0])))
 	if err := h.lib.core.Check(op, st); err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func (h *Handle) rank(op string, fn uintptr, x *TensorDesc, w *FilterDesc, conv 
 // ForwardWorkspace is the workspace algo needs for this problem, in bytes.
 func (h *Handle) ForwardWorkspace(x *TensorDesc, w *FilterDesc, conv *ConvDesc, y *TensorDesc, algo FwdAlgo) (uint64, error) {
 	var size uint64
-	err := h.lib.core.Check("cudnnGetConvolutionForwardWorkspaceSize", gpulib.Call(h.lib.api.getFwdWorkspace,
+	err := h.lib.core.Check("cudnnGetConvolutionForwardWorkspaceSize", dl.Call(h.lib.api.getFwdWorkspace,
 		h.ptr, x.ptr, w.ptr, conv.ptr, y.ptr, uintptr(algo), uintptr(unsafe.Pointer(&size))))
 	return size, err
 }
@@ -336,7 +336,7 @@ func (h *Handle) Forward(a ForwardArgs) error {
 		return badArg(op, "a data pointer is zero (x %#x, w %#x, y %#x)", uint64(a.XData), uint64(a.WData), uint64(a.YData))
 	}
 	alpha, beta := a.Alpha, a.Beta
-	st := gpulib.Call(h.lib.api.convForward, h.ptr,
+	st := dl.Call(h.lib.api.convForward, h.ptr,
 		uintptr(unsafe.Pointer(&alpha)), a.X.ptr, uintptr(a.XData), a.W.ptr, uintptr(a.WData),
 		a.Conv.ptr, uintptr(a.Algo), uintptr(a.Workspace), uintptr(a.WorkspaceBytes),
 		uintptr(unsafe.Pointer(&beta)), a.Y.ptr, uintptr(a.YData))

@@ -21,7 +21,7 @@ import (
 
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // LibraryName is the report label of the library.
@@ -38,7 +38,7 @@ const EnvCUDNNPath = "CUDNN_PATH"
 
 // Search finds libcudnn.so.9 through the dynamic loader, then under
 // $CUDNN_PATH, the distribution's library folder and the CUDA toolkit's.
-func Search() gpulib.SearchSpec {
+func Search() dl.SearchSpec {
 	var dirs []string
 	if root := os.Getenv(EnvCUDNNPath); root != "" {
 		dirs = append(dirs, filepath.Join(root, "lib"), filepath.Join(root, "lib64"))
@@ -47,7 +47,7 @@ func Search() gpulib.SearchSpec {
 		dirs = append(dirs, filepath.Join(root, "lib64"))
 	}
 	dirs = append(dirs, "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda-*/lib64")
-	return gpulib.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: dirs}
+	return dl.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: dirs}
 }
 
 // api holds the address of every entry point the package calls.
@@ -63,8 +63,8 @@ type api struct {
 	getFwdMaxCount, findFwd, getFwdV7, getFwdWorkspace, convForward, scaleTensor uintptr
 }
 
-func (a *api) symbols() []gpulib.Symbol {
-	return []gpulib.Symbol{
+func (a *api) symbols() []dl.Symbol {
+	return []dl.Symbol{
 		{Name: "cudnnGetVersion", Addr: &a.getVersion},
 		{Name: "cudnnGetCudartVersion", Addr: &a.getCudartVersion, Optional: true},
 		{Name: "cudnnGetErrorString", Addr: &a.getErrorString},
@@ -117,22 +117,22 @@ func ParseVersion(v int) Version {
 }
 
 // Open loads the first library spec finds and binds its symbols. A missing
-// library is a *gpulib.NotFoundError, a missing symbol a
-// *gpulib.MissingSymbolError, and a library that is not cuDNN 9 an error
+// library is a *dl.NotFoundError, a missing symbol a
+// *dl.MissingSymbolError, and a library that is not cuDNN 9 an error
 // naming its version; each carries the search record (see Info).
-func Open(spec gpulib.SearchSpec) (*Library, error) {
+func Open(spec dl.SearchSpec) (*Library, error) {
 	l := &Library{}
 	rec, err := dnnlib.Load(spec, l.api.symbols(), "not cuDNN 9?")
 	if err != nil {
 		return nil, err
 	}
 	l.core = dnnlib.NewCore[Status](LibraryName, rec, l.lastError)
-	l.core.SetVersion(ParseVersion(int(gpulib.CallPtr(l.api.getVersion))))
+	l.core.SetVersion(ParseVersion(int(dl.CallPtr(l.api.getVersion))))
 	if v := l.core.Version(); v.Major != 9 {
 		return nil, &OpenError{Library: l.core.Info(), Err: fmt.Errorf("%s is cuDNN %s; miotool needs cuDNN 9", rec.Loaded, v)}
 	}
 	if l.api.getCudartVersion != 0 {
-		l.cudart = int(gpulib.CallPtr(l.api.getCudartVersion))
+		l.cudart = int(dl.CallPtr(l.api.getCudartVersion))
 	}
 	return l, nil
 }
@@ -169,7 +169,7 @@ func (l *Library) lastError(int32) string {
 		return ""
 	}
 	buf := make([]byte, 512)
-	gpulib.Call(l.api.getLastErrorString, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	dl.Call(l.api.getLastErrorString, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 	return strings.Join(strings.Fields(cString(buf)), " ")
 }
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"miotool/internal/dnn/dnnlib/dnntest"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -21,11 +21,11 @@ var mockCtl struct {
 }
 
 var stand = dnntest.NewStandIn("testdata/mockcudnn.c", Soname,
-	gpulib.Symbol{Name: "mock_set_version", Addr: &mockCtl.setVersion},
-	gpulib.Symbol{Name: "mock_ctx_retains", Addr: &mockCtl.ctxRetains},
-	gpulib.Symbol{Name: "mock_current_ctx", Addr: &mockCtl.currentCtx},
-	gpulib.Symbol{Name: "mock_perf_layout", Addr: &mockCtl.perfLayout},
-	gpulib.Symbol{Name: "cuCtxSetCurrent", Addr: &mockCtl.ctxSetCurrent},
+	dl.Symbol{Name: "mock_set_version", Addr: &mockCtl.setVersion},
+	dl.Symbol{Name: "mock_ctx_retains", Addr: &mockCtl.ctxRetains},
+	dl.Symbol{Name: "mock_current_ctx", Addr: &mockCtl.currentCtx},
+	dl.Symbol{Name: "mock_perf_layout", Addr: &mockCtl.perfLayout},
+	dl.Symbol{Name: "cuCtxSetCurrent", Addr: &mockCtl.ctxSetCurrent},
 )
 
 func TestMain(m *testing.M) { gputest.Main(m, stand.Remove) }

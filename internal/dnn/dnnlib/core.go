@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // Core is what a binding keeps of a loaded library the same way for every
@@ -60,7 +60,7 @@ func (c *Core[S]) Check(op string, status int32) error {
 // Create makes an object with the library's create call fn(&obj).
 func (c *Core[S]) Create(op string, fn uintptr) (uintptr, error) {
 	var obj uintptr
-	if err := c.Check(op, gpulib.Call(fn, uintptr(unsafe.Pointer(&obj)))); err != nil {
+	if err := c.Check(op, dl.Call(fn, uintptr(unsafe.Pointer(&obj)))); err != nil {
 		return 0, err
 	}
 	return obj, nil
@@ -73,7 +73,7 @@ func (c *Core[S]) Destroy(op string, fn uintptr, obj *uintptr) error {
 	if *obj == 0 {
 		return nil
 	}
-	err := c.Check(op, gpulib.Call(fn, *obj))
+	err := c.Check(op, dl.Call(fn, *obj))
 	*obj = 0
 	return err
 }
@@ -94,7 +94,7 @@ func Configured[T interface{ Destroy() error }](obj T, err error) (T, error) {
 // call fn(handle, &stream).
 func (c *Core[S]) Stream(op string, fn, handle uintptr) (hip.Stream, error) {
 	var s uintptr
-	err := c.Check(op, gpulib.Call(fn, handle, uintptr(unsafe.Pointer(&s))))
+	err := c.Check(op, dl.Call(fn, handle, uintptr(unsafe.Pointer(&s))))
 	return hip.Stream(s), err
 }
 
@@ -103,7 +103,7 @@ func (c *Core[S]) Stream(op string, fn, handle uintptr) (hip.Stream, error) {
 // tensor x with filter w.
 func (c *Core[S]) OutputDims(op string, fn, conv, x, w uintptr) ([4]int, error) {
 	var n, ch, h, wd int32
-	err := c.Check(op, gpulib.Call(fn, conv, x, w,
+	err := c.Check(op, dl.Call(fn, conv, x, w,
 		uintptr(unsafe.Pointer(&n)), uintptr(unsafe.Pointer(&ch)), uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&wd))))
 	return [4]int{int(n), int(ch), int(h), int(wd)}, err
 }
@@ -111,5 +111,5 @@ func (c *Core[S]) OutputDims(op string, fn, conv, x, w uintptr) ([4]int, error) 
 // ScaleTensor enqueues y *= alpha on handle's stream with the library's
 // call fn(handle, yDesc, y, &alpha).
 func (c *Core[S]) ScaleTensor(op string, fn, handle, yDesc uintptr, y hip.DevPtr, alpha float32) error {
-	return c.Check(op, gpulib.Call(fn, handle, yDesc, uintptr(y), uintptr(unsafe.Pointer(&alpha))))
+	return c.Check(op, dl.Call(fn, handle, yDesc, uintptr(y), uintptr(unsafe.Pointer(&alpha))))
 }

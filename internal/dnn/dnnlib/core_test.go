@@ -11,7 +11,7 @@ import (
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestObjectsAreMadeOnceAndFreedOnce(t *testing.T) {
@@ -21,7 +21,7 @@ func TestObjectsAreMadeOnceAndFreedOnce(t *testing.T) {
 	if h == 0 || len(stand.Lines("dnnCreate")) != 1 {
 		t.Fatalf("handle %#x; log:\n%s", h, stand.Log())
 	}
-	must(t, core.Check("dnnSetStream", gpulib.Call(mock.setStream, h, 0x77)))
+	must(t, core.Check("dnnSetStream", dl.Call(mock.setStream, h, 0x77)))
 	if s, err := core.Stream("dnnGetStream", mock.getStream, h); err != nil || s != 0x77 {
 		t.Fatalf("Stream() = %#x, %v", s, err)
 	}
@@ -38,7 +38,7 @@ func TestObjectsAreMadeOnceAndFreedOnce(t *testing.T) {
 	// The handle is gone: the stand-in refuses it, and its stream with it.
 	_, err = core.Stream("dnnGetStream", mock.getStream, h)
 	wantStatus(t, err, statusBad, "the stream of a destroyed handle")
-	wantStatus(t, core.Check("dnnSetStream", gpulib.Call(mock.setStream, h, 0x78)), statusBad, "a stream for a destroyed handle")
+	wantStatus(t, core.Check("dnnSetStream", dl.Call(mock.setStream, h, 0x78)), statusBad, "a stream for a destroyed handle")
 }
 
 func TestFailuresCarryTheLibrarysText(t *testing.T) {
@@ -89,7 +89,7 @@ func (d *tensor) set(n, c, h, w int) error {
 	if err := dnnlib.Positive("dnnSetTensor", statusBad, "n c h w", n, c, h, w); err != nil {
 		return err
 	}
-	return d.core.Check("dnnSetTensor", gpulib.Call(mock.setTensor, d.ptr, uintptr(n), uintptr(c), uintptr(h), uintptr(w)))
+	return d.core.Check("dnnSetTensor", dl.Call(mock.setTensor, d.ptr, uintptr(n), uintptr(c), uintptr(h), uintptr(w)))
 }
 
 func newTensor(core *dnnlib.Core[testStatus], n, c, h, w int) (*tensor, error) {
@@ -146,7 +146,7 @@ func TestHostConvolutionFollowsTheDescriptors(t *testing.T) {
 	h, err := core.Create("dnnCreate", mock.create)
 	must(t, err)
 	defer core.Destroy("dnnDestroy", mock.destroy, &h)
-	must(t, core.Check("dnnSetStream", gpulib.Call(mock.setStream, h, 0x42)))
+	must(t, core.Check("dnnSetStream", dl.Call(mock.setStream, h, 0x42)))
 	x, err := newTensor(core, p.N, p.C, p.H, p.W)
 	must(t, err)
 	w, err := newTensor(core, p.K, p.C, p.R, p.S)
@@ -167,7 +167,7 @@ func TestHostConvolutionFollowsTheDescriptors(t *testing.T) {
 		cv, err := core.Create("dnnCreateConv", mock.createConv)
 		must(t, err)
 		g := dnntest.Geometry(p)
-		must(t, core.Check("dnnSetConv", gpulib.Call(mock.setConv, cv, tt.mode, uintptr(g.PadH), uintptr(g.PadW),
+		must(t, core.Check("dnnSetConv", dl.Call(mock.setConv, cv, tt.mode, uintptr(g.PadH), uintptr(g.PadW),
 			uintptr(g.StrideH), uintptr(g.StrideW), uintptr(g.DilH), uintptr(g.DilW))))
 		dims, err := core.OutputDims("dnnOutputDim", mock.outputDim, cv, x.ptr, w.ptr)
 		if err != nil || dims != [4]int{p.N, p.K, p.OutH(), p.OutW()} {
@@ -175,7 +175,7 @@ func TestHostConvolutionFollowsTheDescriptors(t *testing.T) {
 		}
 		forward := func(alpha, beta float32) {
 			t.Helper()
-			must(t, core.Check("dnnForward", gpulib.Call(mock.forward, h, cv, x.ptr, uintptr(dnntest.DevPtr(xs)), w.ptr, uintptr(dnntest.DevPtr(ws)),
+			must(t, core.Check("dnnForward", dl.Call(mock.forward, h, cv, x.ptr, uintptr(dnntest.DevPtr(xs)), w.ptr, uintptr(dnntest.DevPtr(ws)),
 				y.ptr, uintptr(dnntest.DevPtr(ys)), uintptr(unsafe.Pointer(&alpha)), uintptr(unsafe.Pointer(&beta)))))
 		}
 		forward(1, 0)

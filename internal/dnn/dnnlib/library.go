@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ebitengine/purego"
-
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // OpenError is a failed load of a library with the record of every path
@@ -22,16 +20,16 @@ func (e *OpenError) Error() string { return e.Err.Error() }
 func (e *OpenError) Unwrap() error { return e.Err }
 
 // Load opens the first library spec finds and binds table from it. A
-// missing library is a *gpulib.NotFoundError; a missing symbol is a
-// *gpulib.MissingSymbolError followed by hint, a guess at what a library
+// missing library is a *dl.NotFoundError; a missing symbol is a
+// *dl.MissingSymbolError followed by hint, a guess at what a library
 // without it is ("not cuDNN 9?"). Either comes inside an *OpenError with
 // the search record, which Load also returns.
-func Load(spec gpulib.SearchSpec, table []gpulib.Symbol, hint string) (hip.Library, error) {
-	h, rec, err := gpulib.Open(spec)
+func Load(spec dl.SearchSpec, table []dl.Symbol, hint string) (hip.Library, error) {
+	h, rec, err := dl.Open(spec)
 	if err != nil {
 		return rec, &OpenError{Library: rec, Err: err}
 	}
-	if err := gpulib.Bind(gpulib.Lookup(h), rec.Loaded, table); err != nil {
+	if err := dl.Bind(dl.Lookup(h), rec.Loaded, table); err != nil {
 		return rec, &OpenError{Library: rec, Err: fmt.Errorf("%w (%s)", err, hint)}
 	}
 	return rec, nil
@@ -91,13 +89,13 @@ func LoadedPath(dev hip.Device, name, fallback string) string {
 // loaded returns the same instance) and binds table from it, for work on
 // device ordinal, which must not be negative. what names the runtime in
 // errors, e.g. "the CUDA driver".
-func BindRuntime(what, path string, ordinal int, table []gpulib.Symbol) error {
+func BindRuntime(what, path string, ordinal int, table []dl.Symbol) error {
 	if ordinal < 0 {
 		return fmt.Errorf("device ordinal %d is negative", ordinal)
 	}
-	h, err := purego.Dlopen(path, gpulib.DlopenMode)
+	h, err := dl.OpenPath(path, dl.DlopenMode)
 	if err != nil {
 		return fmt.Errorf("opening %s %s: %w", what, path, err)
 	}
-	return gpulib.Bind(gpulib.Lookup(h), path, table)
+	return dl.Bind(dl.Lookup(h), path, table)
 }

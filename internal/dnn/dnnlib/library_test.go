@@ -8,7 +8,7 @@ import (
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestLoadBindsAndRecordsTheLibrary(t *testing.T) {
@@ -34,10 +34,10 @@ func TestLoadBindsAndRecordsTheLibrary(t *testing.T) {
 func TestLoadNamesAMissingSymbolWithTheHint(t *testing.T) {
 	stand.Require(t)
 	var absent uintptr
-	table := append(mockTable(), gpulib.Symbol{Name: "dnnNoSuchCall", Addr: &absent})
+	table := append(mockTable(), dl.Symbol{Name: "dnnNoSuchCall", Addr: &absent})
 	rec, err := dnnlib.Load(stand.Spec(mockName), table, "older than the stand-in?")
 	var oe *dnnlib.OpenError
-	var ms *gpulib.MissingSymbolError
+	var ms *dl.MissingSymbolError
 	if !errors.As(err, &oe) || !errors.As(err, &ms) || ms.Symbol != "dnnNoSuchCall" {
 		t.Fatalf("missing symbol: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestLoadNamesAMissingSymbolWithTheHint(t *testing.T) {
 }
 
 func TestLoadRecordsEveryPathTried(t *testing.T) {
-	dnntest.WantNotFound(t, mockName, mockSoname, func(spec gpulib.SearchSpec) error {
+	dnntest.WantNotFound(t, mockName, mockSoname, func(spec dl.SearchSpec) error {
 		_, err := dnnlib.Load(spec, mockTable(), "unused")
 		return err
 	})
@@ -103,7 +103,7 @@ func TestLoadedPathPrefersTheDevicesRecord(t *testing.T) {
 func TestBindRuntime(t *testing.T) {
 	stand.Require(t)
 	var fn uintptr
-	if err := dnnlib.BindRuntime("the test runtime", stand.Path(), -1, []gpulib.Symbol{{Name: "dnnCreate", Addr: &fn}}); err == nil ||
+	if err := dnnlib.BindRuntime("the test runtime", stand.Path(), -1, []dl.Symbol{{Name: "dnnCreate", Addr: &fn}}); err == nil ||
 		err.Error() != "device ordinal -1 is negative" || fn != 0 {
 		t.Fatalf("negative ordinal: %v (bound %#x)", err, fn)
 	}
@@ -111,12 +111,12 @@ func TestBindRuntime(t *testing.T) {
 	if err := dnnlib.BindRuntime("the test runtime", missing, 0, nil); err == nil || !strings.HasPrefix(err.Error(), "opening the test runtime "+missing+": ") {
 		t.Fatalf("missing runtime: %v", err)
 	}
-	must(t, dnnlib.BindRuntime("the test runtime", stand.Path(), 1, []gpulib.Symbol{{Name: "dnnCreate", Addr: &fn}}))
+	must(t, dnnlib.BindRuntime("the test runtime", stand.Path(), 1, []dl.Symbol{{Name: "dnnCreate", Addr: &fn}}))
 	if fn == 0 {
 		t.Fatal("dnnCreate not bound")
 	}
-	var ms *gpulib.MissingSymbolError
-	if err := dnnlib.BindRuntime("the test runtime", stand.Path(), 0, []gpulib.Symbol{{Name: "rtNoSuchCall", Addr: &fn}}); !errors.As(err, &ms) {
+	var ms *dl.MissingSymbolError
+	if err := dnnlib.BindRuntime("the test runtime", stand.Path(), 0, []dl.Symbol{{Name: "rtNoSuchCall", Addr: &fn}}); !errors.As(err, &ms) {
 		t.Fatalf("missing symbol: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/dnn/dnnlib/dnntest"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -49,8 +49,8 @@ var mock struct {
 	scale                                                uintptr
 }
 
-func mockTable() []gpulib.Symbol {
-	return []gpulib.Symbol{
+func mockTable() []dl.Symbol {
+	return []dl.Symbol{
 		{Name: "dnnCreate", Addr: &mock.create},
 		{Name: "dnnDestroy", Addr: &mock.destroy},
 		{Name: "dnnSetStream", Addr: &mock.setStream},

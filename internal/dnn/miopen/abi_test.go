@@ -13,7 +13,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // miopenConvAlgoPerf_t is 16 bytes and miopenConvSolution_t 32; the Go
@@ -21,7 +21,7 @@ import (
 func TestStructLayoutsMatchC(t *testing.T) {
 	openStandIn(t)
 	var c [7]int32
-	gpulib.Call(mockCtl.layout, uintptr(unsafe.Pointer(&c[0])))
+	dl.Call(mockCtl.layout, uintptr(unsafe.Pointer(&c[0])))
 	var p convAlgoPerf
 	var s convSolution
 	goLayout := [7]int32{int32(unsafe.Sizeof(p)), int32(unsafe.Offsetof(p.time)), int32(unsafe.Offsetof(p.memory)),
@@ -46,7 +46,7 @@ func TestOpenSetsTheEnvironmentBeforeLoading(t *testing.T) {
 		t.Fatalf("user db folder: %v entries, %v", len(entries), err)
 	}
 	want := "MIOPEN_USER_DB_PATH=" + db + " MIOPEN_DEBUG_DISABLE_FIND_DB=1"
-	if got := gpulib.GoString(gpulib.CallPtr(mockCtl.envAtLoad)); got != want {
+	if got := dl.GoString(dl.CallPtr(mockCtl.envAtLoad)); got != want {
 		t.Fatalf("environment at load %q, want %q", got, want)
 	}
 	if env := strings.Join(l.Environment(), " "); env != "MIOPEN_USER_DB_PATH="+db+" MIOPEN_DEBUG_DISABLE_FIND_DB=1" {
@@ -62,7 +62,7 @@ func TestOpenSetsTheEnvironmentBeforeLoading(t *testing.T) {
 
 func TestOpenRecordsEveryPathTried(t *testing.T) {
 	openStandIn(t)
-	dnntest.WantNotFound(t, LibraryName, Soname, func(spec gpulib.SearchSpec) error {
+	dnntest.WantNotFound(t, LibraryName, Soname, func(spec dl.SearchSpec) error {
 		_, err := Open(spec, Options{UserDBPath: t.TempDir()})
 		return err
 	})
@@ -120,7 +120,7 @@ func TestFindWritesToTheUserDBWhenTheFindDBIsOn(t *testing.T) {
 func TestDeviceSelectorSelectsPerThread(t *testing.T) {
 	l := openStandIn(t)
 	sel := lockDevice(t, 1)
-	if got := gpulib.Call(mockCtl.threadDevice); got != 1 {
+	if got := dl.Call(mockCtl.threadDevice); got != 1 {
 		t.Fatalf("thread device %d, want 1", got)
 	}
 	h, err := l.NewHandle(0x20)

@@ -4,6 +4,7 @@ import (
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // RuntimeSoname is the HIP runtime DeviceSelector binds when the device
@@ -27,7 +28,7 @@ type DeviceSelector struct {
 // already loaded returns the same instance) and binds hipSetDevice.
 func OpenDeviceSelector(path string, ordinal int) (*DeviceSelector, error) {
 	s := &DeviceSelector{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectHIP}}
-	if err := dnnlib.BindRuntime("the HIP runtime", path, ordinal, []gpulib.Symbol{{Name: "hipSetDevice", Addr: &s.setDevice}}); err != nil {
+	if err := dnnlib.BindRuntime("the HIP runtime", path, ordinal, []dl.Symbol{{Name: "hipSetDevice", Addr: &s.setDevice}}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -36,5 +37,5 @@ func OpenDeviceSelector(path string, ordinal int) (*DeviceSelector, error) {
 // Select makes the device current on the calling OS thread; the caller has
 // locked its goroutine to the thread.
 func (s *DeviceSelector) Select() error {
-	return s.st.Err("SetDevice", gpulib.Call(s.setDevice, uintptr(s.Ordinal)))
+	return s.st.Err("SetDevice", dl.Call(s.setDevice, uintptr(s.Ordinal)))
 }

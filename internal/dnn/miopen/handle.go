@@ -6,7 +6,7 @@ import (
 
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // Enumerations passed to MIOpen (miopen.h).
@@ -57,7 +57,7 @@ type Handle struct {
 // device selected on the calling OS thread (miopenCreateWithStream).
 func (l *Library) NewHandle(s hip.Stream) (*Handle, error) {
 	h := &Handle{lib: l}
-	if err := l.core.Check("miopenCreateWithStream", gpulib.Call(l.api.createWithStream, uintptr(unsafe.Pointer(&h.ptr)), uintptr(s))); err != nil {
+	if err := l.core.Check("miopenCreateWithStream", dl.Call(l.api.createWithStream, uintptr(unsafe.Pointer(&h.ptr)), uintptr(s))); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -65,7 +65,7 @@ func (l *Library) NewHandle(s hip.Stream) (*Handle, error) {
 
 // SetStream moves the handle's work to s.
 func (h *Handle) SetStream(s hip.Stream) error {
-	return h.lib.core.Check("miopenSetStream", gpulib.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
+	return h.lib.core.Check("miopenSetStream", dl.Call(h.lib.api.setStream, h.ptr, uintptr(s)))
 }
 
 // Stream is the stream the handle's work goes to.
@@ -106,7 +106,7 @@ func (d *TensorDesc) Set(n, c, h, w int) error {
 	if err := dnnlib.Positive(op, StatusBadParm, "n c h w", n, c, h, w); err != nil {
 		return err
 	}
-	if err := d.lib.core.Check(op, gpulib.Call(d.lib.api.set4dTensor, d.ptr, dataFloat,
+	if err := d.lib.core.Check(op, dl.Call(d.lib.api.set4dTensor, d.ptr, dataFloat,
 		uintptr(n), uintptr(c), uintptr(h), uintptr(w))); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (l *Library) NewConvDesc(g Conv2d) (*ConvDesc, error) {
 		return nil, err
 	}
 	d := &ConvDesc{lib: l, ptr: ptr}
-	return dnnlib.Configured(d, l.core.Check(op, gpulib.Call(l.api.initConv, d.ptr, convCrossCorrelation, uintptr(g.PadH), uintptr(g.PadW),
+	return dnnlib.Configured(d, l.core.Check(op, dl.Call(l.api.initConv, d.ptr, convCrossCorrelation, uintptr(g.PadH), uintptr(g.PadW),
 		uintptr(g.StrideH), uintptr(g.StrideW), uintptr(g.DilH), uintptr(g.DilW))))
 }
 
@@ -201,7 +201,7 @@ func (h *Handle) ForwardWorkspace(p Problem) (uint64, error) {
 		return 0, err
 	}
 	var size uint64
-	err := h.lib.core.Check(op, gpulib.Call(h.lib.api.fwdWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(unsafe.Pointer(&size))))
+	err := h.lib.core.Check(op, dl.Call(h.lib.api.fwdWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(unsafe.Pointer(&size))))
 	return size, err
 }
 
@@ -242,7 +242,7 @@ func (h *Handle) FindForward(p Problem, b Buffers, exhaustive bool) ([]AlgoPerf,
 	if exhaustive {
 		ex = 1
 	}
-	st := gpulib.Call(h.lib.api.findFwd, h.ptr, p.X.ptr, uintptr(b.X), p.W.ptr, uintptr(b.W), p.Conv.ptr, p.Y.ptr, uintptr(b.Y),
+	st := dl.Call(h.lib.api.findFwd, h.ptr, p.X.ptr, uintptr(b.X), p.W.ptr, uintptr(b.W), p.Conv.ptr, p.Y.ptr, uintptr(b.Y),
 		maxFindResults, uintptr(unsafe.Pointer(&got)), uintptr(unsafe.Pointer(&raw[0])),
 		uintptr(b.Workspace), uintptr(b.WorkspaceBytes), ex)
 	if err := h.lib.core.Check(op, st); err != nil {
@@ -268,7 +268,7 @@ func (h *Handle) Forward(p Problem, b Buffers, algo Algo, alpha, beta float32) e
 	if err := b.check(op); err != nil {
 		return err
 	}
-	return h.lib.core.Check(op, gpulib.Call(h.lib.api.convFwd, h.ptr, uintptr(unsafe.Pointer(&alpha)),
+	return h.lib.core.Check(op, dl.Call(h.lib.api.convFwd, h.ptr, uintptr(unsafe.Pointer(&alpha)),
 		p.X.ptr, uintptr(b.X), p.W.ptr, uintptr(b.W), p.Conv.ptr, uintptr(algo),
 		uintptr(unsafe.Pointer(&beta)), p.Y.ptr, uintptr(b.Y), uintptr(b.Workspace), uintptr(b.WorkspaceBytes)))
 }
@@ -306,7 +306,7 @@ func (h *Handle) Solutions(p Problem, max int) ([]Solution, error) {
 		return nil, badArg(op, "max=%d: want at least one solution", max)
 	}
 	var count uint64
-	if err := h.lib.core.Check("miopenConvolutionForwardGetSolutionCount", gpulib.Call(h.lib.api.solutionCount,
+	if err := h.lib.core.Check("miopenConvolutionForwardGetSolutionCount", dl.Call(h.lib.api.solutionCount,
 		h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(unsafe.Pointer(&count)))); err != nil {
 		return nil, err
 	}
@@ -316,7 +316,7 @@ func (h *Handle) Solutions(p Problem, max int) ([]Solution, error) {
 	}
 	raw := make([]convSolution, n)
 	var got uint64
-	if err := h.lib.core.Check(op, gpulib.Call(h.lib.api.getSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
+	if err := h.lib.core.Check(op, dl.Call(h.lib.api.getSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
 		uintptr(n), uintptr(unsafe.Pointer(&got)), uintptr(unsafe.Pointer(&raw[0])))); err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func (h *Handle) SolutionWorkspace(p Problem, id uint64) (uint64, error) {
 		return 0, err
 	}
 	var size uint64
-	err := h.lib.core.Check(op, gpulib.Call(h.lib.api.solutionWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
+	err := h.lib.core.Check(op, dl.Call(h.lib.api.solutionWorkspace, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr,
 		uintptr(id), uintptr(unsafe.Pointer(&size))))
 	return size, err
 }
@@ -348,7 +348,7 @@ func (h *Handle) CompileSolution(p Problem, id uint64) error {
 	if err := p.check(op); err != nil {
 		return err
 	}
-	return h.lib.core.Check(op, gpulib.Call(h.lib.api.compileSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(id)))
+	return h.lib.core.Check(op, dl.Call(h.lib.api.compileSolution, h.ptr, p.W.ptr, p.X.ptr, p.Conv.ptr, p.Y.ptr, uintptr(id)))
 }
 
 // ForwardImmediate enqueues y = conv(x, w) with solution id on the
@@ -361,7 +361,7 @@ func (h *Handle) ForwardImmediate(p Problem, b Buffers, id uint64) error {
 	if err := b.check(op); err != nil {
 		return err
 	}
-	return h.lib.core.Check(op, gpulib.Call(h.lib.api.fwdImmediate, h.ptr, p.W.ptr, uintptr(b.W), p.X.ptr, uintptr(b.X),
+	return h.lib.core.Check(op, dl.Call(h.lib.api.fwdImmediate, h.ptr, p.W.ptr, uintptr(b.W), p.X.ptr, uintptr(b.X),
 		p.Conv.ptr, p.Y.ptr, uintptr(b.Y), uintptr(b.Workspace), uintptr(b.WorkspaceBytes), uintptr(id)))
 }
 

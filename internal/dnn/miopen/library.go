@@ -23,7 +23,7 @@ import (
 
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // LibraryName is the report label of the library.
@@ -41,13 +41,13 @@ const (
 
 // Search finds libMIOpen.so.1 through the dynamic loader, then under
 // $ROCM_PATH/lib, /opt/rocm/lib and every /opt/rocm-*/lib, newest first.
-func Search() gpulib.SearchSpec {
+func Search() dl.SearchSpec {
 	var dirs []string
 	if root := os.Getenv(EnvROCmPath); root != "" {
 		dirs = append(dirs, filepath.Join(root, "lib"))
 	}
 	dirs = append(dirs, "/opt/rocm/lib", "/opt/rocm-*/lib")
-	return gpulib.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: dirs}
+	return dl.SearchSpec{Name: LibraryName, Sonames: []string{Soname}, Dirs: dirs}
 }
 
 // Options configure the library before it loads.
@@ -81,8 +81,8 @@ type api struct {
 	scaleTensor uintptr
 }
 
-func (a *api) symbols() []gpulib.Symbol {
-	return []gpulib.Symbol{
+func (a *api) symbols() []dl.Symbol {
+	return []dl.Symbol{
 		{Name: "miopenGetVersion", Addr: &a.getVersion},
 		{Name: "miopenGetErrorString", Addr: &a.getErrorString},
 
@@ -130,9 +130,9 @@ type OpenError = dnnlib.OpenError
 
 // Open sets the environment opts asks for, then loads the first library
 // spec finds and binds its symbols. A missing library is a
-// *gpulib.NotFoundError and a missing symbol a *gpulib.MissingSymbolError,
+// *dl.NotFoundError and a missing symbol a *dl.MissingSymbolError,
 // each inside an *OpenError with the search record.
-func Open(spec gpulib.SearchSpec, opts Options) (*Library, error) {
+func Open(spec dl.SearchSpec, opts Options) (*Library, error) {
 	l := &Library{userDB: opts.UserDBPath}
 	if l.userDB == "" {
 		dir, err := os.MkdirTemp("", "miotool-miopen-userdb-")
@@ -156,7 +156,7 @@ func Open(spec gpulib.SearchSpec, opts Options) (*Library, error) {
 	}
 	l.core = dnnlib.NewCore[Status](LibraryName, rec, l.errorString)
 	var major, minor, patch uint64
-	if gpulib.Call(l.api.getVersion, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor)), uintptr(unsafe.Pointer(&patch))) == 0 {
+	if dl.Call(l.api.getVersion, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor)), uintptr(unsafe.Pointer(&patch))) == 0 {
 		l.core.SetVersion(Version{Major: int(major), Minor: int(minor), Patch: int(patch)})
 	}
 	return l, nil

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"miotool/internal/dnn/dnnlib/dnntest"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -21,9 +21,9 @@ var mockCtl struct {
 }
 
 var stand = dnntest.NewStandIn("testdata/mockmiopen.c", Soname,
-	gpulib.Symbol{Name: "mock_env_at_load", Addr: &mockCtl.envAtLoad},
-	gpulib.Symbol{Name: "mock_thread_device", Addr: &mockCtl.threadDevice},
-	gpulib.Symbol{Name: "mock_layout", Addr: &mockCtl.layout},
+	dl.Symbol{Name: "mock_env_at_load", Addr: &mockCtl.envAtLoad},
+	dl.Symbol{Name: "mock_thread_device", Addr: &mockCtl.threadDevice},
+	dl.Symbol{Name: "mock_layout", Addr: &mockCtl.layout},
 )
 
 // firstLib is the first Open of the process, with the default options: it

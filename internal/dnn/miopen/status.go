@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"miotool/internal/dnn/dnnlib"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // Status is a miopenStatus_t.
@@ -52,7 +52,7 @@ func StatusOf(err error) Status { return dnnlib.StatusOf(err, StatusUnknownError
 // errorString is the library's text for st, left out when it only repeats
 // the code's name.
 func (l *Library) errorString(st int32) string {
-	s := strings.TrimSpace(gpulib.GoString(gpulib.CallPtr(l.api.getErrorString, uintptr(st))))
+	s := strings.TrimSpace(dl.GoString(dl.CallPtr(l.api.getErrorString, uintptr(st))))
 	if s == Status(st).String() {
 		return ""
 	}

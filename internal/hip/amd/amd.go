@@ -17,6 +17,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 const backendName = "hip"
@@ -51,7 +52,7 @@ func openDevice(opts hip.OpenOptions, rt *runtimeLib, rtc *hiprtcLib) (*device, 
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if st := gpulib.Call(rt.Funcs.Select, uintptr(opts.Ordinal)); st != 0 {
+	if st := dl.Call(rt.Funcs.Select, uintptr(opts.Ordinal)); st != 0 {
 		return nil, rt.Unavailable(rt.Status.Err("SetDevice", st).Error(), libs...)
 	}
 	d := &device{rt: rt, rtc: rtc}
@@ -77,7 +78,7 @@ func (d *device) readProps(ordinal int) (hip.Props, error) {
 	words := make([]uint64, propsBufferSize/8)
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), propsBufferSize)
 	var archErr error
-	if st := gpulib.Call(d.rt.api.getDeviceProperties, uintptr(unsafe.Pointer(&words[0])), uintptr(ordinal)); st != 0 {
+	if st := dl.Call(d.rt.api.getDeviceProperties, uintptr(unsafe.Pointer(&words[0])), uintptr(ordinal)); st != 0 {
 		archErr = d.rt.Status.Err("GetDeviceProperties", st)
 	} else if d.gcnArch = archFromProps(buf); d.gcnArch == "" {
 		archErr = errors.New("hipGetDevicePropertiesR0600 gave no gcnArchName of the form gfxNNN")
@@ -86,7 +87,7 @@ func (d *device) readProps(ordinal int) (hip.Props, error) {
 		props.Arch, archErr = baseArch(d.gcnArch)
 	}
 	if props.Name == "" {
-		props.Name = gpulib.GoStringBytes(buf[:256]) // hipDeviceProp_t.name
+		props.Name = dl.GoStringBytes(buf[:256]) // hipDeviceProp_t.name
 	}
 	return props, archErr
 }

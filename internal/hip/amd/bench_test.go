@@ -3,7 +3,7 @@ package amd
 import (
 	"testing"
 
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -27,7 +27,7 @@ func BenchmarkMockLaunchKernel(b *testing.B) { gputest.BenchLaunchKernel(b, kit(
 func BenchmarkMockLaunchKernelRaw(b *testing.B) {
 	d := openMock(b, 0, nil)
 	gputest.BenchLaunchKernelRaw(b, kit(d), d.rt.Funcs.LaunchKernel, d.rt.Status,
-		func() int32 { return gpulib.Call(d.rt.Funcs.Select, 0) })
+		func() int32 { return dl.Call(d.rt.Funcs.Select, 0) })
 }
 
 // BenchmarkMockHostFuncRoundTrip enqueues a host function and waits for the

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // hiprtcErrorCompilation is HIPRTC_ERROR_COMPILATION: the source itself is
@@ -31,12 +32,12 @@ func hiprtcSonames(runtimePath string) []string {
 
 // hiprtcSearch looks for hiprtc on the loader's path, then beside the
 // runtime that loaded, then where the runtime itself is looked for.
-func hiprtcSearch(runtimePath string) gpulib.SearchSpec {
+func hiprtcSearch(runtimePath string) dl.SearchSpec {
 	var dirs []string
 	if filepath.IsAbs(runtimePath) {
 		dirs = append(dirs, filepath.Dir(runtimePath))
 	}
-	return gpulib.SearchSpec{
+	return dl.SearchSpec{
 		Name:    "libhiprtc",
 		Sonames: hiprtcSonames(runtimePath),
 		Dirs:    append(dirs, rocmLibDirs()...),
@@ -63,15 +64,15 @@ func defaultHIPRTC(runtimePath string) *hiprtcLib {
 // loadHIPRTC opens and binds hiprtc; a failure is recorded, not returned,
 // so that a device without its compiler still opens (memory, streams and
 // capture work; ModuleLoad says why it cannot).
-func loadHIPRTC(spec gpulib.SearchSpec) *hiprtcLib {
+func loadHIPRTC(spec dl.SearchSpec) *hiprtcLib {
 	n := &hiprtcLib{code: gpulib.RTCOutput{Kind: "code", SizeSym: "hiprtcGetCodeSize"}}
 	n.Compiler = gpulib.OpenCompiler(spec, "hiprtc", n.outputSymbols()...)
 	return n
 }
 
 // outputSymbols binds the calls that fetch the code object.
-func (n *hiprtcLib) outputSymbols() []gpulib.Symbol {
-	return []gpulib.Symbol{
+func (n *hiprtcLib) outputSymbols() []dl.Symbol {
+	return []dl.Symbol{
 		{Name: "hiprtcGetCodeSize", Addr: &n.code.SizeFn},
 		{Name: "hiprtcGetCode", Addr: &n.code.GetFn},
 	}

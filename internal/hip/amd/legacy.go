@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // minHIPMajor is the oldest HIP miotool binds: 6.0 brought
@@ -18,8 +18,8 @@ const minHIPMajor = 6
 // legacyRuntimeSearch finds a HIP 5 runtime (ROCm 5.x, e.g. Debian's
 // libamdhip64-5), which miotool cannot use, so that the error can say what
 // was found and why it does not serve instead of "not found".
-func legacyRuntimeSearch() gpulib.SearchSpec {
-	return gpulib.SearchSpec{
+func legacyRuntimeSearch() dl.SearchSpec {
+	return dl.SearchSpec{
 		Name:    "libamdhip64",
 		Sonames: []string{"libamdhip64.so.5"},
 		Dirs:    rocmLibDirs(),
@@ -30,7 +30,7 @@ func legacyRuntimeSearch() gpulib.SearchSpec {
 // library at all, it looks with legacy for a HIP 5 runtime and, if one is
 // there, returns why that one cannot serve instead of "not found"; its
 // library record then lists the attempts of both searches.
-func openRuntime(current, legacy gpulib.SearchSpec) (*runtimeLib, error) {
+func openRuntime(current, legacy dl.SearchSpec) (*runtimeLib, error) {
 	rt, err := loadRuntime(current)
 	var ue *hip.UnavailableError
 	if err == nil || !errors.As(err, &ue) || len(ue.Libraries) == 0 || ue.Libraries[0].Loaded != "" {
@@ -63,9 +63,9 @@ type runtimeProbe struct {
 // probeRuntime opens the library spec finds and binds every symbol of the
 // backend's table that it has, listing the rest. The error is only for a
 // library that does not load; the probe then holds the attempts.
-func probeRuntime(spec gpulib.SearchSpec) (*runtimeProbe, error) {
+func probeRuntime(spec dl.SearchSpec) (*runtimeProbe, error) {
 	p := &runtimeProbe{rt: newRuntimeLib()}
-	h, lib, err := gpulib.Open(spec)
+	h, lib, err := dl.Open(spec)
 	p.rt.Lib = lib
 	if err != nil {
 		return p, err
@@ -74,7 +74,7 @@ func probeRuntime(spec gpulib.SearchSpec) (*runtimeProbe, error) {
 	for i := range table {
 		table[i].Optional = true
 	}
-	if err := gpulib.Bind(gpulib.Lookup(h), lib.Loaded, table); err != nil {
+	if err := dl.Bind(dl.Lookup(h), lib.Loaded, table); err != nil {
 		return p, err
 	}
 	for _, s := range table {
@@ -82,7 +82,7 @@ func probeRuntime(spec gpulib.SearchSpec) (*runtimeProbe, error) {
 			p.missing = append(p.missing, s.Name)
 		}
 	}
-	if p.rt.api.runtimeGetVersion != 0 && gpulib.Call(p.rt.api.runtimeGetVersion, uintptr(unsafe.Pointer(&p.version))) != 0 {
+	if p.rt.api.runtimeGetVersion != 0 && dl.Call(p.rt.api.runtimeGetVersion, uintptr(unsafe.Pointer(&p.version))) != 0 {
 		p.version = 0
 	}
 	p.rt.readVersions()
@@ -99,11 +99,11 @@ func (r *runtimeLib) discoverDevices() error {
 	if r.Funcs.Init == 0 || r.Funcs.DeviceGetCount == 0 {
 		return errors.New("the library lacks hipInit or hipGetDeviceCount")
 	}
-	if err := r.Status.Err("Init", gpulib.Call(r.Funcs.Init, 0)); err != nil {
+	if err := r.Status.Err("Init", dl.Call(r.Funcs.Init, 0)); err != nil {
 		return err
 	}
 	var count int32
-	if err := r.Status.Err("DeviceGetCount", gpulib.Call(r.Funcs.DeviceGetCount, uintptr(unsafe.Pointer(&count)))); err != nil {
+	if err := r.Status.Err("DeviceGetCount", dl.Call(r.Funcs.DeviceGetCount, uintptr(unsafe.Pointer(&count)))); err != nil {
 		return err
 	}
 	if count == 0 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestTooOldReason(t *testing.T) {
@@ -41,7 +41,7 @@ func TestTooOldReason(t *testing.T) {
 
 // emptySearch finds nothing: libamdhip64's current sonames in an empty
 // folder, without the loader's search.
-func emptySearch(t *testing.T) gpulib.SearchSpec {
+func emptySearch(t *testing.T) dl.SearchSpec {
 	spec := runtimeSearch()
 	spec.Dirs, spec.SkipLoaderPath = []string{t.TempDir()}, true
 	return spec
@@ -135,7 +135,7 @@ func TestProbeRuntimeListsEveryMissingSymbol(t *testing.T) {
 	p, err := probeRuntime(mockHIPRTCSpec())
 	must(t, err)
 	var l runtimeLib
-	if want := gpulib.SymbolNames(l.symbols()); !reflect.DeepEqual(p.missing, want) {
+	if want := dl.SymbolNames(l.symbols()); !reflect.DeepEqual(p.missing, want) {
 		t.Fatalf("missing %q, want every name %q", p.missing, want)
 	}
 	if p.version != 0 || p.discovery == nil || !strings.Contains(p.discovery.Error(), "lacks hipInit") {

@@ -13,6 +13,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -31,7 +32,7 @@ var mockCtl struct {
 }
 
 var standIns = gputest.StandIns{Libs: []gputest.StandIn{
-	{Source: "testdata/mockhip.c", Path: "lib/libamdhip64.so.7", Controls: []gpulib.Symbol{
+	{Source: "testdata/mockhip.c", Path: "lib/libamdhip64.so.7", Controls: []dl.Symbol{
 		{Name: "mock_set_device_count", Addr: &mockCtl.setDevices},
 		{Name: "mock_set_init_result", Addr: &mockCtl.setInit},
 		{Name: "mock_set_runtime_version", Addr: &mockCtl.setRuntimeVersion},
@@ -49,21 +50,21 @@ var standIns = gputest.StandIns{Libs: []gputest.StandIn{
 		{Name: "mock_last_launch", Addr: &mockCtl.lastLaunch},
 		{Name: "mock_launch_record_size", Addr: &mockCtl.launchSize},
 	}},
-	{Source: "testdata/mockhiprtc.c", Path: "lib/libhiprtc.so.7", Controls: []gpulib.Symbol{
+	{Source: "testdata/mockhiprtc.c", Path: "lib/libhiprtc.so.7", Controls: []dl.Symbol{
 		{Name: "mock_hiprtc_compiles", Addr: &mockCtl.compiles},
 		{Name: "mock_hiprtc_last_options", Addr: &mockCtl.lastOptions},
 	}},
 }}
 
-func mockRuntimeSpec() gpulib.SearchSpec { return standIns.Spec(0, "libamdhip64") }
-func mockHIPRTCSpec() gpulib.SearchSpec  { return standIns.Spec(1, "libhiprtc") }
+func mockRuntimeSpec() dl.SearchSpec { return standIns.Spec(0, "libamdhip64") }
+func mockHIPRTCSpec() dl.SearchSpec  { return standIns.Spec(1, "libhiprtc") }
 
 // Controls of the stand-in.
-func mockCall(fn uintptr, args ...uintptr) int { return int(gpulib.Call(fn, args...)) }
+func mockCall(fn uintptr, args ...uintptr) int { return int(dl.Call(fn, args...)) }
 
 func failNext(cFunc string, code int) {
-	name := gpulib.CString(cFunc)
-	gpulib.Call(mockCtl.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(code))
+	name := dl.CString(cFunc)
+	dl.Call(mockCtl.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(code))
 }
 
 // openMock opens a device of the stand-in runtime, with the stand-in hiprtc
@@ -117,7 +118,7 @@ func TestMockOpenPropsLibraries(t *testing.T) {
 func TestMockPropsLayout(t *testing.T) {
 	standIns.Require(t)
 	var off, size uintptr
-	gpulib.Call(mockCtl.propsLayout, uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
+	dl.Call(mockCtl.propsLayout, uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
 	if off != propsGCNArchNameOffset || size != propsStructSize || propsBufferSize < size {
 		t.Fatalf("C says gcnArchName at %d of %d bytes; the backend reads %d of %d (buffer %d)",
 			off, size, propsGCNArchNameOffset, propsStructSize, propsBufferSize)
@@ -127,8 +128,8 @@ func TestMockPropsLayout(t *testing.T) {
 func TestMockArchitecture(t *testing.T) {
 	standIns.Require(t)
 	setArch := func(name string, shift int) {
-		c := gpulib.CString(name)
-		gpulib.Call(mockCtl.setArch, uintptr(unsafe.Pointer(&c[0])), uintptr(shift))
+		c := dl.CString(name)
+		dl.Call(mockCtl.setArch, uintptr(unsafe.Pointer(&c[0])), uintptr(shift))
 	}
 	t.Cleanup(func() { setArch("gfx942:sramecc+:xnack-", 0) })
 	tests := []struct {
@@ -183,7 +184,7 @@ func TestMockOpenFailures(t *testing.T) {
 
 	rt, err := loadRuntime(mockRuntimeSpec())
 	must(t, err)
-	rtc := loadHIPRTC(gpulib.SearchSpec{Name: "libhiprtc", Sonames: []string{"libhiprtc.so.7"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
+	rtc := loadHIPRTC(dl.SearchSpec{Name: "libhiprtc", Sonames: []string{"libhiprtc.so.7"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
 	for _, tt := range []struct {
 		name    string
 		devices int
@@ -212,7 +213,7 @@ func TestMockOpenFailures(t *testing.T) {
 	setDevices(1)
 
 	// A library without HIP's symbols is refused by the first one missing.
-	_, err = loadRuntime(gpulib.SearchSpec{Name: "libamdhip64", Sonames: []string{filepath.Base(standIns.Path(1))}, Dirs: []string{filepath.Dir(standIns.Path(1))}, SkipLoaderPath: true})
+	_, err = loadRuntime(dl.SearchSpec{Name: "libamdhip64", Sonames: []string{filepath.Base(standIns.Path(1))}, Dirs: []string{filepath.Dir(standIns.Path(1))}, SkipLoaderPath: true})
 	if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "has no symbol hipInit") || !strings.Contains(ue.Reason, "older than 6.0") {
 		t.Fatalf("wrong library: %v", err)
 	}
@@ -264,7 +265,7 @@ func TestMockDeviceOnEveryThread(t *testing.T) {
 	gputest.OnLockedThread(t, func() {
 		var p uintptr
 		mockCall(mockCtl.resetThreadDevice)
-		if st := gpulib.Call(d.rt.Funcs.Malloc, uintptr(unsafe.Pointer(&p)), 64); st != 101 {
+		if st := dl.Call(d.rt.Funcs.Malloc, uintptr(unsafe.Pointer(&p)), 64); st != 101 {
 			t.Errorf("a raw hipMalloc on device 0 returned %d, want 101", st)
 		}
 	})
@@ -294,7 +295,7 @@ func TestMockKernels(t *testing.T) {
 	if compiles() != before+1 {
 		t.Fatalf("hiprtc compiled %d times, want 1", compiles()-before)
 	}
-	if opts := gpulib.GoString(gpulib.CallPtr(mockCtl.lastOptions)); opts != "--offload-arch=gfx942 -O3" {
+	if opts := dl.GoString(dl.CallPtr(mockCtl.lastOptions)); opts != "--offload-arch=gfx942 -O3" {
 		t.Fatalf("hiprtc options %q", opts)
 	}
 	gputest.VectorAdd(t, d, src, 10)
@@ -328,7 +329,7 @@ type launchRecord struct {
 // shape, shared memory and stream, and each argument read at its own size.
 func TestMockLaunchArguments(t *testing.T) {
 	d := openMock(t, 0, nil)
-	if size := gpulib.CallPtr(mockCtl.launchSize); size != unsafe.Sizeof(launchRecord{}) {
+	if size := dl.CallPtr(mockCtl.launchSize); size != unsafe.Sizeof(launchRecord{}) {
 		t.Fatalf("launch record is %d bytes in C, %d in Go", size, unsafe.Sizeof(launchRecord{}))
 	}
 	f := gputest.LoadFunc(t, d, testSource(), "probe")
@@ -337,7 +338,7 @@ func TestMockLaunchArguments(t *testing.T) {
 	grid, block := hip.Dim3{X: 3, Y: 2, Z: 5}, hip.Dim3{X: 64, Y: 4, Z: 1}
 	must(t, d.LaunchKernel(f, grid, block, 1024, s, ptr, int32(-5), uint32(0xdeadbeef), int64(-1<<40), uint64(1<<63), float32(1.5), float64(-2.25)))
 	var rec launchRecord
-	gpulib.Call(mockCtl.lastLaunch, uintptr(unsafe.Pointer(&rec)))
+	dl.Call(mockCtl.lastLaunch, uintptr(unsafe.Pointer(&rec)))
 	want := launchRecord{
 		Grid: [3]uint32{3, 2, 5}, Block: [3]uint32{64, 4, 1}, Shared: 1024, Kernel: 3, Stream: uint64(s), NArgs: 7,
 		Args: [8]uint64{uint64(ptr), 0xfffffffb, 0xdeadbeef, uint64(0xffffff0000000000), 1 << 63,
@@ -349,7 +350,7 @@ func TestMockLaunchArguments(t *testing.T) {
 }
 
 func TestMockNoHIPRTC(t *testing.T) {
-	missing := loadHIPRTC(gpulib.SearchSpec{Name: "libhiprtc", Sonames: []string{"libhiprtc.so.7"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
+	missing := loadHIPRTC(dl.SearchSpec{Name: "libhiprtc", Sonames: []string{"libhiprtc.so.7"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
 	if missing.Available() {
 		t.Fatal("hiprtc found in an empty folder")
 	}
@@ -395,7 +396,7 @@ func TestMockCaptureReplay(t *testing.T) {
 			if got := mockCall(mockCtl.lastBeginMode); got != int(mode) {
 				t.Fatalf("hipStreamBeginCapture received mode %d, want %d", got, int(mode))
 			}
-			if flags := gpulib.CallPtr(mockCtl.lastInstantiateFlags); flags != 0 {
+			if flags := dl.CallPtr(mockCtl.lastInstantiateFlags); flags != 0 {
 				t.Fatalf("hipGraphInstantiateWithFlags received flags %#x", flags)
 			}
 		})

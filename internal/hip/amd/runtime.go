@@ -11,6 +11,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // runtimeAPI holds the libamdhip64 entry points only this backend calls;
@@ -23,9 +24,9 @@ type runtimeAPI struct {
 // traps: hipGetDeviceProperties is #defined to hipGetDevicePropertiesR0600
 // (the plain export keeps the pre-6.0 struct), and hipGraphInstantiate
 // keeps CUDA's old five-argument form, so the flags form is bound instead.
-func (l *runtimeLib) symbols() []gpulib.Symbol {
+func (l *runtimeLib) symbols() []dl.Symbol {
 	a, f := &l.api, &l.Funcs
-	return []gpulib.Symbol{
+	return []dl.Symbol{
 		{Name: "hipInit", Addr: &f.Init},
 		{Name: "hipDriverGetVersion", Addr: &a.driverGetVersion},
 		{Name: "hipRuntimeGetVersion", Addr: &a.runtimeGetVersion},
@@ -123,8 +124,8 @@ func rocmLibDirs() []string {
 // a development link (and may be HIP 5, whose struct layouts differ), so it
 // is not tried; HIP 5 itself is looked for only to say why it cannot serve
 // (legacyRuntimeSearch).
-func runtimeSearch() gpulib.SearchSpec {
-	return gpulib.SearchSpec{
+func runtimeSearch() dl.SearchSpec {
+	return dl.SearchSpec{
 		Name:    "libamdhip64",
 		Sonames: []string{"libamdhip64.so.7", "libamdhip64.so.6"},
 		Dirs:    rocmLibDirs(),
@@ -150,7 +151,7 @@ func newRuntimeLib() *runtimeLib {
 
 // loadRuntime opens, binds and initialises libamdhip64. Every failure is a
 // *hip.UnavailableError naming what failed and listing the paths tried.
-func loadRuntime(spec gpulib.SearchSpec) (*runtimeLib, error) {
+func loadRuntime(spec dl.SearchSpec) (*runtimeLib, error) {
 	r := newRuntimeLib()
 	if err := r.Load(spec, r.symbols(), "HIP older than 6.0, or not AMD's runtime"); err != nil {
 		return nil, err
@@ -162,10 +163,10 @@ func loadRuntime(spec gpulib.SearchSpec) (*runtimeLib, error) {
 // readVersions asks the runtime its own and the driver's version.
 func (r *runtimeLib) readVersions() {
 	var v int32
-	if r.api.runtimeGetVersion != 0 && gpulib.Call(r.api.runtimeGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
+	if r.api.runtimeGetVersion != 0 && dl.Call(r.api.runtimeGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
 		r.RuntimeVersion = formatHIPVersion(v)
 	}
-	if r.api.driverGetVersion != 0 && gpulib.Call(r.api.driverGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
+	if r.api.driverGetVersion != 0 && dl.Call(r.api.driverGetVersion, uintptr(unsafe.Pointer(&v))) == 0 {
 		r.DriverVersion = formatHIPVersion(v)
 	}
 	r.Lib.Version = r.RuntimeVersion
@@ -178,7 +179,7 @@ func (r *runtimeLib) errorName(code int32) string {
 	if r.api.getErrorName == 0 {
 		return ""
 	}
-	s := gpulib.GoString(gpulib.CallPtr(r.api.getErrorName, uintptr(code)))
+	s := dl.GoString(dl.CallPtr(r.api.getErrorName, uintptr(code)))
 	if s == hip.ErrUnknown.Name(hip.DialectHIP) && hip.Code(code) != hip.ErrUnknown {
 		return ""
 	}
@@ -215,7 +216,7 @@ func baseArch(gcnArchName string) (string, error) {
 // still names the device). It returns "" when there is none.
 func archFromProps(buf []byte) string {
 	if propsGCNArchNameOffset+propsGCNArchNameLen <= len(buf) {
-		if s := gpulib.GoStringBytes(buf[propsGCNArchNameOffset : propsGCNArchNameOffset+propsGCNArchNameLen]); archPattern.MatchString(s) {
+		if s := dl.GoStringBytes(buf[propsGCNArchNameOffset : propsGCNArchNameOffset+propsGCNArchNameLen]); archPattern.MatchString(s) {
 			return s
 		}
 	}
@@ -224,7 +225,7 @@ func archFromProps(buf []byte) string {
 			continue
 		}
 		end := min(i+propsGCNArchNameLen, len(buf))
-		if s := gpulib.GoStringBytes(buf[i:end]); archPattern.MatchString(s) {
+		if s := dl.GoStringBytes(buf[i:end]); archPattern.MatchString(s) {
 			return s
 		}
 	}

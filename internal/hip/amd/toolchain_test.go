@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/testutil"
 )
 
@@ -313,7 +313,7 @@ func TestRealHIP5Runtime(t *testing.T) {
 			t.Fatalf("without /dev/kfd device discovery gave %#v, want a HIP-dialect *hip.Error from hipInit or hipGetDeviceCount", p.discovery)
 		}
 		// The name is the runtime's own for the code it returned.
-		name := gpulib.GoString(gpulib.CallPtr(p.rt.api.getErrorName, uintptr(he.Code)))
+		name := dl.GoString(dl.CallPtr(p.rt.api.getErrorName, uintptr(he.Code)))
 		if name == "" || name == "hipErrorUnknown" || !strings.Contains(he.Error(), fmt.Sprintf("%s (%d)", name, int(he.Code))) {
 			t.Fatalf("device discovery %q does not carry the runtime's name %q for code %d", he, name, int(he.Code))
 		}
@@ -321,7 +321,7 @@ func TestRealHIP5Runtime(t *testing.T) {
 
 	// hiprtc of HIP 5 is inside the runtime library (its hiprtcVersion
 	// answers 9.0 in 5.2, a number of its own).
-	rtc := loadHIPRTC(gpulib.SearchSpec{Name: "libhiprtc", Sonames: []string{filepath.Base(p.rt.Lib.Loaded)}, Dirs: []string{filepath.Dir(p.rt.Lib.Loaded)}, SkipLoaderPath: true})
+	rtc := loadHIPRTC(dl.SearchSpec{Name: "libhiprtc", Sonames: []string{filepath.Base(p.rt.Lib.Loaded)}, Dirs: []string{filepath.Dir(p.rt.Lib.Loaded)}, SkipLoaderPath: true})
 	if !rtc.Available() {
 		t.Errorf("hiprtc in %s: %v", p.rt.Lib.Loaded, rtc.Err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -17,7 +18,7 @@ import (
 // signatures it calls them with.
 func TestSymbolTable(t *testing.T) {
 	var l runtimeLib
-	got := gpulib.SymbolNames(l.symbols())
+	got := dl.SymbolNames(l.symbols())
 	want := []string{
 		"hipInit", "hipDriverGetVersion", "hipRuntimeGetVersion", "hipGetErrorName",
 		"hipGetDeviceCount", "hipSetDevice", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceTotalMem",
@@ -56,7 +57,7 @@ func TestSymbolTable(t *testing.T) {
 func TestHIPRTCSymbolTable(t *testing.T) {
 	var n hiprtcLib
 	var funcs gpulib.RTCFuncs
-	got := gpulib.SymbolNames(append(funcs.Symbols("hiprtc"), n.outputSymbols()...))
+	got := dl.SymbolNames(append(funcs.Symbols("hiprtc"), n.outputSymbols()...))
 	want := []string{"hiprtcCreateProgram", "hiprtcCompileProgram", "hiprtcGetProgramLogSize", "hiprtcGetProgramLog",
 		"hiprtcDestroyProgram", "hiprtcGetErrorString", "hiprtcVersion", "hiprtcGetCodeSize", "hiprtcGetCode"}
 	if !slices.Equal(got, want) {

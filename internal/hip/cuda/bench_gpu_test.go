@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -20,7 +20,7 @@ func BenchmarkGPULaunchKernel(b *testing.B) { gputest.BenchLaunchKernel(b, kit(g
 func BenchmarkGPULaunchKernelRaw(b *testing.B) {
 	d := gpu.Device(b)
 	gputest.BenchLaunchKernelRaw(b, kit(d), d.drv.Funcs.LaunchKernel, d.drv.Status,
-		func() int32 { return gpulib.Call(d.drv.Funcs.Select, d.ctx) })
+		func() int32 { return dl.Call(d.drv.Funcs.Select, d.ctx) })
 }
 
 // BenchmarkGPULaunchHostFunc is the enqueue cost of a host function

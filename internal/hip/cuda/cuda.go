@@ -15,6 +15,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 const backendName = "cuda"
@@ -49,10 +50,10 @@ func openDevice(opts hip.OpenOptions, drv *driverLib, nv *nvrtcLib) (*device, er
 		return nil, err
 	}
 	d := &device{drv: drv, nv: nv}
-	if st := gpulib.Call(drv.api.deviceGet, uintptr(unsafe.Pointer(&d.dev)), uintptr(opts.Ordinal)); st != 0 {
+	if st := dl.Call(drv.api.deviceGet, uintptr(unsafe.Pointer(&d.dev)), uintptr(opts.Ordinal)); st != 0 {
 		return nil, drv.Unavailable(drv.Status.Err("DeviceGet", st).Error(), libs...)
 	}
-	if st := gpulib.Call(drv.api.primaryCtxRetain, uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev)); st != 0 {
+	if st := dl.Call(drv.api.primaryCtxRetain, uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev)); st != 0 {
 		return nil, drv.Unavailable(drv.Status.Err("DevicePrimaryCtxRetain", st).Error(), libs...)
 	}
 	props := drv.ReadProps(uintptr(d.dev), opts.Ordinal)
@@ -64,7 +65,7 @@ func openDevice(opts hip.OpenOptions, drv *driverLib, nv *nvrtcLib) (*device, er
 		Modules:   nv.modules(),
 		Libraries: libs,
 		Release: func() error {
-			return drv.Status.Err("DevicePrimaryCtxRelease", gpulib.Call(drv.api.primaryCtxRelease, uintptr(d.dev)))
+			return drv.Status.Err("DevicePrimaryCtxRelease", dl.Call(drv.api.primaryCtxRelease, uintptr(d.dev)))
 		},
 	})
 	return d, nil

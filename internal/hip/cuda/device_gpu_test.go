@@ -9,6 +9,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -95,7 +96,7 @@ func TestGPUPTXFallback(t *testing.T) {
 // before each call, as on a thread that never called in.
 func TestGPUContextOnFreshThreads(t *testing.T) {
 	d := gpu.Device(t)
-	gputest.AllocFreeOnFreshThreads(t, d, 8, 20, func() { gpulib.Call(d.drv.Funcs.Select, 0) })
+	gputest.AllocFreeOnFreshThreads(t, d, 8, 20, func() { dl.Call(d.drv.Funcs.Select, 0) })
 }
 
 func TestGPUTicketsClean(t *testing.T) {

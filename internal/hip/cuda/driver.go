@@ -7,6 +7,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // driverAPI holds the libcuda entry points only this backend calls; the
@@ -21,9 +22,9 @@ type driverAPI struct {
 // suffixed symbol (#define cuMemAlloc cuMemAlloc_v2), the suffixed one is
 // bound: the plain exports keep old argument lists (32-bit pointers, no
 // capture mode, five-argument instantiate).
-func (l *driverLib) symbols() []gpulib.Symbol {
+func (l *driverLib) symbols() []dl.Symbol {
 	a, f := &l.api, &l.Funcs
-	return []gpulib.Symbol{
+	return []dl.Symbol{
 		{Name: "cuInit", Addr: &f.Init},
 		{Name: "cuDriverGetVersion", Addr: &a.driverGetVersion},
 		{Name: "cuGetErrorName", Addr: &a.getErrorName},
@@ -107,15 +108,15 @@ var driverDirs = []string{"/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"}
 
 // driverSearch finds libcuda.so.1 only: the bare libcuda.so may be the
 // toolkit's stub, whose every call returns CUDA_ERROR_STUB_LIBRARY.
-func driverSearch() gpulib.SearchSpec {
-	return gpulib.SearchSpec{Name: "libcuda", Sonames: []string{"libcuda.so.1"}, Dirs: driverDirs}
+func driverSearch() dl.SearchSpec {
+	return dl.SearchSpec{Name: "libcuda", Sonames: []string{"libcuda.so.1"}, Dirs: driverDirs}
 }
 
 var defaultDriver = sync.OnceValues(func() (*driverLib, error) { return loadDriver(driverSearch()) })
 
 // loadDriver opens, binds and initialises libcuda. Every failure is a
 // *hip.UnavailableError naming what failed and listing the paths tried.
-func loadDriver(spec gpulib.SearchSpec) (*driverLib, error) {
+func loadDriver(spec dl.SearchSpec) (*driverLib, error) {
 	d := &driverLib{Runtime: gpulib.Runtime{
 		Backend:                 backendName,
 		Vendor:                  "CUDA",
@@ -132,7 +133,7 @@ func loadDriver(spec gpulib.SearchSpec) (*driverLib, error) {
 		return nil, err
 	}
 	var v int32
-	if st := gpulib.Call(d.api.driverGetVersion, uintptr(unsafe.Pointer(&v))); st == 0 {
+	if st := dl.Call(d.api.driverGetVersion, uintptr(unsafe.Pointer(&v))); st == 0 {
 		d.DriverVersion = formatCUDAVersion(v)
 	}
 	d.Lib.Version = d.DriverVersion
@@ -142,10 +143,10 @@ func loadDriver(spec gpulib.SearchSpec) (*driverLib, error) {
 // errorName asks the driver for a code's name (CUDA_ERROR_STUB_LIBRARY).
 func (d *driverLib) errorName(code int32) string {
 	var p uintptr
-	if gpulib.Call(d.api.getErrorName, uintptr(code), uintptr(unsafe.Pointer(&p))) != 0 {
+	if dl.Call(d.api.getErrorName, uintptr(code), uintptr(unsafe.Pointer(&p))) != 0 {
 		return ""
 	}
-	return gpulib.GoString(p)
+	return dl.GoString(p)
 }
 
 // formatCUDAVersion turns 13000 into "13.0" and 12080 into "12.8".

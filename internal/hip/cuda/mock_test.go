@@ -10,6 +10,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -23,19 +24,19 @@ var mockCtl struct {
 }
 
 var standIns = gputest.StandIns{Libs: []gputest.StandIn{
-	{Source: "testdata/mockcuda.c", Path: "driver/libcuda.so.1", Controls: []gpulib.Symbol{
+	{Source: "testdata/mockcuda.c", Path: "driver/libcuda.so.1", Controls: []dl.Symbol{
 		{Name: "mock_clear_current", Addr: &mockCtl.clearCtx},
 		{Name: "mock_set_init_result", Addr: &mockCtl.setInit},
 		{Name: "mock_set_device_count", Addr: &mockCtl.setDevices},
 		{Name: "mock_retains", Addr: &mockCtl.retains},
 	}},
-	{Source: "testdata/mocknvrtc.c", Path: "nvrtc/libnvrtc.so.13", Controls: []gpulib.Symbol{
+	{Source: "testdata/mocknvrtc.c", Path: "nvrtc/libnvrtc.so.13", Controls: []dl.Symbol{
 		{Name: "mock_nvrtc_compiles", Addr: &mockCtl.compiles},
 	}},
 }}
 
-func mockDriverSpec() gpulib.SearchSpec { return standIns.Spec(0, "libcuda") }
-func mockNVRTCSpec() gpulib.SearchSpec  { return standIns.Spec(1, "libnvrtc") }
+func mockDriverSpec() dl.SearchSpec { return standIns.Spec(0, "libcuda") }
+func mockNVRTCSpec() dl.SearchSpec  { return standIns.Spec(1, "libnvrtc") }
 
 // openMock opens device 0 of the mock driver, with the mock NVRTC unless
 // nv is given, and closes it when the test ends.
@@ -84,8 +85,8 @@ func TestMockOpenPropsLibraries(t *testing.T) {
 
 func TestMockOpenFailures(t *testing.T) {
 	standIns.Require(t)
-	setInit := func(r int) { gpulib.Call(mockCtl.setInit, uintptr(r)) }
-	setDevices := func(n int) { gpulib.Call(mockCtl.setDevices, uintptr(n)) }
+	setInit := func(r int) { dl.Call(mockCtl.setInit, uintptr(r)) }
+	setDevices := func(n int) { dl.Call(mockCtl.setDevices, uintptr(n)) }
 	t.Cleanup(func() { setInit(0); setDevices(1) })
 
 	setInit(34)
@@ -116,7 +117,7 @@ func TestMockOpenFailures(t *testing.T) {
 
 	// A library without the versioned symbols is refused by name.
 	nvrtcPath := standIns.Path(1)
-	_, err = loadDriver(gpulib.SearchSpec{Name: "libcuda", Sonames: []string{filepath.Base(nvrtcPath)}, Dirs: []string{filepath.Dir(nvrtcPath)}, SkipLoaderPath: true})
+	_, err = loadDriver(dl.SearchSpec{Name: "libcuda", Sonames: []string{filepath.Base(nvrtcPath)}, Dirs: []string{filepath.Dir(nvrtcPath)}, SkipLoaderPath: true})
 	if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "has no symbol cuInit") || !strings.Contains(ue.Reason, "not NVIDIA's") {
 		t.Fatalf("wrong library: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestMockOpenFailures(t *testing.T) {
 // calls as a released context would, and releases the primary context once.
 func TestMockClose(t *testing.T) {
 	standIns.Require(t)
-	retains := func() int { return int(gpulib.Call(mockCtl.retains)) }
+	retains := func() int { return int(dl.Call(mockCtl.retains)) }
 	before := retains()
 	d := openMock(t, nil)
 	if retains() != before+1 {
@@ -142,14 +143,14 @@ func TestMockClose(t *testing.T) {
 // each call; the mock refuses context-bound calls without one (201).
 func TestMockContextOnEveryThread(t *testing.T) {
 	d := openMock(t, nil)
-	gputest.AllocFreeOnFreshThreads(t, d, 8, 50, func() { gpulib.Call(mockCtl.clearCtx) })
+	gputest.AllocFreeOnFreshThreads(t, d, 8, 50, func() { dl.Call(mockCtl.clearCtx) })
 }
 
 var kernelRuns atomic.Int32
 
 func TestMockKernels(t *testing.T) {
 	d := openMock(t, nil)
-	compiles := func() int { return int(gpulib.Call(mockCtl.compiles)) }
+	compiles := func() int { return int(dl.Call(mockCtl.compiles)) }
 	src := testSource()
 	// A cache key of its own, apart from the GPU tests' and from earlier
 	// runs of this test (-count).
@@ -171,7 +172,7 @@ func TestMockKernels(t *testing.T) {
 }
 
 func TestMockPTXFallback(t *testing.T) {
-	missing := loadNVRTC(gpulib.SearchSpec{Name: "libnvrtc", Sonames: []string{"libnvrtc.so.13"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
+	missing := loadNVRTC(dl.SearchSpec{Name: "libnvrtc", Sonames: []string{"libnvrtc.so.13"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
 	if missing.Available() {
 		t.Fatal("NVRTC found in an empty folder")
 	}

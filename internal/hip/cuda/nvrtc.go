@@ -13,6 +13,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // nvrtcErrorCompilation is NVRTC_ERROR_COMPILATION: the source itself is
@@ -37,13 +38,13 @@ func targetsDir() string {
 // nvrtcSearch looks for NVRTC 13, then 12, then whatever libnvrtc.so is:
 // on the loader's path, under $CUDA_HOME, then under every
 // /usr/local/cuda* install, newest first.
-func nvrtcSearch() gpulib.SearchSpec {
+func nvrtcSearch() dl.SearchSpec {
 	var dirs []string
 	if home := os.Getenv("CUDA_HOME"); home != "" {
 		dirs = append(dirs, filepath.Join(home, "lib64"), filepath.Join(home, targetsDir()))
 	}
 	dirs = append(dirs, "/usr/local/cuda*/lib64", filepath.Join("/usr/local/cuda*", targetsDir()))
-	return gpulib.SearchSpec{
+	return dl.SearchSpec{
 		Name:    "libnvrtc",
 		Sonames: []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
 		Dirs:    dirs,
@@ -72,7 +73,7 @@ func disabledNVRTC() *nvrtcLib {
 
 // loadNVRTC opens and binds NVRTC; a failure is recorded in Err, not
 // returned, because kernels can still come from precompiled PTX.
-func loadNVRTC(spec gpulib.SearchSpec) *nvrtcLib {
+func loadNVRTC(spec dl.SearchSpec) *nvrtcLib {
 	n := &nvrtcLib{
 		ptx:   gpulib.RTCOutput{Kind: "ptx", SizeSym: "nvrtcGetPTXSize"},
 		cubin: gpulib.RTCOutput{Kind: "cubin", SizeSym: "nvrtcGetCUBINSize"},
@@ -89,8 +90,8 @@ func loadNVRTC(spec gpulib.SearchSpec) *nvrtcLib {
 
 // outputSymbols binds the calls that fetch PTX and, from NVRTC 11.1 on,
 // CUBIN.
-func (n *nvrtcLib) outputSymbols() []gpulib.Symbol {
-	return []gpulib.Symbol{
+func (n *nvrtcLib) outputSymbols() []dl.Symbol {
+	return []dl.Symbol{
 		{Name: "nvrtcGetPTXSize", Addr: &n.ptx.SizeFn},
 		{Name: "nvrtcGetPTX", Addr: &n.ptx.GetFn},
 		{Name: "nvrtcGetCUBINSize", Addr: &n.cubin.SizeFn, Optional: true},
@@ -106,9 +107,9 @@ func preloadBuiltins(nvrtcPath string) {
 		return
 	}
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(nvrtcPath), "libnvrtc-builtins.so.*"))
-	gpulib.SortNewestFirst(matches)
+	dl.SortNewestFirst(matches)
 	for _, m := range matches {
-		if _, err := purego.Dlopen(m, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+		if _, err := dl.OpenPath(m, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
 			return
 		}
 	}

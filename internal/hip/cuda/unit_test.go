@@ -9,12 +9,13 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
 func TestSymbolTableUsesVersionedNames(t *testing.T) {
 	var l driverLib
-	names := gpulib.SymbolNames(l.symbols())
+	names := dl.SymbolNames(l.symbols())
 	for _, want := range []string{
 		"cuMemAlloc_v2", "cuMemFree_v2", "cuStreamBeginCapture_v2", "cuGraphInstantiateWithFlags",
 		"cuStreamDestroy_v2", "cuEventDestroy_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestTicketOneShot(t *testing.T) {
@@ -113,7 +115,7 @@ func TestTicketsConcurrent(t *testing.T) {
 
 func fire(worker int, tramp uintptr, tk Ticket) {
 	if worker%2 == 0 {
-		CallPtr(tramp, uintptr(tk))
+		dl.CallPtr(tramp, uintptr(tk))
 		return
 	}
 	HostFuncs.Fire(uintptr(tk))

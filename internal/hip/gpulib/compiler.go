@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // Compiler is a runtime compiler (NVRTC, hiprtc) as a backend found it:
@@ -21,9 +22,9 @@ type Compiler struct {
 // the caller's RTCOutput fields). A failure is kept in Err rather than
 // returned: a backend without its compiler still opens, and its report
 // lists every path tried.
-func OpenCompiler(spec SearchSpec, prefix string, extra ...Symbol) *Compiler {
+func OpenCompiler(spec dl.SearchSpec, prefix string, extra ...dl.Symbol) *Compiler {
 	c := &Compiler{Prefix: prefix}
-	h, lib, err := Open(spec)
+	h, lib, err := dl.Open(spec)
 	c.Lib = lib
 	if err != nil {
 		c.Err = err
@@ -31,7 +32,7 @@ func OpenCompiler(spec SearchSpec, prefix string, extra ...Symbol) *Compiler {
 	}
 	rtc := &RTC{Prefix: prefix}
 	table := append(rtc.Funcs.Symbols(prefix), extra...)
-	if err := Bind(Lookup(h), lib.Loaded, table); err != nil {
+	if err := dl.Bind(dl.Lookup(h), lib.Loaded, table); err != nil {
 		c.Err = err
 		return c
 	}

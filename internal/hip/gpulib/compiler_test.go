@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 func hipLib(loaded string) hip.Library { return hip.Library{Name: "libfakertc", Loaded: loaded} }
 
 func TestOpenCompilerMissing(t *testing.T) {
 	dir := t.TempDir()
-	c := OpenCompiler(SearchSpec{Name: "libfakertc", Sonames: []string{"libfakertc.so.9"}, Dirs: []string{dir}, SkipLoaderPath: true}, "fakertc")
-	var nf *NotFoundError
+	c := OpenCompiler(dl.SearchSpec{Name: "libfakertc", Sonames: []string{"libfakertc.so.9"}, Dirs: []string{dir}, SkipLoaderPath: true}, "fakertc")
+	var nf *dl.NotFoundError
 	if c.Available() || !errors.As(c.Err, &nf) {
 		t.Fatalf("available %v, err %v", c.Available(), c.Err)
 	}
@@ -32,8 +33,8 @@ func TestOpenCompilerMissing(t *testing.T) {
 
 func TestOpenCompilerWrongLibrary(t *testing.T) {
 	real := realLibrary(t)
-	c := OpenCompiler(SearchSpec{Name: "libfakertc", Sonames: []string{filepath.Base(real)}, Dirs: []string{filepath.Dir(real)}, SkipLoaderPath: true}, "fakertc")
-	var ms *MissingSymbolError
+	c := OpenCompiler(dl.SearchSpec{Name: "libfakertc", Sonames: []string{filepath.Base(real)}, Dirs: []string{filepath.Dir(real)}, SkipLoaderPath: true}, "fakertc")
+	var ms *dl.MissingSymbolError
 	if c.Available() || !errors.As(c.Err, &ms) || ms.Symbol != "fakertcCreateProgram" {
 		t.Fatalf("err %v", c.Err)
 	}

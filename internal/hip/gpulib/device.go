@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // DeviceConfig is what a backend found when it opened one device.
@@ -90,7 +91,7 @@ func (d *Device) enter(op string) error {
 		return d.st.Errorf(op, d.rt.ClosedCode, "the device is closed")
 	}
 	runtime.LockOSThread()
-	if st := Call(d.funcs.Select, d.selectArg); st != 0 {
+	if st := dl.Call(d.funcs.Select, d.selectArg); st != 0 {
 		runtime.UnlockOSThread()
 		return d.st.Err(op, st)
 	}
@@ -106,7 +107,7 @@ func (d *Device) call(op string, fn uintptr, args ...uintptr) error {
 	if err := d.enter(op); err != nil {
 		return err
 	}
-	st := Call(fn, args...)
+	st := dl.Call(fn, args...)
 	leave()
 	return d.st.Err(op, st)
 }
@@ -306,7 +307,7 @@ func (d *Device) ModuleGetFunction(m hip.Module, name string) (hip.Function, err
 	if name == "" {
 		return 0, d.invalid("ModuleGetFunction", "kernel name is empty")
 	}
-	cname := CString(name)
+	cname := dl.CString(name)
 	var f uintptr
 	err := d.call("ModuleGetFunction", d.funcs.ModuleGetFunction, uintptr(unsafe.Pointer(&f)), uintptr(m), uintptr(unsafe.Pointer(&cname[0])))
 	if err != nil {
@@ -354,7 +355,7 @@ func (d *Device) LaunchHostFunc(s hip.Stream, fn func()) error {
 	defer leave()
 	status, id := d.captureInfo(s)
 	st := d.captures.EnqueueHostFunc(fn, status, id, func(tramp, data uintptr) int32 {
-		return Call(d.funcs.LaunchHostFunc, uintptr(s), tramp, data)
+		return dl.Call(d.funcs.LaunchHostFunc, uintptr(s), tramp, data)
 	})
 	return d.st.Err("LaunchHostFunc", st)
 }
@@ -368,10 +369,10 @@ func (d *Device) captureInfo(s hip.Stream) (hip.CaptureStatus, uint64) {
 	}
 	var st int32
 	if d.rt.CaptureInfoGraphOutputs {
-		st = Call(d.funcs.StreamGetCaptureInfo, uintptr(s), uintptr(unsafe.Pointer(&info.status)),
+		st = dl.Call(d.funcs.StreamGetCaptureInfo, uintptr(s), uintptr(unsafe.Pointer(&info.status)),
 			uintptr(unsafe.Pointer(&info.id)), 0, 0, 0, 0)
 	} else {
-		st = Call(d.funcs.StreamGetCaptureInfo, uintptr(s), uintptr(unsafe.Pointer(&info.status)),
+		st = dl.Call(d.funcs.StreamGetCaptureInfo, uintptr(s), uintptr(unsafe.Pointer(&info.status)),
 			uintptr(unsafe.Pointer(&info.id)))
 	}
 	if st != 0 {
@@ -402,7 +403,7 @@ func (d *Device) StreamEndCapture(s hip.Stream) (hip.Graph, error) {
 	defer leave()
 	_, id := d.captureInfo(s)
 	var g uintptr
-	st := Call(d.funcs.StreamEndCapture, uintptr(s), uintptr(unsafe.Pointer(&g)))
+	st := dl.Call(d.funcs.StreamEndCapture, uintptr(s), uintptr(unsafe.Pointer(&g)))
 	if st != 0 {
 		if status, still := d.captureInfo(s); status != hip.CaptureStatusActive || still != id {
 			d.captures.Ended(id, 0)
@@ -424,7 +425,7 @@ func (d *Device) ThreadExchangeCaptureMode(mode hip.CaptureMode) (hip.CaptureMod
 		return 0, err
 	}
 	m := int32(mode)
-	if st := Call(d.funcs.ThreadExchangeCaptureMode, uintptr(unsafe.Pointer(&m))); st != 0 {
+	if st := dl.Call(d.funcs.ThreadExchangeCaptureMode, uintptr(unsafe.Pointer(&m))); st != 0 {
 		return 0, d.st.Err("ThreadExchangeCaptureMode", st)
 	}
 	return hip.CaptureMode(m), nil
@@ -473,9 +474,9 @@ func (d *Device) Close() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var errs []error
-	if st := Call(d.funcs.Select, d.selectArg); st != 0 {
+	if st := dl.Call(d.funcs.Select, d.selectArg); st != 0 {
 		errs = append(errs, d.st.Err(d.rt.SelectOp, st))
-	} else if st := Call(d.funcs.DeviceSynchronize); st != 0 {
+	} else if st := dl.Call(d.funcs.DeviceSynchronize); st != 0 {
 		errs = append(errs, d.st.Err("DeviceSynchronize", st))
 	}
 	d.captures.Close()

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // BuildTarget is what a runtime compiler is asked to build for one device
@@ -103,7 +104,7 @@ func (m *ModuleBuilder) image(st StatusMapper, src *hip.KernelSource, arch strin
 	}
 	if m.UsesPTX && src.PTX != "" {
 		m.notePTXFallback(src.Name, why)
-		return CString(src.PTX), "as precompiled PTX", nil
+		return dl.CString(src.PTX), "as precompiled PTX", nil
 	}
 	if !hasText {
 		what := "has no text to compile"

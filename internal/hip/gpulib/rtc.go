@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // RTCFuncs are the runtime-compiler entry points NVRTC and hiprtc share,
@@ -31,8 +33,8 @@ type RTCFuncs struct {
 }
 
 // Symbols is the binding table for f under prefix.
-func (f *RTCFuncs) Symbols(prefix string) []Symbol {
-	return []Symbol{
+func (f *RTCFuncs) Symbols(prefix string) []dl.Symbol {
+	return []dl.Symbol{
 		{Name: prefix + "CreateProgram", Addr: &f.CreateProgram},
 		{Name: prefix + "CompileProgram", Addr: &f.CompileProgram},
 		{Name: prefix + "GetProgramLogSize", Addr: &f.GetProgramLogSize},
@@ -80,7 +82,7 @@ func (e *CompileError) Error() string {
 // Version reports the compiler's "major.minor".
 func (r *RTC) Version() (string, error) {
 	var major, minor int32
-	if st := Call(r.Funcs.Version, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor))); st != 0 {
+	if st := dl.Call(r.Funcs.Version, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor))); st != 0 {
 		return "", r.fail("Version", "", st, "")
 	}
 	return fmt.Sprintf("%d.%d", major, minor), nil
@@ -92,38 +94,38 @@ func (r *RTC) Compile(src, name string, options []string, out RTCOutput) (code [
 	if out.SizeFn == 0 || out.GetFn == 0 {
 		return nil, "", fmt.Errorf("%s: no %s output is available", r.Prefix, out.Kind)
 	}
-	csrc, cname := CString(src), CString(name)
+	csrc, cname := dl.CString(src), dl.CString(name)
 	var prog uintptr
-	st := Call(r.Funcs.CreateProgram, uintptr(unsafe.Pointer(&prog)),
+	st := dl.Call(r.Funcs.CreateProgram, uintptr(unsafe.Pointer(&prog)),
 		uintptr(unsafe.Pointer(&csrc[0])), uintptr(unsafe.Pointer(&cname[0])), 0, 0, 0)
 	if st != 0 {
 		return nil, "", r.fail("CreateProgram", name, st, "")
 	}
-	defer func() { Call(r.Funcs.DestroyProgram, uintptr(unsafe.Pointer(&prog))) }()
+	defer func() { dl.Call(r.Funcs.DestroyProgram, uintptr(unsafe.Pointer(&prog))) }()
 
 	// Each option is its own NUL-terminated Go allocation; the array holds
 	// their addresses. All stay reachable through copts until the call ends.
 	copts := make([][]byte, len(options))
 	optPtrs := make([]uintptr, len(options)+1) // +1 keeps &optPtrs[0] valid with no options
 	for i, o := range options {
-		copts[i] = CString(o)
+		copts[i] = dl.CString(o)
 		optPtrs[i] = uintptr(unsafe.Pointer(&copts[i][0]))
 	}
-	st = Call(r.Funcs.CompileProgram, prog, uintptr(len(options)), uintptr(unsafe.Pointer(&optPtrs[0])))
+	st = dl.Call(r.Funcs.CompileProgram, prog, uintptr(len(options)), uintptr(unsafe.Pointer(&optPtrs[0])))
 	runtime.KeepAlive(copts)
 	log = r.programLog(prog)
 	if st != 0 {
 		return nil, log, r.fail("CompileProgram", name, st, log)
 	}
 	var size uintptr
-	if st := Call(out.SizeFn, prog, uintptr(unsafe.Pointer(&size))); st != 0 {
+	if st := dl.Call(out.SizeFn, prog, uintptr(unsafe.Pointer(&size))); st != 0 {
 		return nil, log, r.failCall(out.SizeSym, name, st)
 	}
 	if size == 0 {
 		return nil, log, fmt.Errorf("%s %s: the compiler produced no %s", r.Prefix, name, out.Kind)
 	}
 	code = make([]byte, size)
-	if st := Call(out.GetFn, prog, uintptr(unsafe.Pointer(&code[0]))); st != 0 {
+	if st := dl.Call(out.GetFn, prog, uintptr(unsafe.Pointer(&code[0]))); st != 0 {
 		return nil, log, r.failCall(strings.TrimSuffix(out.SizeSym, "Size"), name, st)
 	}
 	return code, log, nil
@@ -131,11 +133,11 @@ func (r *RTC) Compile(src, name string, options []string, out RTCOutput) (code [
 
 func (r *RTC) programLog(prog uintptr) string {
 	var size uintptr
-	if Call(r.Funcs.GetProgramLogSize, prog, uintptr(unsafe.Pointer(&size))) != 0 || size <= 1 {
+	if dl.Call(r.Funcs.GetProgramLogSize, prog, uintptr(unsafe.Pointer(&size))) != 0 || size <= 1 {
 		return ""
 	}
 	buf := make([]byte, size)
-	if Call(r.Funcs.GetProgramLog, prog, uintptr(unsafe.Pointer(&buf[0]))) != 0 {
+	if dl.Call(r.Funcs.GetProgramLog, prog, uintptr(unsafe.Pointer(&buf[0]))) != 0 {
 		return ""
 	}
 	return strings.TrimRight(string(buf), "\x00")
@@ -154,7 +156,7 @@ func (r *RTC) failCall(call, program string, st int32) error {
 // StatusName is the compiler's own name for a result code.
 func (r *RTC) StatusName(st int32) string {
 	if r.Funcs.GetErrorString != 0 {
-		if s := GoString(CallPtr(r.Funcs.GetErrorString, uintptr(st))); s != "" {
+		if s := dl.GoString(dl.CallPtr(r.Funcs.GetErrorString, uintptr(st))); s != "" {
 			return s
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // fakeRTC is a runtime compiler made of Go callbacks with the C signatures
@@ -39,7 +41,7 @@ var (
 // so they are made once).
 func fake() *fakeRTC {
 	fakeOnce.Do(func() {
-		f := &fakeRTC{progs: map[uintptr]*fakeProgram{}, errName: CString("FAKE_ERROR_COMPILATION")}
+		f := &fakeRTC{progs: map[uintptr]*fakeProgram{}, errName: dl.CString("FAKE_ERROR_COMPILATION")}
 		f.funcs = RTCFuncs{
 			CreateProgram:     purego.NewCallback(f.create),
 			CompileProgram:    purego.NewCallback(f.compile),
@@ -64,7 +66,7 @@ func (f *fakeRTC) create(progOut, src, name, numHeaders, headers, includeNames u
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
-	f.progs[f.next] = &fakeProgram{src: GoString(src), name: GoString(name)}
+	f.progs[f.next] = &fakeProgram{src: dl.GoString(src), name: dl.GoString(name)}
 	*(*uintptr)(pointerAt(progOut)) = f.next
 	return 0
 }
@@ -79,7 +81,7 @@ func (f *fakeRTC) compile(prog, numOptions, options uintptr) uintptr {
 	var opts []string
 	if numOptions > 0 {
 		for _, o := range unsafe.Slice((*uintptr)(pointerAt(options)), numOptions) {
-			opts = append(opts, GoString(o))
+			opts = append(opts, dl.GoString(o))
 		}
 	}
 	if strings.Contains(p.src, "#error") {
@@ -190,7 +192,7 @@ func TestRTCCompile(t *testing.T) {
 
 func TestRTCSymbols(t *testing.T) {
 	var f RTCFuncs
-	got := SymbolNames(f.Symbols("nvrtc"))
+	got := dl.SymbolNames(f.Symbols("nvrtc"))
 	want := []string{"nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
 		"nvrtcDestroyProgram", "nvrtcGetErrorString", "nvrtcVersion"}
 	if !reflect.DeepEqual(got, want) {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // RuntimeFuncs are the runtime entry points the shared code calls. CUDA's
@@ -104,16 +105,16 @@ func (r *Runtime) Unavailable(reason string, libs ...hip.Library) error {
 // first: it names a failing init. Every failure is a *hip.UnavailableError;
 // hint follows a missing symbol's message, to say what the library that
 // lacks it probably is.
-func (r *Runtime) Load(spec SearchSpec, table []Symbol, hint string) error {
-	h, lib, err := Open(spec)
+func (r *Runtime) Load(spec dl.SearchSpec, table []dl.Symbol, hint string) error {
+	h, lib, err := dl.Open(spec)
 	r.Lib = lib
 	if err != nil {
 		return r.Unavailable(err.Error(), lib)
 	}
-	if err := Bind(Lookup(h), lib.Loaded, table); err != nil {
+	if err := dl.Bind(dl.Lookup(h), lib.Loaded, table); err != nil {
 		return r.Unavailable(fmt.Sprintf("%v (%s)", err, hint), lib)
 	}
-	if st := Call(r.Funcs.Init, 0); st != 0 {
+	if st := dl.Call(r.Funcs.Init, 0); st != 0 {
 		return r.Unavailable(fmt.Sprintf("%v (library %s)", r.Status.Err("Init", st), lib.Loaded), lib)
 	}
 	return nil
@@ -123,7 +124,7 @@ func (r *Runtime) Load(spec SearchSpec, table []Symbol, hint string) error {
 // with a *hip.UnavailableError that carries libs.
 func (r *Runtime) CheckOrdinal(ordinal int, libs ...hip.Library) error {
 	var count int32
-	if st := Call(r.Funcs.DeviceGetCount, uintptr(unsafe.Pointer(&count))); st != 0 {
+	if st := dl.Call(r.Funcs.DeviceGetCount, uintptr(unsafe.Pointer(&count))); st != 0 {
 		return r.Unavailable(r.Status.Err("DeviceGetCount", st).Error(), libs...)
 	}
 	if count == 0 {
@@ -139,7 +140,7 @@ func (r *Runtime) CheckOrdinal(ordinal int, libs ...hip.Library) error {
 // ordinal); an attribute the runtime will not give reads as zero.
 func (r *Runtime) Attribute(attr int, dev uintptr) int {
 	var v int32
-	if Call(r.Funcs.DeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(attr), dev) != 0 {
+	if dl.Call(r.Funcs.DeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(attr), dev) != 0 {
 		return 0
 	}
 	return int(v)
@@ -149,17 +150,17 @@ func (r *Runtime) Attribute(attr int, dev uintptr) int {
 // own way. A property the runtime will not give reads as zero or empty.
 func (r *Runtime) ReadProps(dev uintptr, ordinal int) hip.Props {
 	name := make([]byte, 256)
-	if Call(r.Funcs.DeviceGetName, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name)), dev) != 0 {
+	if dl.Call(r.Funcs.DeviceGetName, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name)), dev) != 0 {
 		name[0] = 0
 	}
 	var total uintptr
-	if Call(r.Funcs.DeviceTotalMem, uintptr(unsafe.Pointer(&total)), dev) != 0 {
+	if dl.Call(r.Funcs.DeviceTotalMem, uintptr(unsafe.Pointer(&total)), dev) != 0 {
 		total = 0
 	}
 	return hip.Props{
 		Backend:        r.Backend,
 		Ordinal:        ordinal,
-		Name:           GoStringBytes(name),
+		Name:           dl.GoStringBytes(name),
 		ComputeUnits:   r.Attribute(r.Attributes.ComputeUnits, dev),
 		WarpSize:       r.Attribute(r.Attributes.WarpSize, dev),
 		ClockKHz:       r.Attribute(r.Attributes.ClockKHz, dev),

@@ -2,7 +2,6 @@ package gpulib
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"unsafe"
 )
@@ -23,14 +22,8 @@ func realLibrary(t *testing.T) string {
 	return ""
 }
 
-func writeFile(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+// pointerAt turns a C address (or one of Go memory the test keeps alive)
+// into an unsafe.Pointer, for the fake runtimes' out-parameters.
+func pointerAt(p uintptr) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
 }
-
-func ptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }

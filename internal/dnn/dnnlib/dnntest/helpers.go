@@ -11,7 +11,7 @@ import (
 	"miotool/internal/conv"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // Problem is a convolution with every geometry parameter away from its
@@ -94,15 +94,15 @@ func WantLoadedPath(t testing.TB, path func(hip.Device) string, name, fallback s
 }
 
 // WantNotFound checks what open (a binding's Open) says of a library that
-// is not there: an *dnnlib.OpenError wrapping a *gpulib.NotFoundError,
+// is not there: an *dnnlib.OpenError wrapping a *dl.NotFoundError,
 // whose record names the library and the one path tried, soname in an
 // empty folder.
-func WantNotFound(t testing.TB, name, soname string, open func(gpulib.SearchSpec) error) {
+func WantNotFound(t testing.TB, name, soname string, open func(dl.SearchSpec) error) {
 	t.Helper()
 	empty := t.TempDir()
-	err := open(gpulib.SearchSpec{Name: name, Sonames: []string{soname}, Dirs: []string{empty}, SkipLoaderPath: true})
+	err := open(dl.SearchSpec{Name: name, Sonames: []string{soname}, Dirs: []string{empty}, SkipLoaderPath: true})
 	var oe *dnnlib.OpenError
-	var nf *gpulib.NotFoundError
+	var nf *dl.NotFoundError
 	if !errors.As(err, &oe) || !errors.As(err, &nf) {
 		t.Fatalf("missing library: %v, want an OpenError around a NotFoundError", err)
 	}

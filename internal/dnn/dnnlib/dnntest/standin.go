@@ -11,9 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -30,7 +28,7 @@ type StandIn struct {
 	FirstLoad func(*StandIn) error
 
 	build    gputest.StandIns
-	controls []gpulib.Symbol
+	controls []dl.Symbol
 
 	once sync.Once
 	err  error
@@ -40,7 +38,7 @@ type StandIn struct {
 // NewStandIn is the stand-in built from source, relative to the package
 // folder (testdata/mockcudnn.c), as soname; controls are its own
 // functions beyond dnnstandin.h's.
-func NewStandIn(source, soname string, controls ...gpulib.Symbol) *StandIn {
+func NewStandIn(source, soname string, controls ...dl.Symbol) *StandIn {
 	return &StandIn{
 		build:    gputest.StandIns{Libs: []gputest.StandIn{{Source: source, Path: soname}}},
 		controls: controls,
@@ -65,18 +63,18 @@ func (s *StandIn) load() {
 			return
 		}
 	}
-	h, err := purego.Dlopen(s.Path(), gpulib.DlopenMode)
+	h, err := dl.OpenPath(s.Path(), dl.DlopenMode)
 	if err != nil {
 		s.err = err
 		return
 	}
-	shared := []gpulib.Symbol{
+	shared := []dl.Symbol{
 		{Name: "mock_log", Addr: &s.ctl.log},
 		{Name: "mock_log_reset", Addr: &s.ctl.logReset},
 		{Name: "mock_fail_next", Addr: &s.ctl.failNext},
 		{Name: "mock_set_compute", Addr: &s.ctl.setCompute},
 	}
-	s.err = gpulib.Bind(gpulib.Lookup(h), "stand-in "+filepath.Base(s.Path()), append(shared, s.controls...))
+	s.err = dl.Bind(dl.Lookup(h), "stand-in "+filepath.Base(s.Path()), append(shared, s.controls...))
 }
 
 // Path is the built library.
@@ -86,7 +84,7 @@ func (s *StandIn) Path() string { return s.build.Path(0) }
 func (s *StandIn) Dir() string { return s.build.Dir() }
 
 // Spec finds the stand-in, and only it, under the report label name.
-func (s *StandIn) Spec(name string) gpulib.SearchSpec { return s.build.Spec(0, name) }
+func (s *StandIn) Spec(name string) dl.SearchSpec { return s.build.Spec(0, name) }
 
 // Remove deletes the build folder; TestMain calls it.
 func (s *StandIn) Remove() { s.build.Remove() }
@@ -94,7 +92,7 @@ func (s *StandIn) Remove() { s.build.Remove() }
 // Log is every call logged since the last ResetLog, one line a call.
 func (s *StandIn) Log() string {
 	buf := make([]byte, 1<<18)
-	n := gpulib.Call(s.ctl.log, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	n := dl.Call(s.ctl.log, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 	return string(buf[:n])
 }
 
@@ -122,12 +120,12 @@ func (s *StandIn) WantLogged(t testing.TB, lines ...string) {
 }
 
 // ResetLog empties the log.
-func (s *StandIn) ResetLog() { gpulib.Call(s.ctl.logReset) }
+func (s *StandIn) ResetLog() { dl.Call(s.ctl.logReset) }
 
 // FailNext makes the next call of the C function call return status.
 func (s *StandIn) FailNext(call string, status int32) {
-	name := gpulib.CString(call)
-	gpulib.Call(s.ctl.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(status))
+	name := dl.CString(call)
+	dl.Call(s.ctl.failNext, uintptr(unsafe.Pointer(&name[0])), uintptr(status))
 }
 
 // SetCompute turns the host computation of convolutions and scaling on or
@@ -138,5 +136,5 @@ func (s *StandIn) SetCompute(on bool) {
 	if on {
 		v = 1
 	}
-	gpulib.Call(s.ctl.setCompute, v)
+	dl.Call(s.ctl.setCompute, v)
 }

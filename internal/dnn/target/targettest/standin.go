@@ -18,7 +18,7 @@ import (
 	"miotool/internal/dnn/miopen"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/testutil"
 )
 
@@ -66,8 +66,8 @@ func buildStandIns(t *testing.T) standIns {
 	return si
 }
 
-func (si standIns) spec(name, soname string) gpulib.SearchSpec {
-	return gpulib.SearchSpec{Name: name, Sonames: []string{soname}, Dirs: []string{si.dir}, SkipLoaderPath: true}
+func (si standIns) spec(name, soname string) dl.SearchSpec {
+	return dl.SearchSpec{Name: name, Sonames: []string{soname}, Dirs: []string{si.dir}, SkipLoaderPath: true}
 }
 
 // HostDevice is just enough of a device for the target scenarios over a

@@ -10,12 +10,13 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // CheckBinding checks a backend's binding table: every entry fills a field
 // of its own, and every entry point of funcs, which the device core calls
 // unchecked, is filled by one.
-func CheckBinding(t *testing.T, table []gpulib.Symbol, funcs *gpulib.RuntimeFuncs) {
+func CheckBinding(t *testing.T, table []dl.Symbol, funcs *gpulib.RuntimeFuncs) {
 	t.Helper()
 	seen := map[*uintptr]string{}
 	for _, s := range table {
@@ -92,7 +93,7 @@ func LogLibraries(t *testing.T, d hip.Device) []hip.Library {
 	t.Helper()
 	libs := d.Libraries()
 	for _, l := range libs {
-		t.Logf("library %s: loaded %q version %q tried %s", l.Name, l.Loaded, l.Version, gpulib.FormatAttempts(l.Tried))
+		t.Logf("library %s: loaded %q version %q tried %s", l.Name, l.Loaded, l.Version, dl.FormatAttempts(l.Tried))
 	}
 	return libs
 }

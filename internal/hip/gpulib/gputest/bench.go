@@ -6,6 +6,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // BenchLaunchKernel is the whole LaunchKernel path: argument packing,
@@ -42,7 +43,7 @@ func BenchLaunchKernelRaw(b *testing.B, k Kit, launch uintptr, st gpulib.StatusM
 	Must(b, err)
 	defer params.Release()
 	for b.Loop() {
-		if r := gpulib.Call(launch, uintptr(f), 1, 1, 1, 1, 1, 1, 0, uintptr(s), params.Pointer(), 0); r != 0 {
+		if r := dl.Call(launch, uintptr(f), 1, 1, 1, 1, 1, 1, 0, uintptr(s), params.Pointer(), 0); r != 0 {
 			b.Fatal(st.Err("LaunchKernel", r))
 		}
 	}
@@ -73,7 +74,7 @@ func BenchRuntimeCall(b *testing.B, fn, arg uintptr, st gpulib.StatusMapper, op 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for b.Loop() {
-		if r := gpulib.Call(fn, arg); r != 0 {
+		if r := dl.Call(fn, arg); r != 0 {
 			b.Fatal(st.Err(op, r))
 		}
 	}

@@ -10,9 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ebitengine/purego"
-
-	"miotool/internal/hip/gpulib"
+	"miotool/internal/hip/gpulib/dl"
 )
 
 // standinHeader is the C the stand-ins share (standin.h); the build puts
@@ -30,7 +28,7 @@ type StandIn struct {
 	// Controls are the stand-in's own functions (mock_*) the tests call;
 	// Build binds them from the very file the backend opens, which dlopen
 	// shares with it.
-	Controls []gpulib.Symbol
+	Controls []dl.Symbol
 }
 
 // StandIns builds a package's stand-ins with gcc, once per test binary,
@@ -95,11 +93,11 @@ func (s *StandIns) buildOne(gcc string, l StandIn) error {
 	if len(l.Controls) == 0 {
 		return nil
 	}
-	h, err := purego.Dlopen(out, gpulib.DlopenMode)
+	h, err := dl.OpenPath(out, dl.DlopenMode)
 	if err != nil {
 		return err
 	}
-	return gpulib.Bind(gpulib.Lookup(h), "stand-in "+filepath.Base(out), l.Controls)
+	return dl.Bind(dl.Lookup(h), "stand-in "+filepath.Base(out), l.Controls)
 }
 
 // Path is where stand-in i was built.
@@ -109,9 +107,9 @@ func (s *StandIns) Path(i int) string { return filepath.Join(s.dir, s.Libs[i].Pa
 func (s *StandIns) Dir() string { return s.dir }
 
 // Spec finds stand-in i, and only it, under the report label name.
-func (s *StandIns) Spec(i int, name string) gpulib.SearchSpec {
+func (s *StandIns) Spec(i int, name string) dl.SearchSpec {
 	p := s.Path(i)
-	return gpulib.SearchSpec{Name: name, Sonames: []string{filepath.Base(p)}, Dirs: []string{filepath.Dir(p)}, SkipLoaderPath: true}
+	return dl.SearchSpec{Name: name, Sonames: []string{filepath.Base(p)}, Dirs: []string{filepath.Dir(p)}, SkipLoaderPath: true}
 }
 
 // Remove deletes the build folder.

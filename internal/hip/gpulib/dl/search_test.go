@@ -1,7 +1,8 @@
-package gpulib
+package dl
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ebitengine/purego"
 
 	"miotool/internal/hip"
 )
@@ -242,5 +245,49 @@ func TestOpenFailureReasonSurvivesThreadMoves(t *testing.T) {
 		if r == "" || r == dlopenNoMessage || r == "unexpected result" {
 			t.Fatalf("failed attempts recorded as %q", r)
 		}
+	}
+}
+
+// TestOpenPath opens a library in both modes callers use and refuses an
+// absent one with the loader's reason, from goroutines that move between
+// OS threads, so that no failure comes back without its message.
+func TestOpenPath(t *testing.T) {
+	real := realLibrary(t)
+	absent := filepath.Join(t.TempDir(), "libmiotool-absent.so.1")
+	for _, tt := range []struct {
+		name string
+		path string
+		mode int
+		ok   bool
+	}{
+		{"local", real, DlopenMode, true},
+		{"global", real, purego.RTLD_NOW | purego.RTLD_GLOBAL, true},
+		{"absent", absent, DlopenMode, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := make(chan error, 64)
+			var wg sync.WaitGroup
+			for range cap(errs) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					runtime.Gosched()
+					h, err := OpenPath(tt.path, tt.mode)
+					switch {
+					case tt.ok && (err != nil || h == 0):
+						errs <- fmt.Errorf("handle %#x, error %v", h, err)
+					case !tt.ok && (err == nil || h != 0):
+						errs <- fmt.Errorf("opened: handle %#x, error %v", h, err)
+					case !tt.ok && !strings.Contains(err.Error(), tt.path):
+						errs <- fmt.Errorf("the reason %q does not name the path", err)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package gpulib
+package dl
 
 import (
 	"errors"
@@ -217,7 +217,7 @@ func Open(spec SearchSpec) (uintptr, hip.Library, error) {
 				continue
 			}
 		}
-		h, err := dlopen(c.Path)
+		h, err := OpenPath(c.Path, DlopenMode)
 		if err != nil {
 			// dlerror repeats the path; the attempt already names it.
 			why := strings.TrimPrefix(oneLine(err.Error()), c.Path+": ")
@@ -241,14 +241,20 @@ func Open(spec SearchSpec) (uintptr, hip.Library, error) {
 // that a failed attempt never reads as one that loaded.
 const dlopenNoMessage = "the dynamic loader refused it without a message"
 
-// dlopen opens path with DlopenMode on one OS thread throughout: dlerror's
+// OpenPath opens path with mode on one OS thread throughout: dlerror's
 // message is per thread, and a goroutine moved to another thread between
-// dlopen and dlerror reads that thread's message, or none (then the failed
-// attempt looked as if it had loaded).
-func dlopen(path string) (uintptr, error) {
+// dlopen and dlerror reads that thread's message, or none (then a failed
+// open looked as if it had loaded). A failure dlerror said nothing about
+// still carries a message. Use DlopenMode unless the library must lend its
+// symbols to libraries opened after it.
+func OpenPath(path string, mode int) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return purego.Dlopen(path, DlopenMode)
+	h, err := purego.Dlopen(path, mode)
+	if err != nil && err.Error() == "" {
+		return 0, errors.New(dlopenNoMessage)
+	}
+	return h, err
 }
 
 func oneLine(s string) string {

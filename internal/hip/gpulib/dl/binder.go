@@ -1,4 +1,4 @@
-package gpulib
+package dl
 
 import (
 	"fmt"

@@ -1,11 +1,9 @@
-package gpulib
+package dl
 
 import (
 	"errors"
 	"reflect"
 	"testing"
-
-	"github.com/ebitengine/purego"
 )
 
 func mapLookup(m map[string]uintptr) LookupFunc {
@@ -66,7 +64,7 @@ func TestBindReportsFirstMissing(t *testing.T) {
 }
 
 func TestLookupInRealLibrary(t *testing.T) {
-	h, err := purego.Dlopen("libc.so.6", DlopenMode)
+	h, err := OpenPath("libc.so.6", DlopenMode)
 	if err != nil {
 		t.Skipf("libc.so.6: %v", err)
 	}
