@@ -128,8 +128,11 @@ func TestThePollerStaysAsleepWhileNothingDrains(t *testing.T) {
 	a := f.abandonGated(t, f.acquire(t), f.buffer(8), true)
 	a.gate.Open()
 	streamtest.Recv(t, "scratch freed by the poller", a.buf.Freed())
-	streamtest.Recv(t, "the poller idle", idle)
-	for len(idle) > 0 { // idles before the slot arrived
+	// The poller announces an idle before it sleeps: once it is asleep,
+	// every idle it had (before the slot arrived and after it went home)
+	// is in the channel. Only one after that is a wake with nothing to do.
+	f.untilWorkerAsleep(t)
+	for len(idle) > 0 {
 		<-idle
 	}
 	window := time.NewTimer(300 * time.Millisecond)
