@@ -133,14 +133,17 @@ func logf(opts Options) func(string, ...any) {
 }
 
 // findAttempts bounds how often a scenario repeats its find when the naive
-// evaluation happened to finish within its deadline (a loaded machine can
-// slow the fast solver more than the naive one). Each retry is counted in
-// the case, so a precondition that needed help is visible.
-const findAttempts = 3
+// evaluation happened to finish within its deadline, or was abandoned but
+// had already finished and been reclaimed when find returned (a loaded
+// machine can slow the fast solver more than the naive one, and a prompt
+// reclaim policy such as the poller retires a short overrun at once). Each
+// retry is counted in the case, so a precondition that needed help is
+// visible, and a case whose precondition never held is INCONCLUSIVE.
+const findAttempts = 5
 
-// abandonedFind makes a handle whose find abandoned its naive evaluation,
-// retrying a find whose naive evaluation made its deadline. It returns the
-// number of finds it ran.
+// abandonedFind makes a handle whose find abandoned its naive evaluation
+// and left it running, retrying a find whose naive evaluation made its
+// deadline or was already reclaimed. It returns the number of finds it ran.
 func abandonedFind(ctx context.Context, dev hip.Device, opts Options, p streams.Policy) (*handle.Handle, *finder.Tensors, *finder.Result, int, error) {
 	for attempt := 1; ; attempt++ {
 		h, err := handle.New(dev, handle.Options{Policy: p, MaxDraining: opts.MaxDraining})
@@ -163,10 +166,15 @@ func abandonedFind(ctx context.Context, dev hip.Device, opts Options, p streams.
 			_ = ts.Free()
 			return nil, nil, nil, attempt, fmt.Errorf("find: %w", err)
 		}
-		if res.NaiveAbandoned || opts.NaiveTimeoutPct == 0 || attempt == findAttempts {
+		stillRunning := res.NaiveAbandoned && h.Tracker().Counters().Draining > 0
+		if stillRunning || opts.NaiveTimeoutPct == 0 || attempt == findAttempts {
 			return h, ts, res, attempt, nil
 		}
-		logf(opts)("naive made its %.4g ms deadline on attempt %d; finding again", res.NaiveDeadlineMs, attempt)
+		if res.NaiveAbandoned {
+			logf(opts)("naive overran its %.4g ms deadline on attempt %d but had finished when find returned; finding again", res.NaiveDeadlineMs, attempt)
+		} else {
+			logf(opts)("naive made its %.4g ms deadline on attempt %d; finding again", res.NaiveDeadlineMs, attempt)
+		}
 		if err := errors.Join(h.Close(), ts.Free()); err != nil {
 			return nil, nil, nil, attempt, err
 		}

@@ -167,7 +167,7 @@ func Fill(r *report.Result, cases []Case, d hip.Dialect, w scenario.Words, end t
 		}
 	}
 	r.Count("runs", int64(len(cases)))
-	r.Count("runs whose find was repeated until naive overran", int64(retried))
+	r.Count("runs whose find was repeated until naive overran and still ran", int64(retried))
 	r.Count("abandoned", sum.Abandoned)
 	r.Count("reclaimed by callback", sum.ReclaimedByCallback)
 	r.Count("reclaimed by backstop", sum.ReclaimedByBackstop)
