@@ -3,6 +3,7 @@
 # model-cache policy, and the results file built from miotool's own output.
 #
 #   scripts/sim-stress.sh run OUTDIR [POLICY...]   # runs each policy, RUNS runs, 2 at a time
+#   scripts/sim-stress.sh cost OUTDIR              # what one run costs, and where (needs Go)
 #   scripts/sim-stress.sh stamp OUTDIR POLICY      # records this machine and BIN's version for an output made by BIN
 #   scripts/sim-stress.sh assemble OUTDIR [FILE]   # OUTDIR/stress-*.txt into docs/results/simulator.md
 #
@@ -43,6 +44,21 @@ run() {
 	done
 }
 
+# cost: the CPU time of one whole run (the PyTorch defaults) and of its
+# fixed part, from the stress package's benchmark, and where the CPU goes,
+# from its profile.
+cost() {
+	local dir=$1
+	mkdir -p "$dir"
+	echo "_$(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown), $(nproc) CPU cores_" >"$dir/cost.stamp"
+	(cd internal/scenario/stress && go test -run '^$' -bench 'StressRun/sim' -benchtime 3x -count 3 \
+		-cpuprofile "$dir/stress.prof" -o "$dir/stress.test") >"$dir/cost.txt" 2>&1
+	echo >>"$dir/cost.txt"
+	go tool pprof -top -nodecount=12 "$dir/stress.test" "$dir/stress.prof" 2>/dev/null |
+		sed -n '/^Showing\|flat%/,$p' >>"$dir/cost.txt"
+	echo "[cost] written to $dir/cost.txt"
+}
+
 assemble() {
 	local dir=$1 file=${2:-docs/results/simulator.md}
 	mkdir -p "$(dirname "$file")"
@@ -63,6 +79,20 @@ assemble() {
 			cat "$dir/stress-$p.txt"
 			echo '```'
 		done
+		if [ -s "$dir/cost.txt" ]; then
+			echo
+			echo "## What a run costs, and where"
+			echo
+			echo "\`scripts/sim-stress.sh cost\`: \`go test -bench 'StressRun/sim' -benchtime 3x -count 3\` in"
+			echo "internal/scenario/stress (cpu-s/run: the CPU of all cores for one run; defaults are the"
+			echo "PyTorch test's, fixed is one iteration of one trial), then the top of its CPU profile."
+			echo
+			cat "$dir/cost.stamp" 2>/dev/null
+			echo
+			echo '```'
+			cat "$dir/cost.txt"
+			echo '```'
+		fi
 	} >"$file"
 	echo "wrote $file"
 }
@@ -78,12 +108,16 @@ stamp)
 	[ $# -eq 3 ] || { echo "usage: $0 stamp OUTDIR POLICY" >&2; exit 2; }
 	stamp "$2" "$3"
 	;;
+cost)
+	[ $# -eq 2 ] || { echo "usage: $0 cost OUTDIR" >&2; exit 2; }
+	cost "$2"
+	;;
 assemble)
 	[ $# -ge 2 ] || { echo "usage: $0 assemble OUTDIR [FILE]" >&2; exit 2; }
 	assemble "$2" "${3:-}"
 	;;
 *)
-	echo "usage: $0 run OUTDIR [POLICY...] | stamp OUTDIR POLICY | assemble OUTDIR [FILE]" >&2
+	echo "usage: $0 run OUTDIR [POLICY...] | cost OUTDIR | stamp OUTDIR POLICY | assemble OUTDIR [FILE]" >&2
 	exit 2
 	;;
 esac

@@ -56,6 +56,7 @@ func (m *memory) alloc(n int) (hip.DevPtr, bool) {
 	}
 	words := make([]uint64, (n+7)/8)
 	a := &allocation{base: m.next, size: n, data: unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)}
+	adviseHugePages(a.data)
 	m.next += hip.DevPtr(rounded + allocAlign)
 	m.used += rounded
 	m.allocs = append(m.allocs, a)
