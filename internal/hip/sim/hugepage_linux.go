@@ -25,6 +25,5 @@ func adviseHugePages(b []byte) {
 	if last <= first {
 		return
 	}
-	region := unsafe.Slice((*byte)(unsafe.Pointer(first)), last-first)
-	_ = syscall.Madvise(region, 14) // MADV_HUGEPAGE
+	_ = syscall.Madvise(b[first-start:last-start], 14) // MADV_HUGEPAGE
 }
