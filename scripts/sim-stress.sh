@@ -53,6 +53,19 @@ cost() {
 	echo "_$(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown), $(nproc) CPU cores_" >"$dir/cost.stamp"
 	(cd internal/scenario/stress && go test -run '^$' -bench 'StressRun/sim' -benchtime 3x -count 3 \
 		-cpuprofile "$dir/stress.prof" -o "$dir/stress.test") >"$dir/cost.txt" 2>&1
+	# A fresh process pays what the benchmark's reused heap does not: the
+	# start, the model and the first touch of every buffer. Five runs of the
+	# child process a run starts, alone, with bash's CPU accounting.
+	{
+		echo
+		echo "CPU seconds (user + system) of one fresh run process (stress-threads --child with the defaults), 5 runs:"
+		local i
+		for i in 1 2 3 4 5; do
+			TIMEFORMAT='%U %S'
+			{ time "$BIN" --backend sim --no-progress stress-threads --child --threads 2 --iters 1000 --trials 3 \
+				--cache locked >/dev/null 2>&1; } 2>&1 | awk '{printf "  %.2f\n", $1 + $2}'
+		done
+	} >>"$dir/cost.txt"
 	echo >>"$dir/cost.txt"
 	go tool pprof -top -nodecount=12 "$dir/stress.test" "$dir/stress.prof" 2>/dev/null |
 		sed -n '/^Showing\|flat%/,$p' >>"$dir/cost.txt"
