@@ -9,8 +9,8 @@
 #
 # POLICY is unlocked, locked or lockfree (default: all three); RUNS defaults
 # to 200, the number the pre-fix cache must crash in on a 2-core machine.
-# A simulated run is CPU-bound (about 3.5 s of CPU), so 200 runs take
-# about 12 CPU-minutes per policy. BIN (default
+# A simulated run is CPU-bound (about 3 s of CPU), so 200 runs take
+# about 10 CPU-minutes per policy. BIN (default
 # bin/miotool) is the binary; build it with scripts/gpu-check.sh build.
 # STRESS_ARGS adds flags to every stress-threads command (e.g. to try the
 # script quickly with "--iters 20 --trials 1"); they show in the output.
