@@ -250,3 +250,22 @@ func TestFillStressTimesDoNotCallADetectedRunPassed(t *testing.T) {
 		t.Errorf("first wall-time row %q, want completed", got)
 	}
 }
+
+// A library target runs no miotool model cache: its PASS must not claim
+// the caches were checked.
+func TestFillStressLibraryTargetClaimsNoCacheCheck(t *testing.T) {
+	for _, c := range []struct {
+		library   string
+		wantCache bool
+	}{{"", true}, {"cuDNN 9.14", false}} {
+		setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: InputSize, Runs: 1, Jobs: 1, Policy: cache.Locked, Timeout: time.Minute, Library: c.library}
+		r := report.New("stress-threads", "cmd", time.Unix(0, 0))
+		Fill(r, setup, []RunOutcome{{Kind: RunPassed, Run: &RunResult{Expected: 3794704}}}, testWords, time.Unix(1, 0))
+		if r.Verdict != report.Pass {
+			t.Fatalf("library %q: verdict %s (%s), want PASS", c.library, r.Verdict, r.Summary)
+		}
+		if got := strings.Contains(r.Summary, "caches"); got != c.wantCache {
+			t.Errorf("library %q: summary %q mentions the caches: %v, want %v", c.library, r.Summary, got, c.wantCache)
+		}
+	}
+}
