@@ -79,6 +79,11 @@ if [ ${#patches[@]} -eq 0 ]; then
 	exit 2
 fi
 
+# What is tested is the tree as it is now: its commit, and whether it had
+# changes not yet committed, are taken before the copy, not when the
+# results are written (the tree may move on while the check runs).
+tested=$(git rev-parse --short HEAD 2>/dev/null || echo 'an unknown commit')
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && tested="$tested with uncommitted changes"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 work=$scratch/tree
@@ -97,7 +102,7 @@ run_tests() { # run_tests TEST PACKAGES FLAGS: go test's exit status, 124 on tim
 	(cd "$work" && timeout --kill-after=10 "$limit" go test -v -count=1 $flags -run "^(${test})\$" $pkgs) >"$scratch/last.log" 2>&1
 }
 
-echo "mutation-check: tier $tier, ${#patches[@]} regressions, $limit s limit each, on $(git rev-parse --short HEAD 2>/dev/null || echo 'an unknown commit')"
+echo "mutation-check: tier $tier, ${#patches[@]} regressions, $limit s limit each, on $tested"
 
 # The expected tests must pass on the unchanged tree, or a "killed" says nothing.
 declare -A baseline=()
@@ -166,7 +171,7 @@ if [ -n "$write" ]; then
 		echo "Written by \`scripts/mutation-check.sh --tier $tier --write $write\`: each guard's"
 		echo "regression applied to a copy of the tree, its expected test run with a ${limit} s limit."
 		echo
-		echo "_$(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null), $(go version | cut -d' ' -f3), $(nproc) CPU cores_"
+		echo "_$(date -u +%Y-%m-%d), commit $tested, $(go version | cut -d' ' -f3), $(nproc) CPU cores_"
 		echo
 		table
 	} >"$write"
