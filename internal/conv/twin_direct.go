@@ -41,29 +41,9 @@ func directThinTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) 
 		n, k := nk/a.k, nk%a.k
 		g := k / kg
 		for oh := 0; oh < ohEnd; oh++ {
-			ih0 := oh*a.strH - a.padH
 			row := y[(nk*a.ho+oh)*a.wo:][:owEnd]
 			for ow := range row {
-				iw0 := ow*a.strW - a.padW
-				var acc float32
-				for c := 0; c < cg; c++ {
-					xc := x[(n*a.c+g*cg+c)*a.h*a.wd:]
-					wc := w[(k*cg+c)*a.r*a.s:]
-					for r := 0; r < a.r; r++ {
-						ih := ih0 + r*a.dilH
-						if ih < 0 || ih >= a.h {
-							continue
-						}
-						for s := 0; s < a.s; s++ {
-							iw := iw0 + s*a.dilW
-							if iw < 0 || iw >= a.wd {
-								continue
-							}
-							acc += xc[ih*a.wd+iw] * wc[r*a.s+s]
-						}
-					}
-				}
-				row[ow] = a.alpha * acc
+				row[ow] = a.alpha * a.outputSum(x, w, n, k, g, cg, oh, ow)
 			}
 		}
 	}

@@ -34,28 +34,35 @@ func naiveTwin(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error
 		rest /= a.ho
 		k := rest % a.k
 		n := rest / a.k
-		g := k / kg
-		ih0 := oh*a.strH - a.padH
-		iw0 := ow*a.strW - a.padW
-		var acc float32
-		for c := 0; c < cg; c++ {
-			xc := x[(n*a.c+g*cg+c)*a.h*a.wd:]
-			wc := w[(k*cg+c)*a.r*a.s:]
-			for r := 0; r < a.r; r++ {
-				ih := ih0 + r*a.dilH
-				if ih < 0 || ih >= a.h {
-					continue
-				}
-				for s := 0; s < a.s; s++ {
-					iw := iw0 + s*a.dilW
-					if iw < 0 || iw >= a.wd {
-						continue
-					}
-					acc += xc[ih*a.wd+iw] * wc[r*a.s+s]
-				}
-			}
-		}
-		y[idx] = a.alpha * acc
+		y[idx] = a.alpha * a.outputSum(x, w, n, k, k/kg, cg, oh, ow)
 	}
 	return nil
+}
+
+// outputSum is the naive kernel's sum for output (n, k, oh, ow) of group
+// g: a sequential fp32 sum over (c, r, s) from zero, padding skipped. The
+// naive and the direct thin twins both use it, so they add the same
+// products in the same order.
+func (a *convArgs) outputSum(x, w []float32, n, k, g, cg, oh, ow int) float32 {
+	ih0 := oh*a.strH - a.padH
+	iw0 := ow*a.strW - a.padW
+	var acc float32
+	for c := 0; c < cg; c++ {
+		xc := x[(n*a.c+g*cg+c)*a.h*a.wd:]
+		wc := w[(k*cg+c)*a.r*a.s:]
+		for r := 0; r < a.r; r++ {
+			ih := ih0 + r*a.dilH
+			if ih < 0 || ih >= a.h {
+				continue
+			}
+			for s := 0; s < a.s; s++ {
+				iw := iw0 + s*a.dilW
+				if iw < 0 || iw >= a.wd {
+					continue
+				}
+				acc += xc[ih*a.wd+iw] * wc[r*a.s+s]
+			}
+		}
+	}
+	return acc
 }
