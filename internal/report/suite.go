@@ -153,9 +153,13 @@ func (s *SuiteResult) digest() string {
 // runMet reports whether a run's verdict is the expected one.
 func (c *SuiteCheck) runMet(r SuiteRun) bool { return r.Verdict == c.Expect }
 
+// stopped reports whether a run is one the suite's interruption stopped
+// before it gave a verdict: no outcome, neither met nor unmet.
+func (r SuiteRun) stopped() bool { return r.Verdict == Interrupted }
+
 // Met reports whether the check met its expectation: every run had the
 // expected verdict. A check the suite did not run counts as met, since
-// there is nothing against it.
+// there is nothing against it; one an interruption stopped does not.
 func (c *SuiteCheck) Met() bool {
 	if c.Skip != "" && len(c.Runs) == 0 {
 		return true
@@ -186,6 +190,18 @@ func (s *SuiteResult) unexplained() int {
 // was interrupted before it.
 func (c *SuiteCheck) NotRun() bool { return len(c.Runs) == 0 }
 
+// Interrupted reports whether the suite's interruption stopped a run of
+// the check while it ran.
+func (c *SuiteCheck) Interrupted() bool {
+	return slices.ContainsFunc(c.Runs, SuiteRun.stopped)
+}
+
+// unmetFinished reports whether a run that finished gave another verdict
+// than the expected one: a finding, whatever stopped the suite later.
+func (c *SuiteCheck) unmetFinished() bool {
+	return slices.ContainsFunc(c.Runs, func(r SuiteRun) bool { return !r.stopped() && !c.runMet(r) })
+}
+
 // Test is the checklist's Test cell: the name, with the variant in brackets.
 func (c *SuiteCheck) Test() string {
 	if c.Variant == "" {
@@ -213,14 +229,18 @@ func (c *SuiteCheck) Duration() time.Duration {
 }
 
 // Outcome is the check's verdict as a test: PASS when it met its
-// expectation, SKIP when it was not run, ERROR when it did not and a run
-// could not produce a result, FAIL otherwise.
+// expectation, SKIP when it was not run, INTERRUPTED when the suite's
+// interruption stopped a run of it and every run before met the
+// expectation, ERROR when a run that finished did not meet it and could
+// not produce a result, FAIL when one did not meet it otherwise.
 func (c *SuiteCheck) Outcome() Verdict {
 	switch {
 	case c.NotRun():
 		return Skip
 	case c.Met():
 		return Pass
+	case !c.unmetFinished():
+		return Interrupted
 	}
 	for _, r := range c.Runs {
 		if r.Verdict == Error && c.Expect != Error {
@@ -232,8 +252,10 @@ func (c *SuiteCheck) Outcome() Verdict {
 
 // Status is the checklist's Status cell, e.g. "Passed (20/20)", "Fails as
 // expected (3/3)", the child's own status (a run that compares policies
-// says which fail and which pass, in the words its command chose), or, when
-// some run did not meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
+// says which fail and which pass, in the words its command chose),
+// "Interrupted after 2.04s" for a check the suite's interruption stopped,
+// or, when some run did not meet the expectation, "Unexpected (expected
+// PASS): FAIL 3/20, PASS 17/20".
 func (c *SuiteCheck) Status() string {
 	n := len(c.Runs)
 	if n == 0 {
@@ -252,9 +274,22 @@ func (c *SuiteCheck) Status() string {
 		word := map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
 		return fmt.Sprintf("%s (%d/%d)", word, n, n)
 	}
+	if !c.unmetFinished() {
+		var stopped time.Duration
+		for _, r := range c.Runs {
+			if r.stopped() {
+				stopped += r.Duration
+			}
+		}
+		s := "Interrupted after " + durationText(stopped)
+		if met := n - c.stoppedRuns(); met > 0 {
+			s += fmt.Sprintf("; %d %s before it as expected", met, plural(met, "run", "runs"))
+		}
+		return s
+	}
 	hosts := c.hosts()
 	var parts []string
-	for _, v := range []Verdict{Error, Fail, Skip, Pass} {
+	for _, v := range []Verdict{Error, Fail, Skip, Pass, Interrupted} {
 		var k int
 		var on []string
 		for _, r := range c.Runs {
@@ -275,6 +310,17 @@ func (c *SuiteCheck) Status() string {
 		parts = append(parts, part)
 	}
 	return fmt.Sprintf("Unexpected (expected %s): %s", c.Expect, strings.Join(parts, ", "))
+}
+
+// stoppedRuns counts the runs the suite's interruption stopped.
+func (c *SuiteCheck) stoppedRuns() int {
+	n := 0
+	for _, r := range c.Runs {
+		if r.stopped() {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *SuiteCheck) sameStatus() bool {
@@ -303,6 +349,9 @@ type SuiteTotals struct {
 	Unmet  int // did not
 	Errors int // of the unmet, those where a run produced no result
 	NotRun int // skipped by the suite, or not reached before an interruption
+	// Interrupted are the checks the suite's interruption stopped while
+	// one of their runs ran: neither met nor unmet.
+	Interrupted int
 }
 
 // Totals counts the checks by outcome.
@@ -315,6 +364,8 @@ func (s *SuiteResult) Totals() SuiteTotals {
 			t.Met++
 		case Skip:
 			t.NotRun++
+		case Interrupted:
+			t.Interrupted++
 		case Error:
 			t.Unmet++
 			t.Errors++
@@ -325,13 +376,19 @@ func (s *SuiteResult) Totals() SuiteTotals {
 	return t
 }
 
+// interrupted reports whether something stopped the suite before it
+// finished: it says so, or a check of it was stopped while it ran.
+func (s *SuiteResult) interrupted() bool {
+	return s.Interrupted != "" || slices.ContainsFunc(s.Checks, (*SuiteCheck).Interrupted)
+}
+
 // Verdict is INTERRUPTED when the suite was stopped before it finished,
 // FAIL when a check did not meet its expectation, ERROR when a check has
 // no run and no reason, SKIP when no check ran (or there are none:
 // nothing passed), PASS otherwise.
 func (s *SuiteResult) Verdict() Verdict {
 	switch {
-	case s.Interrupted != "":
+	case s.interrupted():
 		return Interrupted
 	case s.Totals().Unmet > 0:
 		return Fail
@@ -350,13 +407,15 @@ func (s *SuiteResult) Verdict() Verdict {
 // interrupted.
 func (s *SuiteResult) ExitCode() int { return s.Verdict().ExitCode() }
 
-// Summary is one line on the outcome.
+// Summary is one line on the outcome. For an interrupted suite it says how
+// many checks finished, how many the interruption stopped and how many
+// never started.
 func (s *SuiteResult) Summary() string {
 	t := s.Totals()
-	var b strings.Builder
-	if s.Interrupted != "" {
-		fmt.Fprintf(&b, "%s before the suite finished: ", s.Interrupted)
+	if s.interrupted() {
+		return s.interruptedSummary(t)
 	}
+	var b strings.Builder
 	switch {
 	case t.Checks == 0:
 		b.WriteString("the suite has no checks")
@@ -376,6 +435,50 @@ func (s *SuiteResult) Summary() string {
 	return b.String()
 }
 
+// interruptedSummary is "interrupted by SIGINT before the suite finished:
+// 4 of 9 checks finished (every one met its expectation), 1 interrupted,
+// 4 never started".
+func (s *SuiteResult) interruptedSummary(t SuiteTotals) string {
+	why := s.Interrupted
+	if why == "" {
+		why = "interrupted"
+	}
+	skipped := 0
+	for _, c := range s.Checks {
+		if c.NotRun() && c.Skip != "" {
+			skipped++
+		}
+	}
+	finished := t.Met + t.Unmet
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s before the suite finished: %d of %d %s finished", why, finished, t.Checks, plural(t.Checks, "check", "checks"))
+	switch {
+	case finished == 0:
+	case t.Unmet == 0:
+		b.WriteString(" (every one met its expectation)")
+	default:
+		fmt.Fprintf(&b, " (%d did not meet the expectation", t.Unmet)
+		if t.Errors > 0 {
+			fmt.Fprintf(&b, ", %d without a result", t.Errors)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ", %d interrupted, %d never started", t.Interrupted, t.NotRun-skipped)
+	if skipped > 0 {
+		fmt.Fprintf(&b, ", %d skipped by the suite", skipped)
+	}
+	return b.String()
+}
+
+// statusOf is the check's Status cell in this suite: a check an
+// interruption left without a run says so.
+func (s *SuiteResult) statusOf(c *SuiteCheck) string {
+	if c.NotRun() && c.Skip == "" && s.interrupted() {
+		return "Not run (the suite was interrupted before it started)"
+	}
+	return c.Status()
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -389,7 +492,7 @@ func (s *SuiteResult) Checklist() *Table {
 	t := &Table{Columns: ChecklistColumns}
 	label := s.deviceLabeler()
 	for _, c := range s.Checks {
-		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), c.Status())
+		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), s.statusOf(c))
 	}
 	return t
 }
@@ -439,13 +542,14 @@ type unmetRun struct {
 	run   SuiteRun
 }
 
-// unmetRuns lists, in check order, the runs that did not meet their
-// check's expectation.
+// unmetRuns lists, in check order, the runs that finished and did not
+// meet their check's expectation (a run an interruption stopped has no
+// outcome: its row says so).
 func (s *SuiteResult) unmetRuns() []unmetRun {
 	var out []unmetRun
 	for _, c := range s.Checks {
 		for _, r := range c.Runs {
-			if !c.runMet(r) {
+			if !r.stopped() && !c.runMet(r) {
 				out = append(out, unmetRun{c, r})
 			}
 		}

@@ -53,11 +53,12 @@ type jsonSuiteOptions struct {
 }
 
 type jsonTotals struct {
-	Checks int `json:"checks"`
-	Met    int `json:"met"`
-	Unmet  int `json:"unmet"`
-	Errors int `json:"errors"`
-	NotRun int `json:"not_run"`
+	Checks      int `json:"checks"`
+	Met         int `json:"met"`
+	Unmet       int `json:"unmet"`
+	Errors      int `json:"errors"`
+	NotRun      int `json:"not_run"`
+	Interrupted int `json:"interrupted"`
 }
 
 type jsonCheck struct {
@@ -149,7 +150,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 			Skip:    c.Skip,
 			Met:     c.Met(),
 			Outcome: c.Outcome(),
-			Status:  c.Status(),
+			Status:  s.statusOf(c),
 			Devices: s.devicesCell(c, label),
 			Runs:    make([]jsonRun, len(c.Runs)),
 		}
