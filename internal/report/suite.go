@@ -618,7 +618,9 @@ func (t Tool) text() string {
 // A result with no checks, or none that ran, is refused: it passed
 // nothing, and merged beside others it would read as a pass. So is a
 // suite run met a second time (by run id, in any input or inside a merged
-// one), which would otherwise count its runs twice. Errors name the file.
+// one), which would otherwise count its runs twice, and so is a run met a
+// second time (the same host, repetition, order and start in one check),
+// within one file or across files. Errors name the file.
 func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error) {
 	if len(results) == 0 {
 		return nil, errors.New("no suite results to merge")
@@ -640,6 +642,7 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 	var end time.Time
 	index := map[string]*SuiteCheck{}
 	mergedFrom := map[string]string{} // run id -> the file it came from
+	runFrom := map[string]string{}    // a run's identity -> the file it came from
 	for i, r := range results {
 		switch {
 		case len(r.Checks) == 0:
@@ -711,6 +714,18 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 						m.Hosts = append(m.Hosts, fallbackHost)
 					}
 				}
+				// A run is one process: its host, repetition, place in the
+				// order and start name it. Met twice, it would count twice.
+				id := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s", key, run.Host, run.Iteration, run.Order, run.Started.Format(time.RFC3339Nano))
+				if prev, dup := runFrom[id]; dup {
+					what, twice := fmt.Sprintf("%s and %s both hold", prev, sources[i]), ""
+					if prev == sources[i] {
+						what, twice = sources[i]+" holds", " twice"
+					}
+					return nil, fmt.Errorf("%s run %d of %s on %s (order %d, started %s)%s: merging it would count the same run twice",
+						what, run.Iteration, c.Test(), run.Host, run.Order, run.Started.Format(time.RFC3339Nano), twice)
+				}
+				runFrom[id] = sources[i]
 				mc.Runs = append(mc.Runs, run)
 			}
 		}
