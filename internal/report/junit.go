@@ -101,8 +101,8 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 			classname += "[" + classPart(v) + "]"
 			js.Properties = append(js.Properties, junitProperty{"environment", v})
 		}
-		if s.Tool.Version != "" {
-			js.Properties = append(js.Properties, junitProperty{"miotool.version", s.Tool.text()})
+		if t := s.toolText(); t != "" {
+			js.Properties = append(js.Properties, junitProperty{"miotool.version", t})
 		}
 		if s.File != "" {
 			js.Properties = append(js.Properties, junitProperty{"suite.file", s.File})

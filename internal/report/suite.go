@@ -14,10 +14,15 @@ import (
 // SuiteSchemaVersion names the JSON layout of a SuiteResult. Like
 // SchemaVersion it changes only when a field is renamed or removed, or
 // changes its meaning.
-const SuiteSchemaVersion = "miotool/suite/v2"
+const SuiteSchemaVersion = "miotool/suite/v3"
 
-// suiteSchemaV1 is the layout before run ids; it is still read.
-const suiteSchemaV1 = "miotool/suite/v1"
+// suiteSchemaV2 is the layout whose merged results carried the first
+// input's options and version at the top level for every run; suiteSchemaV1
+// the layout before run ids. Both are still read.
+const (
+	suiteSchemaV2 = "miotool/suite/v2"
+	suiteSchemaV1 = "miotool/suite/v1"
+)
 
 // Tool identifies the miotool build that ran a suite.
 type Tool struct {
@@ -63,12 +68,15 @@ type SuiteResult struct {
 	Interrupted string
 }
 
-// SuiteRunRef names one suite run inside a merged result.
+// SuiteRunRef names one suite run inside a merged result, with the
+// options it ran with and the miotool that ran it.
 type SuiteRunRef struct {
 	RunID   string
 	Hosts   []string
 	Started time.Time
 	File    string // the file it was merged from
+	Options SuiteOptions
+	Tool    Tool
 }
 
 // SuiteCheck is one check of a suite in one environment variant.
@@ -133,7 +141,7 @@ func (s *SuiteResult) runs() []SuiteRunRef {
 	if id == "" {
 		id = s.digest()
 	}
-	return []SuiteRunRef{{RunID: id, Hosts: slices.Clone(s.Hosts), Started: s.Started}}
+	return []SuiteRunRef{{RunID: id, Hosts: slices.Clone(s.Hosts), Started: s.Started, Options: s.Options, Tool: s.Tool}}
 }
 
 // digest is "sha256:" and the first 128 bits of a hash over what makes
@@ -536,25 +544,88 @@ func (s *SuiteResult) deviceLabeler() func(SuiteRun) string {
 	}
 }
 
-// unmetRun is a run that did not meet its check's expectation.
+// unmetRun is what the runs of a check that did not meet its expectation
+// in the same way (one verdict, one summary) have in common: repeated
+// identical failures are told once, with their count.
 type unmetRun struct {
 	check *SuiteCheck
-	run   SuiteRun
+	run   SuiteRun   // the first of them
+	runs  []SuiteRun // all of them
 }
 
 // unmetRuns lists, in check order, the runs that finished and did not
 // meet their check's expectation (a run an interruption stopped has no
-// outcome: its row says so).
+// outcome: its row says so), runs with the same verdict and summary
+// together.
 func (s *SuiteResult) unmetRuns() []unmetRun {
 	var out []unmetRun
 	for _, c := range s.Checks {
+		first := len(out)
+	runs:
 		for _, r := range c.Runs {
-			if !r.stopped() && !c.runMet(r) {
-				out = append(out, unmetRun{c, r})
+			if r.stopped() || c.runMet(r) {
+				continue
 			}
+			for i := first; i < len(out); i++ {
+				if out[i].run.Verdict == r.Verdict && out[i].run.Summary == r.Summary {
+					out[i].runs = append(out[i].runs, r)
+					continue runs
+				}
+			}
+			out = append(out, unmetRun{check: c, run: r, runs: []SuiteRun{r}})
 		}
 	}
 	return out
+}
+
+// which names the runs: "run 2 on node1", or "runs 1-6, 8-20 on node1,
+// run 3 on node2 (20 of 40 runs)".
+func (u unmetRun) which() string {
+	var hosts []string
+	its := map[string][]int{}
+	for _, r := range u.runs {
+		if _, ok := its[r.Host]; !ok {
+			hosts = append(hosts, r.Host)
+		}
+		its[r.Host] = append(its[r.Host], r.Iteration)
+	}
+	parts := make([]string, len(hosts))
+	for i, h := range hosts {
+		word := "run"
+		if len(its[h]) > 1 {
+			word = "runs"
+		}
+		parts[i] = word + " " + intRanges(its[h])
+		if h != "" {
+			parts[i] += " on " + h
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(u.runs) > 1 {
+		s += fmt.Sprintf(" (%d of %d runs)", len(u.runs), len(u.check.Runs))
+	}
+	return s
+}
+
+// intRanges is "1-6, 8, 10-20" for the numbers in ns.
+func intRanges(ns []int) string {
+	ns = slices.Clone(ns)
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	var parts []string
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ns[i], ns[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(ns[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // describe is "on node1, started 2026-12-01T09:00:00Z".
@@ -572,9 +643,77 @@ func (ref SuiteRunRef) describe() string {
 	return strings.Join(parts, ", ")
 }
 
-// optionsText describes how the suite ran, for the rendered header.
+// optionsText describes how the suite ran, for the rendered header. A
+// merged result says it for each suite run it holds, "node1: each check
+// once; node2: each check 2 times, in shuffled order (seed 7)", runs
+// made alike sharing one entry: the rows count the runs of all of them.
 func (s *SuiteResult) optionsText() string {
-	o := s.Options
+	if len(s.MergedRuns) == 0 {
+		return s.Options.text()
+	}
+	return perRun(s.MergedRuns, func(ref SuiteRunRef) string { return ref.Options.text() })
+}
+
+// toolText names the miotool that ran the suite, for each suite run of a
+// merged result whose runs were made by different builds.
+func (s *SuiteResult) toolText() string {
+	if _, same := s.uniform(); same || len(s.MergedRuns) == 0 {
+		return s.Tool.text()
+	}
+	text := perRun(s.MergedRuns, func(ref SuiteRunRef) string {
+		if ref.Tool.Version == "" {
+			return "version not recorded"
+		}
+		return ref.Tool.text()
+	})
+	if text == "version not recorded" {
+		return ""
+	}
+	return text
+}
+
+// perRun is what describe says of each run, "hosts: text" joined by "; "
+// in order of first appearance, runs with the same text sharing an entry;
+// the plain text when every run shares it and the result has one run.
+func perRun(refs []SuiteRunRef, describe func(SuiteRunRef) string) string {
+	var texts []string
+	labels := map[string][]string{}
+	for _, ref := range refs {
+		t := describe(ref)
+		if _, ok := labels[t]; !ok {
+			texts = append(texts, t)
+		}
+		for _, l := range ref.labels() {
+			if !slices.Contains(labels[t], l) {
+				labels[t] = append(labels[t], l)
+			}
+		}
+	}
+	if len(refs) == 1 {
+		return texts[0]
+	}
+	parts := make([]string, len(texts))
+	for i, t := range texts {
+		parts[i] = strings.Join(labels[t], ", ") + ": " + t
+	}
+	return strings.Join(parts, "; ")
+}
+
+// labels name a suite run in a merged header: its hosts, else the file it
+// came from.
+func (ref SuiteRunRef) labels() []string {
+	if len(ref.Hosts) > 0 {
+		return ref.Hosts
+	}
+	if ref.File != "" {
+		return []string{strings.TrimSuffix(filepath.Base(ref.File), filepath.Ext(ref.File))}
+	}
+	return []string{"run " + ref.RunID}
+}
+
+// text is "each check 2 times, in shuffled order (seed 7), beside 2 busy
+// CPU workers, in the baseline environment and with GPU_MAX_HW_QUEUES=3".
+func (o SuiteOptions) text() string {
 	var parts []string
 	switch {
 	case o.Repeat > 1:
@@ -592,6 +731,24 @@ func (s *SuiteResult) optionsText() string {
 		parts = append(parts, "in the baseline environment and with "+strings.Join(o.Variants, "; "))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// equal reports whether o and p describe the same way of running.
+func (o SuiteOptions) equal(p SuiteOptions) bool {
+	return o.Repeat == p.Repeat && o.Shuffle == p.Shuffle && (!o.Shuffle || o.Seed == p.Seed) &&
+		o.CPULoad == p.CPULoad && slices.Equal(o.Variants, p.Variants)
+}
+
+// uniform reports whether every suite run s holds was made with the same
+// options, and by the same miotool: only then do s.Options and s.Tool
+// speak for all of them.
+func (s *SuiteResult) uniform() (options, tool bool) {
+	options, tool = true, true
+	for _, ref := range s.MergedRuns {
+		options = options && ref.Options.equal(s.MergedRuns[0].Options)
+		tool = tool && ref.Tool == s.MergedRuns[0].Tool
+	}
+	return options, tool
 }
 
 // text is "1.2.3 (commit c0ffee, go1.26.8)".
@@ -634,8 +791,6 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 		RunID:   NewRunID(),
 		Title:   first.Title,
 		File:    first.File,
-		Tool:    first.Tool,
-		Options: first.Options,
 		Sources: slices.Clone(sources),
 	}
 	var names []string
@@ -663,6 +818,7 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 				ref.File = sources[i]
 			}
 			ref.Hosts = slices.Clone(ref.Hosts)
+			ref.Options.Variants = slices.Clone(ref.Options.Variants)
 			m.MergedRuns = append(m.MergedRuns, ref)
 		}
 		if !slices.Contains(names, r.Suite) {
@@ -734,6 +890,16 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 		if len(c.Runs) > 0 {
 			c.Skip = "" // it ran somewhere
 		}
+	}
+	// Options and version speak for the whole only where every run
+	// shares them; each run keeps its own in MergedRuns.
+	options, tool := m.uniform()
+	if options {
+		m.Options = m.MergedRuns[0].Options
+		m.Options.Variants = slices.Clone(m.Options.Variants)
+	}
+	if tool {
+		m.Tool = m.MergedRuns[0].Tool
 	}
 	m.Suite = strings.Join(names, " + ")
 	if !m.Started.IsZero() {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The miotool/suite/v2 layout (docs/report-schema.md). Fields marked
+// The miotool/suite/v3 layout (docs/report-schema.md). Fields marked
 // "derived" are written for readers' convenience and recomputed on reading.
 type jsonSuite struct {
 	Schema     string           `json:"schema"`
@@ -15,13 +15,15 @@ type jsonSuite struct {
 	Suite      string           `json:"suite"`
 	Title      string           `json:"title,omitempty"`
 	File       string           `json:"file,omitempty"`
-	Hosts      []string         `json:"hosts"`
-	Miotool    jsonTool         `json:"miotool"`
-	Started    *time.Time       `json:"started,omitempty"`
-	DurationMS float64          `json:"duration_ms"`
-	Options    jsonSuiteOptions `json:"options"`
-	MergedFrom []string         `json:"merged_from,omitempty"`
-	MergedRuns []jsonRunRef     `json:"merged_runs,omitempty"`
+	Hosts []string `json:"hosts"`
+	// Miotool and Options are absent from a merged result whose runs
+	// differ in them; each run's are in MergedRuns.
+	Miotool    *jsonTool         `json:"miotool,omitempty"`
+	Started    *time.Time        `json:"started,omitempty"`
+	DurationMS float64           `json:"duration_ms"`
+	Options    *jsonSuiteOptions `json:"options,omitempty"`
+	MergedFrom []string          `json:"merged_from,omitempty"`
+	MergedRuns []jsonRunRef      `json:"merged_runs,omitempty"`
 	// Interrupted says what stopped the suite early; absent when it finished.
 	Interrupted string      `json:"interrupted,omitempty"`
 	Verdict     Verdict     `json:"verdict"`   // derived
@@ -32,10 +34,12 @@ type jsonSuite struct {
 }
 
 type jsonRunRef struct {
-	RunID   string     `json:"run_id"`
-	Hosts   []string   `json:"hosts"`
-	Started *time.Time `json:"started,omitempty"`
-	File    string     `json:"file,omitempty"`
+	RunID   string            `json:"run_id"`
+	Hosts   []string          `json:"hosts"`
+	Started *time.Time        `json:"started,omitempty"`
+	File    string            `json:"file,omitempty"`
+	Options *jsonSuiteOptions `json:"options,omitempty"`
+	Miotool *jsonTool         `json:"miotool,omitempty"`
 }
 
 type jsonTool struct {
@@ -92,6 +96,35 @@ type jsonRun struct {
 	StderrTail string     `json:"stderr_tail,omitempty"`
 }
 
+func toJSONOptions(o SuiteOptions) *jsonSuiteOptions {
+	j := &jsonSuiteOptions{Repeat: o.Repeat, Shuffle: o.Shuffle, CPULoad: o.CPULoad, Variants: append([]string{}, o.Variants...)}
+	if o.Shuffle {
+		seed := o.Seed
+		j.Seed = &seed
+	}
+	return j
+}
+
+func (j *jsonSuiteOptions) options() SuiteOptions {
+	if j == nil {
+		return SuiteOptions{}
+	}
+	o := SuiteOptions{Repeat: j.Repeat, Shuffle: j.Shuffle, CPULoad: j.CPULoad, Variants: j.Variants}
+	if j.Seed != nil {
+		o.Seed = *j.Seed
+	}
+	return o
+}
+
+func toJSONTool(t Tool) *jsonTool { return &jsonTool{Version: t.Version, Commit: t.Commit, Go: t.GoVersion} }
+
+func (j *jsonTool) tool() Tool {
+	if j == nil {
+		return Tool{}
+	}
+	return Tool{Version: j.Version, Commit: j.Commit, GoVersion: j.Go}
+}
+
 func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
@@ -103,7 +136,7 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-// MarshalJSON encodes the suite result in the miotool/suite/v2 layout.
+// MarshalJSON encodes the suite result in the miotool/suite/v3 layout.
 func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	t := s.Totals()
 	j := jsonSuite{
@@ -112,16 +145,9 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		Suite:      s.Suite,
 		Title:      s.Title,
 		File:       s.File,
-		Hosts:      append([]string{}, s.Hosts...),
-		Miotool:    jsonTool{Version: s.Tool.Version, Commit: s.Tool.Commit, Go: s.Tool.GoVersion},
-		Started:    timePtr(s.Started),
-		DurationMS: durationMS(s.Duration),
-		Options: jsonSuiteOptions{
-			Repeat:   s.Options.Repeat,
-			Shuffle:  s.Options.Shuffle,
-			CPULoad:  s.Options.CPULoad,
-			Variants: append([]string{}, s.Options.Variants...),
-		},
+		Hosts:       append([]string{}, s.Hosts...),
+		Started:     timePtr(s.Started),
+		DurationMS:  durationMS(s.Duration),
 		MergedFrom:  s.Sources,
 		Interrupted: s.Interrupted,
 		Verdict:     s.Verdict(),
@@ -130,13 +156,16 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		Totals:      jsonTotals(t),
 		Checks:      make([]jsonCheck, len(s.Checks)),
 	}
-	if s.Options.Shuffle {
-		seed := s.Options.Seed
-		j.Options.Seed = &seed
+	options, tool := s.uniform()
+	if options {
+		j.Options = toJSONOptions(s.Options)
+	}
+	if tool {
+		j.Miotool = toJSONTool(s.Tool)
 	}
 	for _, ref := range s.MergedRuns {
 		j.MergedRuns = append(j.MergedRuns, jsonRunRef{RunID: ref.RunID, Hosts: append([]string{}, ref.Hosts...),
-			Started: timePtr(ref.Started), File: ref.File})
+			Started: timePtr(ref.Started), File: ref.File, Options: toJSONOptions(ref.Options), Miotool: toJSONTool(ref.Tool)})
 	}
 	label := s.deviceLabeler()
 	for i, c := range s.Checks {
@@ -176,14 +205,14 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the miotool/suite/v2 layout, and v1 before it.
+// UnmarshalJSON decodes the miotool/suite/v3 layout, and v2 and v1 before it.
 // Derived fields are ignored and recomputed from the runs.
 func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 	var j jsonSuite
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV1 {
+	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV2 && j.Schema != suiteSchemaV1 {
 		if j.Schema == SchemaVersion || j.Schema == schemaV1 {
 			return fmt.Errorf("this is a single check's result (%s), not a suite result (%s); run checks through `miotool report --suite` to merge them", j.Schema, SuiteSchemaVersion)
 		}
@@ -195,29 +224,30 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		Suite:    j.Suite,
 		Title:    j.Title,
 		File:     j.File,
-		Hosts:    j.Hosts,
-		Tool:     Tool{Version: j.Miotool.Version, Commit: j.Miotool.Commit, GoVersion: j.Miotool.Go},
-		Duration: fromMS(j.DurationMS),
-		Options: SuiteOptions{
-			Repeat:   j.Options.Repeat,
-			Shuffle:  j.Options.Shuffle,
-			CPULoad:  j.Options.CPULoad,
-			Variants: j.Options.Variants,
-		},
+		Hosts:       j.Hosts,
+		Tool:        j.Miotool.tool(),
+		Duration:    fromMS(j.DurationMS),
+		Options:     j.Options.options(),
 		Sources:     j.MergedFrom,
 		Interrupted: j.Interrupted,
 	}
 	if j.Started != nil {
 		s.Started = *j.Started
 	}
-	if j.Options.Seed != nil {
-		s.Options.Seed = *j.Options.Seed
-	}
 	for i, jr := range j.MergedRuns {
 		if jr.RunID == "" {
 			return fmt.Errorf("merged_runs[%d] has no run_id", i)
 		}
-		ref := SuiteRunRef{RunID: jr.RunID, Hosts: jr.Hosts, File: jr.File}
+		// A merged result written before runs kept their own options and
+		// version has only the top level's, which it took from its first
+		// input.
+		ref := SuiteRunRef{RunID: jr.RunID, Hosts: jr.Hosts, File: jr.File, Options: s.Options, Tool: s.Tool}
+		if jr.Options != nil {
+			ref.Options = jr.Options.options()
+		}
+		if jr.Miotool != nil {
+			ref.Tool = jr.Miotool.tool()
+		}
 		if jr.Started != nil {
 			ref.Started = *jr.Started
 		}

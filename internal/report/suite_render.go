@@ -51,9 +51,7 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 	}
 	item("Hosts", mdInline(strings.Join(s.Hosts, ", ")))
 	item("Runs", mdInline(s.optionsText()))
-	if s.Tool.Version != "" {
-		item("miotool", mdInline(s.Tool.text()))
-	}
+	item("miotool", mdInline(s.toolText()))
 	if !s.Started.IsZero() {
 		item("Started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
@@ -103,9 +101,7 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	field("merged", strings.Join(s.Sources, ", "))
 	field("hosts", strings.Join(s.Hosts, ", "))
 	field("runs", s.optionsText())
-	if s.Tool.Version != "" {
-		field("miotool", s.Tool.text())
-	}
+	field("miotool", s.toolText())
 	if !s.Started.IsZero() {
 		field("started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
@@ -129,12 +125,10 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 }
 
 // line is "capture-global-worker [GPU_MAX_HW_QUEUES=3], run 2 on node1:
-// FAIL, expected PASS: <summary>".
+// FAIL, expected PASS: <summary>", or for runs that failed alike
+// "capture-global-worker, runs 1-20 on node1 (20 of 20 runs): ...".
 func (u unmetRun) line() string {
-	s := fmt.Sprintf("%s, run %d", u.check.Test(), u.run.Iteration)
-	if u.run.Host != "" {
-		s += " on " + u.run.Host
-	}
+	s := u.check.Test() + ", " + u.which()
 	s += fmt.Sprintf(": %s, expected %s", u.run.Verdict, u.check.Expect)
 	if u.run.Summary != "" {
 		s += ": " + u.run.Summary
