@@ -16,11 +16,21 @@ import (
 // SchemaVersion names the JSON layout of a Result. It changes only when a
 // field is renamed or removed, or changes its meaning; new fields may
 // appear without a change.
-const SchemaVersion = "miotool/result/v2"
+const SchemaVersion = "miotool/result/v3"
 
-// schemaV1 is the layout before counters were keyed in snake_case; it is
+// schemaV2 is the layout whose records held every cell as a string,
+// schemaV1 the one before counters were keyed in snake_case; both are
 // still read.
-const schemaV1 = "miotool/result/v1"
+const (
+	schemaV2 = "miotool/result/v2"
+	schemaV1 = "miotool/result/v1"
+)
+
+// isResultSchema reports whether schema names a layout of a Result that
+// miotool reads.
+func isResultSchema(schema string) bool {
+	return schema == SchemaVersion || schema == schemaV2 || schema == schemaV1
+}
 
 // NewRunID returns an id no other run shares: 128 random bits as 26
 // base32 characters. Results carry one so that merging can tell the same

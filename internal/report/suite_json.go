@@ -10,12 +10,12 @@ import (
 // The miotool/suite/v3 layout (docs/report-schema.md). Fields marked
 // "derived" are written for readers' convenience and recomputed on reading.
 type jsonSuite struct {
-	Schema     string           `json:"schema"`
-	RunID      string           `json:"run_id,omitempty"`
-	Suite      string           `json:"suite"`
-	Title      string           `json:"title,omitempty"`
-	File       string           `json:"file,omitempty"`
-	Hosts []string `json:"hosts"`
+	Schema string   `json:"schema"`
+	RunID  string   `json:"run_id,omitempty"`
+	Suite  string   `json:"suite"`
+	Title  string   `json:"title,omitempty"`
+	File   string   `json:"file,omitempty"`
+	Hosts  []string `json:"hosts"`
 	// Miotool and Options are absent from a merged result whose runs
 	// differ in them; each run's are in MergedRuns.
 	Miotool    *jsonTool         `json:"miotool,omitempty"`
@@ -116,7 +116,9 @@ func (j *jsonSuiteOptions) options() SuiteOptions {
 	return o
 }
 
-func toJSONTool(t Tool) *jsonTool { return &jsonTool{Version: t.Version, Commit: t.Commit, Go: t.GoVersion} }
+func toJSONTool(t Tool) *jsonTool {
+	return &jsonTool{Version: t.Version, Commit: t.Commit, Go: t.GoVersion}
+}
 
 func (j *jsonTool) tool() Tool {
 	if j == nil {
@@ -140,11 +142,11 @@ func timePtr(t time.Time) *time.Time {
 func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	t := s.Totals()
 	j := jsonSuite{
-		Schema:     SuiteSchemaVersion,
-		RunID:      s.RunID,
-		Suite:      s.Suite,
-		Title:      s.Title,
-		File:       s.File,
+		Schema:      SuiteSchemaVersion,
+		RunID:       s.RunID,
+		Suite:       s.Suite,
+		Title:       s.Title,
+		File:        s.File,
 		Hosts:       append([]string{}, s.Hosts...),
 		Started:     timePtr(s.Started),
 		DurationMS:  durationMS(s.Duration),
@@ -212,18 +214,24 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV2 && j.Schema != suiteSchemaV1 {
-		if j.Schema == SchemaVersion || j.Schema == schemaV1 {
-			return fmt.Errorf("this is a single check's result (%s), not a suite result (%s); run checks through `miotool report --suite` to merge them", j.Schema, SuiteSchemaVersion)
+	if isResultSchema(j.Schema) {
+		// A single check's result: a suite of that one check.
+		var r Result
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("a single check's result (%s): %w", j.Schema, err)
 		}
-		return fmt.Errorf("suite result schema %q is not %q", j.Schema, SuiteSchemaVersion)
+		*s = *SuiteFromResult(&r)
+		return nil
+	}
+	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV2 && j.Schema != suiteSchemaV1 {
+		return fmt.Errorf("suite result schema %q is not %q (nor a check's result, %q)", j.Schema, SuiteSchemaVersion, SchemaVersion)
 	}
 	*s = SuiteResult{
-		Schema:   j.Schema,
-		RunID:    j.RunID,
-		Suite:    j.Suite,
-		Title:    j.Title,
-		File:     j.File,
+		Schema:      j.Schema,
+		RunID:       j.RunID,
+		Suite:       j.Suite,
+		Title:       j.Title,
+		File:        j.File,
 		Hosts:       j.Hosts,
 		Tool:        j.Miotool.tool(),
 		Duration:    fromMS(j.DurationMS),
@@ -285,6 +293,23 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		s.Checks = append(s.Checks, c)
 	}
 	return nil
+}
+
+// SuiteFromResult is a single check's result as a suite of that one check
+// on the result's host, so that it merges beside suite results: the
+// check is named after the result's, runs once as the result's command
+// without its output flags, and is expected to PASS (a check's own exit
+// status is 0 only for PASS). The suite run keeps the result's run id.
+func SuiteFromResult(r *Result) *SuiteResult {
+	s := &SuiteResult{Schema: SuiteSchemaVersion, RunID: r.RunID, Suite: r.Check, Started: r.Started, Duration: r.Duration,
+		Options: SuiteOptions{Repeat: 1}}
+	if r.Host != "" {
+		s.Hosts = []string{r.Host}
+	}
+	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.Verdict.ExitCode(),
+		Status: r.Status, Summary: r.Summary, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
+	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
+	return s
 }
 
 // WriteSuiteJSON writes s as indented JSON followed by a newline.

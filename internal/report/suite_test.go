@@ -327,7 +327,7 @@ func TestSuiteJSONRoundTrip(t *testing.T) {
 
 func TestReadSuiteJSONRejects(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{`{"schema":"miotool/result/v1","verdict":"PASS"}`, "single check's result"},
+		{`{"schema":"miotool/result/v1","verdict":"MAYBE"}`, "single check's result (miotool/result/v1): unknown verdict"},
 		{`{"schema":"miotool/suite/v9"}`, `"miotool/suite/v9"`},
 		{`{"schema":"miotool/suite/v1","checks":[{"name":"x","expect":"MAYBE"}]}`, `check 1 (x): expect: unknown verdict "MAYBE"`},
 		{`{"schema":"miotool/suite/v1","checks":[{"name":"x","expect":"PASS","runs":[{"verdict":"?"}]}]}`, "check 1 (x) run 1"},
