@@ -63,7 +63,7 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 		b.WriteString("#### Not as expected\n\n")
 		for _, u := range unmet {
 			fmt.Fprintf(&b, "- %s\n", mdInline(u.line()))
-			if tail := lastLines(u.run.StderrTail, stderrLines); tail != "" && u.run.Verdict == Error {
+			if tail := lastLines(controlsOut(u.run.StderrTail), stderrLines); tail != "" && u.run.Verdict == Error {
 				fence := "```"
 				for strings.Contains(tail, fence) {
 					fence += "`"
