@@ -152,7 +152,7 @@ func TestInterruptedCheckIsNotSkipped(t *testing.T) {
 func TestInterruptedCheckKeepsItsFinishedFailures(t *testing.T) {
 	c := &SuiteCheck{Name: "x", Command: "miotool x", Expect: Pass, Runs: []SuiteRun{
 		run("node1", 1, Pass, "", time.Second), run("node1", 2, Fail, "901", time.Second), stoppedRun("node1", 3, time.Second)}}
-	if c.Outcome() != Fail || c.Status() != "Unexpected (expected PASS): FAIL 1/3, PASS 1/3, INTERRUPTED 1/3" {
+	if c.Outcome() != Fail || c.Status() != "Unexpected (expected PASS): FAIL 1, PASS 1, INTERRUPTED 1 of 3 runs" {
 		t.Errorf("outcome %s status %q", c.Outcome(), c.Status())
 	}
 	c.Runs[1].Verdict = Pass

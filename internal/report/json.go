@@ -24,11 +24,32 @@ type jsonResult struct {
 	ExitCode      int              `json:"exit_code"`
 	Status        string           `json:"status,omitempty"`
 	Summary       string           `json:"summary"`
+	Cases         *jsonCases       `json:"cases,omitempty"`
 	Started       *time.Time       `json:"started,omitempty"`
 	DurationMS    float64          `json:"duration_ms"`
 	Tables        []jsonTable      `json:"tables"`
 	Notes         []string         `json:"notes"`
 	Counters      map[string]int64 `json:"counters"`
+}
+
+// jsonCases are a run's sub-tests; absent when the check did not count them.
+type jsonCases struct {
+	Passed int `json:"passed"`
+	Total  int `json:"total"`
+}
+
+func toJSONCases(c Cases) *jsonCases {
+	if c.Total <= 0 {
+		return nil
+	}
+	return &jsonCases{Passed: c.Passed, Total: c.Total}
+}
+
+func (j *jsonCases) cases() Cases {
+	if j == nil {
+		return Cases{}
+	}
+	return Cases{Passed: j.Passed, Total: j.Total}
 }
 
 type jsonDevice struct {
@@ -171,6 +192,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		ExitCode:      r.Verdict.ExitCode(),
 		Status:        r.Status,
 		Summary:       r.Summary,
+		Cases:         toJSONCases(r.Cases),
 		DurationMS:    float64(r.Duration.Microseconds()) / 1000,
 		Tables:        make([]jsonTable, len(r.Tables)),
 		Notes:         append([]string{}, r.Notes...),
@@ -239,6 +261,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Verdict:       j.Verdict,
 		Status:        j.Status,
 		Summary:       j.Summary,
+		Cases:         j.Cases.cases(),
 		Duration:      time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Notes:         j.Notes,
 	}

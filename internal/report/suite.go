@@ -113,6 +113,8 @@ type SuiteRun struct {
 	// StderrTail is the end of the process's standard error, kept for runs
 	// that did not meet the expectation.
 	StderrTail string
+	// Cases are the sub-tests of the run, when its result counted them.
+	Cases Cases
 }
 
 // NewSuiteResult starts a result for the named suite, with a new run id.
@@ -258,12 +260,16 @@ func (c *SuiteCheck) Outcome() Verdict {
 	return Fail
 }
 
-// Status is the checklist's Status cell, e.g. "Passed (20/20)", "Fails as
-// expected (3/3)", the child's own status (a run that compares policies
-// says which fail and which pass, in the words its command chose),
-// "Interrupted after 2.04s" for a check the suite's interruption stopped,
-// or, when some run did not meet the expectation, "Unexpected (expected
-// PASS): FAIL 3/20, PASS 17/20".
+// Status is the checklist's Status cell. Its count in brackets means what
+// a PR checklist's does ("Passed (26/26)" for 26 sub-tests of one test
+// binary): the sub-tests of one run, where the run's result counted them,
+// e.g. the 24 combinations of a capture matrix; repetitions are counted
+// apart, in runs. So: "Passed", "Passed (24/24)", "Fails as expected",
+// the child's own status ("Fails with --reclaim=lazy (global), passes
+// with --reclaim=worker (24/24)"), with ", 20/20 runs" after it when the
+// check ran 20 times; "Interrupted after 2.04s" for a check the suite's
+// interruption stopped; "Unexpected (expected PASS): FAIL" or, over
+// several runs, "Unexpected (expected PASS): FAIL 3, PASS 17 of 20 runs".
 func (c *SuiteCheck) Status() string {
 	n := len(c.Runs)
 	if n == 0 {
@@ -273,14 +279,15 @@ func (c *SuiteCheck) Status() string {
 		return "Not run"
 	}
 	if c.Met() {
-		if s := c.Runs[0].Status; s != "" && c.sameStatus() {
-			if n > 1 {
-				s += fmt.Sprintf(" (%d/%d)", n, n)
-			}
-			return s
+		s := c.Runs[0].Status
+		if s == "" || !c.sameStatus() {
+			s = map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
 		}
-		word := map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
-		return fmt.Sprintf("%s (%d/%d)", word, n, n)
+		s += c.casesText()
+		if n > 1 {
+			s += fmt.Sprintf(", %d/%d runs", n, n)
+		}
+		return s
 	}
 	if !c.unmetFinished() {
 		var stopped time.Duration
@@ -294,6 +301,9 @@ func (c *SuiteCheck) Status() string {
 			s += fmt.Sprintf("; %d %s before it as expected", met, plural(met, "run", "runs"))
 		}
 		return s
+	}
+	if n == 1 {
+		return fmt.Sprintf("Unexpected (expected %s): %s%s", c.Expect, c.Runs[0].Verdict, c.casesText())
 	}
 	hosts := c.hosts()
 	var parts []string
@@ -311,13 +321,33 @@ func (c *SuiteCheck) Status() string {
 		if k == 0 {
 			continue
 		}
-		part := fmt.Sprintf("%s %d/%d", v, k, n)
+		part := fmt.Sprintf("%s %d", v, k)
 		if len(hosts) > 1 && v != c.Expect {
 			part += " (" + strings.Join(on, ", ") + ")"
 		}
 		parts = append(parts, part)
 	}
-	return fmt.Sprintf("Unexpected (expected %s): %s", c.Expect, strings.Join(parts, ", "))
+	return fmt.Sprintf("Unexpected (expected %s): %s of %d runs", c.Expect, strings.Join(parts, ", "), n)
+}
+
+// casesText is the sub-test count of the check's runs: " (24/24)" when
+// every run counted the same, " (479/480 in all)" when their counts
+// differ, "" when some run did not count them.
+func (c *SuiteCheck) casesText() string {
+	var sum Cases
+	same := true
+	for _, r := range c.Runs {
+		if r.Cases.Total <= 0 {
+			return ""
+		}
+		same = same && r.Cases == c.Runs[0].Cases
+		sum.Passed += r.Cases.Passed
+		sum.Total += r.Cases.Total
+	}
+	if same {
+		return " " + c.Runs[0].Cases.text()
+	}
+	return fmt.Sprintf(" (%d/%d in all)", sum.Passed, sum.Total)
 }
 
 // stoppedRuns counts the runs the suite's interruption stopped.
@@ -503,6 +533,44 @@ func (s *SuiteResult) Checklist() *Table {
 		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), s.statusOf(c))
 	}
 	return t
+}
+
+// checklistView is the Checklist as the text and Markdown outputs show
+// it: when the checks that ran, two or more, all ran on one and the same
+// device, the Devices column goes and devices, for the header, names it
+// once.
+func (s *SuiteResult) checklistView() (t *Table, devices string) {
+	t = s.Checklist()
+	label := s.deviceLabeler()
+	ran := 0
+	for _, c := range s.Checks {
+		if c.NotRun() {
+			continue
+		}
+		ran++
+		var one string
+		for _, r := range c.Runs {
+			switch l := label(r); {
+			case r.Device.Name == "":
+			case one == "":
+				one = l
+			case l != one:
+				return t, "" // this row names several
+			}
+		}
+		if one == "" || devices != "" && one != devices {
+			return t, ""
+		}
+		devices = one
+	}
+	if ran < 2 {
+		return t, ""
+	}
+	t.Columns = slices.Delete(slices.Clone(t.Columns), 2, 3)
+	for i := range t.Rows {
+		t.Rows[i].Cells = slices.Delete(t.Rows[i].Cells, 2, 3)
+	}
+	return t, devices
 }
 
 // devicesCell lists the distinct devices a check's runs used.

@@ -89,6 +89,7 @@ type jsonRun struct {
 	Met        bool       `json:"met"` // derived
 	Status     string     `json:"status,omitempty"`
 	Summary    string     `json:"summary"`
+	Cases      *jsonCases `json:"cases,omitempty"`
 	Backend    string     `json:"backend,omitempty"`
 	Device     jsonDevice `json:"device"`
 	Started    *time.Time `json:"started,omitempty"`
@@ -195,6 +196,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 				Met:        c.runMet(r),
 				Status:     r.Status,
 				Summary:    r.Summary,
+				Cases:      toJSONCases(r.Cases),
 				Backend:    r.Backend,
 				Device:     jsonDevice(r.Device),
 				Started:    timePtr(r.Started),
@@ -280,6 +282,7 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 				ExitCode:   jr.ExitCode,
 				Status:     jr.Status,
 				Summary:    jr.Summary,
+				Cases:      jr.Cases.cases(),
 				Backend:    jr.Backend,
 				Device:     Device(jr.Device),
 				Duration:   fromMS(jr.DurationMS),
@@ -307,7 +310,7 @@ func SuiteFromResult(r *Result) *SuiteResult {
 		s.Hosts = []string{r.Host}
 	}
 	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.Verdict.ExitCode(),
-		Status: r.Status, Summary: r.Summary, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
+		Status: r.Status, Summary: r.Summary, Cases: r.Cases, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
 	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
 	return s
 }

@@ -49,14 +49,16 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 		}
 		item("Merged from", strings.Join(codes, ", "))
 	}
+	checklist, devices := s.checklistView()
 	item("Hosts", mdInline(strings.Join(s.Hosts, ", ")))
+	item("Devices", mdInline(devices))
 	item("Runs", mdInline(s.optionsText()))
 	item("miotool", mdInline(s.toolText()))
 	if !s.Started.IsZero() {
 		item("Started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
 	b.WriteString("\n#### Testing Checklist\n\n")
-	if err := writeMarkdownTable(&b, s.Checklist(), checklistCommandColumn); err != nil {
+	if err := writeMarkdownTable(&b, checklist, checklistCommandColumn); err != nil {
 		return err
 	}
 	if unmet := s.unmetRuns(); len(unmet) > 0 {
@@ -99,14 +101,16 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	field("title", s.Title)
 	field("file", s.File)
 	field("merged", strings.Join(s.Sources, ", "))
+	checklist, devices := s.checklistView()
 	field("hosts", strings.Join(s.Hosts, ", "))
+	field("devices", devices)
 	field("runs", s.optionsText())
 	field("miotool", s.toolText())
 	if !s.Started.IsZero() {
 		field("started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
 	b.WriteString("\n")
-	if err := writeTextTable(&b, s.Checklist(), opts.TTY); err != nil {
+	if err := writeTextTable(&b, checklist, opts.TTY); err != nil {
 		return err
 	}
 	if unmet := s.unmetRuns(); len(unmet) > 0 {

@@ -37,6 +37,7 @@ func sampleSuite() *SuiteResult {
 	for it := 1; it <= 2; it++ {
 		r := run("node1", it, Pass, "all 12 cases as expected", 1500*time.Millisecond)
 		r.Status = "Fails with --reclaim=lazy (global), passes with --reclaim=worker"
+		r.Cases = Cases{Passed: 24, Total: 24}
 		matrix.Runs = append(matrix.Runs, r)
 	}
 	lazy := &SuiteCheck{Name: "capture-global-lazy", Command: "miotool capture --mode=global --reclaim=lazy", Expect: Fail,
@@ -89,12 +90,12 @@ func TestSuiteRenderGolden(t *testing.T) {
 func TestSuiteStatuses(t *testing.T) {
 	s := sampleSuite()
 	want := map[string]string{
-		"capture-matrix":                      "Fails with --reclaim=lazy (global), passes with --reclaim=worker (2/2)",
-		"capture-global-lazy":                 "Fails as expected (2/2)",
-		"capture-global-worker":               "Unexpected (expected PASS): FAIL 1/2, PASS 1/2",
-		"replay-worker [GPU_MAX_HW_QUEUES=3]": "Unexpected (expected PASS): ERROR 1/2, PASS 1/2",
+		"capture-matrix":                      "Fails with --reclaim=lazy (global), passes with --reclaim=worker (24/24), 2/2 runs",
+		"capture-global-lazy":                 "Fails as expected, 2/2 runs",
+		"capture-global-worker":               "Unexpected (expected PASS): FAIL 1, PASS 1 of 2 runs",
+		"replay-worker [GPU_MAX_HW_QUEUES=3]": "Unexpected (expected PASS): ERROR 1, PASS 1 of 2 runs",
 		"stress-unlocked":                     "Not run (needs stress-threads)",
-		"find a|b":                            "Passed (2/2)",
+		"find a|b":                            "Passed, 2/2 runs",
 	}
 	for _, c := range s.Checks {
 		if got := c.Status(); got != want[c.Test()] {
@@ -373,7 +374,7 @@ func TestMergeDisambiguatesClashingDevices(t *testing.T) {
 	if row[2] != wantDevices {
 		t.Errorf("devices %q, want %q", row[2], wantDevices)
 	}
-	if want := "Unexpected (expected PASS): FAIL 1/4 (node2), PASS 3/4"; row[3] != want {
+	if want := "Unexpected (expected PASS): FAIL 1 (node2), PASS 3 of 4 runs"; row[3] != want {
 		t.Errorf("status %q, want %q", row[3], want)
 	}
 	if strings.Join(m.Hosts, ",") != "node1,node2,node3" || !m.Started.Equal(suiteStart.Add(-time.Minute)) || m.Duration != 2*time.Minute {
@@ -395,7 +396,7 @@ func TestMergeNamesHostlessRunsByFile(t *testing.T) {
 	if want := "NVIDIA H200 (sm_90) on gpu-a, NVIDIA H200 (sm_90) on gpu-b"; row[2] != want {
 		t.Errorf("devices %q, want %q", row[2], want)
 	}
-	if row[3] != "Passed (2/2)" {
+	if row[3] != "Passed, 2/2 runs" {
 		t.Errorf("status %q", row[3])
 	}
 	// A merged result merges again, through its JSON.
@@ -411,7 +412,7 @@ func TestMergeNamesHostlessRunsByFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.Checklist().Rows[0].Cells[3]; got != "Unexpected (expected PASS): FAIL 1/3 (node9), PASS 2/3" {
+	if got := again.Checklist().Rows[0].Cells[3]; got != "Unexpected (expected PASS): FAIL 1 (node9), PASS 2 of 3 runs" {
 		t.Errorf("re-merged status %q", got)
 	}
 	if _, err := MergeSuites(nil, nil); err == nil {
