@@ -271,7 +271,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	for _, jt := range j.Tables {
 		t := Table{Title: jt.Title, Columns: jt.Columns, FlagColumn: jt.FlagColumn}
 		for _, row := range jt.Rows {
-			t.Rows = append(t.Rows, Row{Cells: row.Cells, Flag: row.Flag})
+			t.Rows = append(t.Rows, Row(row))
 		}
 		r.Tables = append(r.Tables, &t)
 	}
