@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
