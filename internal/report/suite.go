@@ -544,8 +544,8 @@ func (s *SuiteResult) checklistView() (t *Table, devices string) {
 	label := s.deviceLabeler()
 	ran := 0
 	for _, c := range s.Checks {
-		if c.NotRun() {
-			continue
+		if c.NotRun() || c.stoppedRuns() == len(c.Runs) {
+			continue // no device to name: not run, or stopped before one opened
 		}
 		ran++
 		var one string
