@@ -91,8 +91,6 @@ type line struct {
 	items []item // nil unless the line is KEY=...
 }
 
-func (l *line) isRecord() bool { return l.items != nil }
-
 // DB is a find-db in memory: every line of the file, in order, and the
 // first line of each key (the one MIOpen reads).
 type DB struct {
