@@ -74,11 +74,21 @@ func (w Warning) String() string {
 	return fmt.Sprintf("%s:%d: %s", filepath.Base(w.Path), w.Line, w.Msg)
 }
 
-// item is one ';'-separated item of a record line: its text as read, and
-// the entry when it is one miotool understands and uses.
+// item is one ';'-separated item of a record line: its text as read, its
+// solver id (the text before the first ':') and, for the first item of
+// its id, the entry when it parses. MIOpen reads only the first item of an
+// id, whether or not it can use it, so a later item of the same id is
+// never read, by MIOpen or by miotool.
 type item struct {
 	raw   string
+	id    string
+	first bool // the first item of id on its line (no id: false)
 	entry *Entry
+}
+
+// newItem is the item MIOpen's format gives e.
+func newItem(e Entry) item {
+	return item{raw: e.Item(), id: e.Solver, first: true, entry: &e}
 }
 
 // line is one line of the file: its text without the line end, the line
@@ -139,18 +149,28 @@ func (db *DB) add(n int, l *line) {
 		return
 	}
 	l.key = key
-	seen := map[string]bool{}
+	firstOf := map[string]int{} // id -> index of its first item
 	for _, raw := range strings.Split(content, ";") {
 		it := item{raw: raw}
-		if raw != "" {
+		id, _, hasID := strings.Cut(raw, ":")
+		j, seen := firstOf[id]
+		switch {
+		case raw == "":
+		case hasID && seen && l.items[j].entry == nil:
+			it.id = id
+			warn("solver %s appears again for %s; MIOpen reads only the first item, which is not understood, so neither is used; both are kept", show(id), show(key))
+		case hasID && seen:
+			it.id = id
+			warn("solver %s appears again for %s; the first is used (as MIOpen reads it), both are kept", show(id), show(key))
+		default:
+			if hasID {
+				it.id, it.first = id, true
+				firstOf[id] = len(l.items)
+			}
 			e, err := ParseItem(raw)
-			switch {
-			case err != nil:
+			if err != nil {
 				warn("item %q of %s not understood (%v); kept as it is", clip(raw), show(key), err)
-			case seen[e.Solver]:
-				warn("solver %s appears again for %s; the first is used, both are kept", show(e.Solver), show(key))
-			default:
-				seen[e.Solver] = true
+			} else {
 				it.entry = &e
 			}
 		}
@@ -265,13 +285,30 @@ func (db *DB) Lookup(key string) (Record, bool) {
 	return recordOf(db.lines[i]), true
 }
 
-// Merge adds rec's entries to the first line of rec.Key, replacing the
-// item of each solver rec names and appending the others; every other
-// item keeps its bytes. A key with no line gets a new last line, in the
-// file's line-end style. It reports whether anything changed.
-func (db *DB) Merge(rec Record) bool {
+// Replaced is an item Merge replaced because MIOpen cannot read it: the
+// first item of a solver's id on the key's line, malformed. MIOpen reads
+// only the first item of an id, so a new item appended after it would
+// never be read.
+type Replaced struct {
+	Key string
+	// Line is the line's number in the file as read (1-based).
+	Line     int
+	Old, New string
+}
+
+func (r Replaced) String() string {
+	return fmt.Sprintf("replaced the malformed item %q of %s (line %d) with %q", clip(r.Old), show(r.Key), r.Line, r.New)
+}
+
+// Merge adds rec's entries to the first line of rec.Key as MIOpen will
+// read them: the first item of each solver rec names is replaced in
+// place (a malformed one too, reported in replaced), a solver with no item
+// is appended, and every other item keeps its bytes. A key with no line
+// gets a new last line, in the file's line-end style. changed reports
+// whether anything changed.
+func (db *DB) Merge(rec Record) (changed bool, replaced []Replaced) {
 	if len(rec.Entries) == 0 {
-		return false
+		return false, nil
 	}
 	if db.byKey == nil {
 		db.byKey = map[string]int{}
@@ -279,15 +316,16 @@ func (db *DB) Merge(rec Record) bool {
 	i, ok := db.byKey[rec.Key]
 	if !ok {
 		db.appendLine(rec)
-		return true
+		return true, nil
 	}
 	l := db.lines[i]
-	changed := false
 	for _, e := range rec.Entries {
-		e := e
-		it := item{raw: e.Item(), entry: &e}
-		if j := indexOf(l.items, e.Solver); j >= 0 {
-			if l.items[j].raw != it.raw {
+		it := newItem(e)
+		if j := firstItem(l.items, e.Solver); j >= 0 {
+			if old := l.items[j]; old.raw != it.raw {
+				if old.entry == nil {
+					replaced = append(replaced, Replaced{Key: rec.Key, Line: i + 1, Old: old.raw, New: it.raw})
+				}
 				l.items[j], changed = it, true
 			}
 			continue
@@ -309,13 +347,14 @@ func (db *DB) Merge(rec Record) bool {
 		}
 		l.text = l.key + "=" + strings.Join(raws, ";")
 	}
-	return changed
+	return changed, replaced
 }
 
-// indexOf is the index of the item miotool uses for solver, or -1.
-func indexOf(items []item, solver string) int {
+// firstItem is the index of the first item of solver's id, the one MIOpen
+// reads, or -1.
+func firstItem(items []item, solver string) int {
 	for j, it := range items {
-		if it.entry != nil && it.entry.Solver == solver {
+		if it.first && it.id == solver {
 			return j
 		}
 	}
@@ -335,8 +374,7 @@ func (db *DB) appendLine(rec Record) {
 	}
 	l := &line{text: rec.Line(), eol: eol, key: rec.Key}
 	for _, e := range rec.Entries {
-		e := e
-		l.items = append(l.items, item{raw: e.Item(), entry: &e})
+		l.items = append(l.items, newItem(e))
 	}
 	db.byKey[rec.Key] = len(db.lines)
 	db.keys = append(db.keys, rec.Key)

@@ -114,7 +114,7 @@ func StoreFile(path string, rec Record, lockTimeout time.Duration) ([]Warning, e
 		}
 	}
 	db := Parse(path, data)
-	if !db.Merge(rec) {
+	if changed, _ := db.Merge(rec); !changed {
 		return db.Warnings, nil
 	}
 	if err := replace(target, db.Bytes(), info); err != nil {
