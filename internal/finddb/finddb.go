@@ -6,9 +6,11 @@
 // parser keeps every line as it was read: comments, blank lines, lines and
 // items it does not understand, CRLF line ends, a cut-off last line, a
 // duplicate key's later line and a duplicate solver item all come back
-// unchanged and in place from Bytes. Merging a record adds or updates only
-// the items of the solvers it names. StoreFile does that on disk, under a
-// lock, with an atomic replace that keeps the file's mode and owner.
+// unchanged and in place from Bytes. It reads a record as MIOpen does (the
+// first line of a key, the first item of a solver id). Merging a record
+// adds or updates only the items of the solvers it names, so that MIOpen
+// reads what was merged. Store does that on disk, under miotool's lock and
+// MIOpen's, with an atomic replace that keeps the file's mode and owner.
 package finddb
 
 import (
