@@ -315,8 +315,8 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 			}
 		}
 		res.DBRecord = rec.Line()
-		warns, err := finddb.StoreFile(opts.UserDB, rec, dbLockTimeout)
-		noteDB(warns)
+		st, err := finddb.Store(ctx, opts.UserDB, rec, finddb.StoreOptions{LockTimeout: dbLockTimeout})
+		noteDB(st.Warnings)
 		if err != nil {
 			res.DBErr = err
 			warn("find-db not written (%v); the result stands without it", err)
