@@ -208,61 +208,89 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 	if opts.NaiveTimeoutPct < 0 {
 		return nil, fmt.Errorf("naive timeout must be >= 0 percent, got %d", opts.NaiveTimeoutPct)
 	}
-	solvers := opts.Solvers
-	if solvers == nil {
-		solvers = conv.Solvers()
+	if opts.Solvers == nil {
+		opts.Solvers = conv.Solvers()
 	}
-	logf := opts.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
+	f := &search{ctx: ctx, h: h, ts: ts, opts: opts, logf: opts.Log, start: start}
+	if f.logf == nil {
+		f.logf = func(string, ...any) {}
 	}
 	p := ts.Problem
-	res := &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB, Mode: opts.Mode}
-	warn := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		res.Warnings = append(res.Warnings, msg)
-		if opts.Warn != nil {
-			opts.Warn("%s", msg)
-		}
+	f.res = &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB, Mode: opts.Mode}
+	if err := f.run(); err != nil {
+		return nil, err
 	}
-	dbWarned := false
-	noteDB := func(ws []finddb.Warning) {
-		if dbWarned || len(ws) == 0 {
-			return
-		}
-		dbWarned = true
-		res.DBWarnings = finddb.Summary(ws, maxDBWarnings)
-		for _, w := range res.DBWarnings {
-			warn("find-db: %s", w)
-		}
+	if f.res.Elapsed == 0 { // set before the find-db write when there is one
+		f.res.Elapsed = time.Since(start)
 	}
+	return f.res, nil
+}
 
+// search is one find: its inputs, its result so far, and the hooks every
+// step reports through.
+type search struct {
+	ctx  context.Context
+	h    *handle.Handle
+	ts   *Tensors
+	opts Options
+	res  *Result
+	logf func(format string, args ...any)
+	// start is when Find began.
+	start time.Time
+	// dbWarned: the find-db's warnings were noted (once per find, however
+	// often the file is read).
+	dbWarned bool
+}
+
+// warn notes a warning in the result and passes it to the Warn hook.
+func (f *search) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	f.res.Warnings = append(f.res.Warnings, msg)
+	if f.opts.Warn != nil {
+		f.opts.Warn("%s", msg)
+	}
+}
+
+// noteDB keeps the first few warnings of the find-db as read, once.
+func (f *search) noteDB(ws []finddb.Warning) {
+	if f.dbWarned || len(ws) == 0 {
+		return
+	}
+	f.dbWarned = true
+	f.res.DBWarnings = finddb.Summary(ws, maxDBWarnings)
+	for _, w := range f.res.DBWarnings {
+		f.warn("find-db: %s", w)
+	}
+}
+
+// run is the find in its mode: a find-db hit, fast mode's immediate
+// fallback, or the benchmark.
+func (f *search) run() error {
+	opts, res := f.opts, f.res
 	if opts.Mode.usesDB() {
-		hit, err := lookupDB(opts.UserDB, p, solvers, res, noteDB)
+		hit, err := f.lookupDB()
 		if err != nil {
 			res.DBErr = err
-			warn("find-db not read (%v); treated as a miss", err)
+			f.warn("find-db not read (%v); treated as a miss", err)
 		}
 		if hit != nil {
-			if err := runFromDB(ctx, h, ts, hit, opts, res, logf); err != nil {
-				return nil, err
-			}
-			res.Elapsed = time.Since(start)
-			return res, nil
+			return f.runFromDB(hit)
 		}
 		if opts.Mode == ModeFast {
-			if err := runImmediate(ctx, h, ts, solvers, opts, res, logf, warn); err != nil {
-				return nil, err
-			}
-			res.Elapsed = time.Since(start)
-			return res, nil
+			return f.runImmediate()
 		}
-		logf("%s mode: find-db: %s; benchmarking", opts.Mode, res.Lookup)
+		f.logf("%s mode: find-db: %s; benchmarking", opts.Mode, res.Lookup)
 	}
+	return f.benchmark()
+}
 
+// benchmark times every applicable solver, naive last with its deadline,
+// ranks them and writes the record to the find-db.
+func (f *search) benchmark() error {
+	opts, res, p := f.opts, f.res, f.ts.Problem
 	var naive []*conv.Solver
 	best := 0.0
-	for _, s := range solvers {
+	for _, s := range opts.Solvers {
 		if !s.IsApplicable(p) {
 			res.Entries = append(res.Entries, Entry{Solver: s.Name, Algorithm: s.Algorithm, Status: StatusNotApplicable, Workspace: 0})
 			continue
@@ -271,9 +299,9 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 			naive = append(naive, s)
 			continue
 		}
-		e, err := timeSolver(ctx, h, ts, s, opts, 1, logf)
+		e, err := f.timeSolver(s, 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if e.Status == StatusOK && (best == 0 || e.TimeMs < best) {
 			best = e.TimeMs
@@ -282,49 +310,55 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 	}
 	for _, s := range naive {
 		if opts.NaiveTimeoutPct == 0 || best == 0 {
-			e, err := timeSolver(ctx, h, ts, s, opts, 1, logf)
+			e, err := f.timeSolver(s, 1)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			res.Entries = append(res.Entries, e)
 			continue
 		}
 		deadline := best * float64(opts.NaiveTimeoutPct) / 100
-		e, waited, abandoned, err := tryNaiveWithTimeout(ctx, h, ts, s, deadline, opts, logf)
+		e, waited, abandoned, err := f.tryNaiveWithTimeout(s, deadline)
 		res.NaiveDeadlineMs, res.NaiveWaitMs = deadline, waited
 		res.NaiveAbandoned = res.NaiveAbandoned || abandoned
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	if err := h.DropScratchCache(); err != nil {
-		return nil, fmt.Errorf("drop the scratch cache: %w", err)
+	if err := f.h.DropScratchCache(); err != nil {
+		return fmt.Errorf("drop the scratch cache: %w", err)
 	}
 	rank(res.Entries)
 	if len(res.Entries) > 0 && res.Entries[0].Status == StatusOK {
 		res.Chosen = res.Entries[0].Solver
 		res.Verified = !opts.Verify || res.Entries[0].Check != nil && res.Entries[0].Check.OK
 	}
-	res.Elapsed = time.Since(start)
+	res.Elapsed = time.Since(f.start)
 	if res.Chosen != "" && opts.UserDB != "" {
-		rec := finddb.Record{Key: res.Key}
-		for _, e := range res.Entries {
-			if e.Status == StatusOK {
-				rec.Entries = append(rec.Entries, finddb.Entry{Solver: e.Solver, TimeMs: e.TimeMs, Workspace: int64(e.Workspace), Algorithm: e.Algorithm})
-			}
-		}
-		res.DBRecord = rec.Line()
-		st, err := finddb.Store(ctx, opts.UserDB, rec, finddb.StoreOptions{LockTimeout: dbLockTimeout})
-		noteDB(st.Warnings)
-		if err != nil {
-			res.DBErr = err
-			warn("find-db not written (%v); the result stands without it", err)
-		} else {
-			res.DBWritten = true
+		f.storeDB()
+	}
+	return nil
+}
+
+// storeDB merges the ok entries into the user find-db.
+func (f *search) storeDB() {
+	res := f.res
+	rec := finddb.Record{Key: res.Key}
+	for _, e := range res.Entries {
+		if e.Status == StatusOK {
+			rec.Entries = append(rec.Entries, finddb.Entry{Solver: e.Solver, TimeMs: e.TimeMs, Workspace: int64(e.Workspace), Algorithm: e.Algorithm})
 		}
 	}
-	return res, nil
+	res.DBRecord = rec.Line()
+	st, err := finddb.Store(f.ctx, f.opts.UserDB, rec, finddb.StoreOptions{LockTimeout: dbLockTimeout})
+	f.noteDB(st.Warnings)
+	if err != nil {
+		res.DBErr = err
+		f.warn("find-db not written (%v); the result stands without it", err)
+	} else {
+		res.DBWritten = true
+	}
 }
 
 // rank orders ok entries by time, then timed-out, failed and inapplicable ones.
@@ -351,7 +385,8 @@ type dbHit struct {
 // lookupDB reads the user find-db for p's key and returns the fastest
 // entry of one of miotool's applicable solvers, or nil on a miss (a key
 // whose entries name none of them is a miss too). It sets res.Lookup.
-func lookupDB(path string, p conv.Problem, solvers []*conv.Solver, res *Result, noteDB func([]finddb.Warning)) (*dbHit, error) {
+func (f *search) lookupDB() (*dbHit, error) {
+	path, p, solvers, res := f.opts.UserDB, f.ts.Problem, f.opts.Solvers, f.res
 	if path == "" {
 		res.Lookup = "no user find-db"
 		return nil, nil
@@ -361,7 +396,7 @@ func lookupDB(path string, p conv.Problem, solvers []*conv.Solver, res *Result, 
 		res.Lookup = "not read"
 		return nil, err
 	}
-	noteDB(db.Warnings)
+	f.noteDB(db.Warnings)
 	rec, ok := db.Lookup(res.Key)
 	if !ok {
 		res.Lookup = "no record for this key"
@@ -403,10 +438,10 @@ func plural(n int, one, many string) string {
 
 // runFromDB serves a find-db hit: the recorded solver, run once and
 // verified, with its recorded time; nothing is benchmarked.
-func runFromDB(ctx context.Context, h *handle.Handle, ts *Tensors, hit *dbHit, opts Options, res *Result, logf func(string, ...any)) error {
-	s := hit.solver
-	logf("%s mode: find-db names %s (%.4g ms)", opts.Mode, s.Name, hit.entry.TimeMs)
-	e, err := runOnce(ctx, h, ts, s, opts)
+func (f *search) runFromDB(hit *dbHit) error {
+	opts, res, s := f.opts, f.res, hit.solver
+	f.logf("%s mode: find-db names %s (%.4g ms)", opts.Mode, s.Name, hit.entry.TimeMs)
+	e, err := f.runOnce(s)
 	if err != nil {
 		return err
 	}
@@ -421,16 +456,16 @@ func runFromDB(ctx context.Context, h *handle.Handle, ts *Tensors, hit *dbHit, o
 // mode: rank the applicable solvers with the heuristic, run the top one
 // once (timed, not benchmarked) and verify it. Nothing is written to the
 // find-db, as MIOpen writes none for immediate mode.
-func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []*conv.Solver, opts Options, res *Result, logf func(string, ...any), warn func(string, ...any)) error {
-	p := ts.Problem
+func (f *search) runImmediate() error {
+	opts, res, p := f.opts, f.res, f.ts.Problem
 	var applicable []*conv.Solver
-	for _, s := range solvers {
+	for _, s := range opts.Solvers {
 		if s.IsApplicable(p) {
 			applicable = append(applicable, s)
 		}
 	}
 	if len(applicable) == 0 {
-		warn("find-db: %s: immediate-mode fallback found no applicable solver", res.Lookup)
+		f.warn("find-db: %s: immediate-mode fallback found no applicable solver", res.Lookup)
 		return nil
 	}
 	chosen, how := applicable[0], "first applicable solver, no heuristic"
@@ -457,9 +492,9 @@ func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []
 			}
 		}
 	}
-	warn("find-db: %s: immediate-mode fallback chose %s (%s), not benchmarked", res.Lookup, chosen.Name, how)
-	logf("fast mode: running %s once", chosen.Name)
-	e, err := runOnce(ctx, h, ts, chosen, opts)
+	f.warn("find-db: %s: immediate-mode fallback chose %s (%s), not benchmarked", res.Lookup, chosen.Name, how)
+	f.logf("fast mode: running %s once", chosen.Name)
+	e, err := f.runOnce(chosen)
 	if err != nil {
 		return err
 	}
@@ -472,9 +507,10 @@ func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []
 
 // runOnce runs s once on the handle's stream, timed with events, and
 // verifies its output.
-func runOnce(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, opts Options) (Entry, error) {
+func (f *search) runOnce(s *conv.Solver) (Entry, error) {
+	h, ts := f.h, f.ts
 	e := Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
-	if err := ctx.Err(); err != nil {
+	if err := f.ctx.Err(); err != nil {
 		return e, err
 	}
 	if err := ts.ClearOutput(); err != nil {
@@ -494,7 +530,7 @@ func runOnce(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver,
 		return e, nil
 	}
 	e.TimeMs, e.Samples, e.Status = ms, 1, StatusOK
-	if opts.Verify {
+	if f.opts.Verify {
 		if err := verify(ts, &e); err != nil {
 			return e, err
 		}
@@ -528,7 +564,8 @@ func runPlan(h *handle.Handle, s hip.Stream, sol *conv.Solver, ts *Tensors, y hi
 
 // timeSolver runs warmups untimed runs and the timed samples on the
 // handle's stream and checks the output.
-func timeSolver(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, opts Options, warmups int, logf func(string, ...any)) (Entry, error) {
+func (f *search) timeSolver(s *conv.Solver, warmups int) (Entry, error) {
+	h, ts, opts := f.h, f.ts, f.opts
 	e := Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
 	if e.Workspace > ts.WorkspaceBytes {
 		e.Status, e.Detail = StatusFailed, fmt.Sprintf("needs %d bytes of workspace, %d available", e.Workspace, ts.WorkspaceBytes)
@@ -541,7 +578,7 @@ func timeSolver(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solv
 	defer tm.close()
 	var samples []float64
 	for i := 0; i < warmups+opts.Samples; i++ {
-		if err := ctx.Err(); err != nil {
+		if err := f.ctx.Err(); err != nil {
 			return e, err
 		}
 		ms, err := tm.time(h.Stream(), func() error { return runPlan(h, h.Stream(), s, ts, ts.Y) })
@@ -559,7 +596,7 @@ func timeSolver(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solv
 	e.TimeMs, e.Dropped = RobustMean(samples)
 	e.Samples = len(samples)
 	e.Status = StatusOK
-	logf("%s: %.4g ms (%d samples, %d dropped)", s.Name, e.TimeMs, e.Samples, e.Dropped)
+	f.logf("%s: %.4g ms (%d samples, %d dropped)", s.Name, e.TimeMs, e.Samples, e.Dropped)
 	if opts.Verify {
 		if err := verify(ts, &e); err != nil {
 			return e, err
@@ -586,14 +623,15 @@ func verify(ts *Tensors, e *Entry) error {
 // a handle scratch buffer on a tracker stream; find polls the stop event
 // until deadlineMs and, if the kernel is still running, abandons the stream
 // with the stop event as its done event and moves on.
-func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, deadlineMs float64, opts Options, logf func(string, ...any)) (e Entry, waitedMs float64, abandoned bool, err error) {
+func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entry, waitedMs float64, abandoned bool, err error) {
+	h, ts := f.h, f.ts
 	e = Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
 	dev, tr := h.Device(), h.Tracker()
 	scratch, err := h.ScratchBuffer(ts.OutputBytes())
 	if err != nil {
 		return e, 0, false, err
 	}
-	slot, err := tr.Acquire(ctx)
+	slot, err := tr.Acquire(f.ctx)
 	if err != nil {
 		_ = scratch.Release()
 		return e, 0, false, fmt.Errorf("acquire a stream for the naive evaluation: %w", err)
@@ -650,8 +688,8 @@ func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *
 			waited := msSince(t0)
 			tr.Abandon(slot, stopEv)
 			e.Status = StatusTimedOut
-			e.Detail = fmt.Sprintf("exceeded %d%% of the best time (%.4g ms): abandoned after %.4g ms", opts.NaiveTimeoutPct, deadlineMs, waited)
-			logf("%s: %s", s.Name, e.Detail)
+			e.Detail = fmt.Sprintf("exceeded %d%% of the best time (%.4g ms): abandoned after %.4g ms", f.opts.NaiveTimeoutPct, deadlineMs, waited)
+			f.logf("%s: %s", s.Name, e.Detail)
 			return e, waited, true, nil
 		}
 		runtime.Gosched()
@@ -663,10 +701,10 @@ func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *
 	if err != nil {
 		return e, waited, false, err
 	}
-	logf("%s: warm-up finished in %.4g ms, within the %.4g ms deadline", s.Name, warm, deadlineMs)
+	f.logf("%s: warm-up finished in %.4g ms, within the %.4g ms deadline", s.Name, warm, deadlineMs)
 	// It made the deadline: time it like any other solver, the warm-up
 	// already done.
-	te, err := timeSolver(ctx, h, ts, s, opts, 0, logf)
+	te, err := f.timeSolver(s, 0)
 	return te, waited, false, err
 }
 
