@@ -70,6 +70,9 @@ type Warning struct {
 	Path string
 	Line int
 	Msg  string
+	// item is the malformed item a warning is about ("" for others), so a
+	// merge that replaces it can drop the warning.
+	item string
 }
 
 func (w Warning) String() string {
@@ -136,7 +139,7 @@ func Parse(path string, data []byte) *DB {
 func (db *DB) add(n int, l *line) {
 	db.lines = append(db.lines, l)
 	warn := func(format string, args ...any) {
-		db.Warnings = append(db.Warnings, Warning{db.Path, n, fmt.Sprintf(format, args...)})
+		db.Warnings = append(db.Warnings, Warning{Path: db.Path, Line: n, Msg: fmt.Sprintf(format, args...)})
 	}
 	if l.eol == "" {
 		warn("last line has no line end (cut off?); kept as it is")
@@ -172,6 +175,7 @@ func (db *DB) add(n int, l *line) {
 			e, err := ParseItem(raw)
 			if err != nil {
 				warn("item %q of %s not understood (%v); kept as it is", clip(raw), show(key), err)
+				db.Warnings[len(db.Warnings)-1].item = raw
 			} else {
 				it.entry = &e
 			}

@@ -310,3 +310,29 @@ func TestMIOpenLockIsCreatedAsMIOpenCreatesIt(t *testing.T) {
 		t.Errorf("an existing lock folder became %v", info.Mode())
 	}
 }
+
+// A written store reports the malformed items it replaced, and drops the
+// warnings about them; what it did not write, it does not report.
+func TestStoreReportsWhatItReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ufdb.txt")
+	writeFile(t, path, "k=X:1,0,x;S:bad,0,a;T:bad,0,b\n", 0o644)
+	st, err := storeFile(path, rec("k", "S", 1), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Written || len(st.Replaced) != 1 || st.Replaced[0].Old != "S:bad,0,a" || st.Replaced[0].Line != 1 {
+		t.Fatalf("stored %+v", st)
+	}
+	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0].Msg, "T:bad") {
+		t.Fatalf("warnings %v: want only the one about T's item, still in the file", st.Warnings)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "k=X:1,0,x;S:1,0,algo;T:bad,0,b\n" {
+		t.Fatalf("file %q", got)
+	}
+	// Read-only: nothing written, nothing replaced.
+	writeFile(t, path, "k=S:bad,0,a\n", 0o444)
+	st, err = storeFile(path, rec("k", "S", 1), time.Second)
+	if !errors.Is(err, ErrReadOnly) || st.Written || st.Replaced != nil {
+		t.Fatalf("read-only: %+v, %v", st, err)
+	}
+}

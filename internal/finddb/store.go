@@ -186,15 +186,34 @@ func Store(ctx context.Context, path string, rec Record, opts StoreOptions) (Sto
 	db := Parse(path, data)
 	out.Warnings = db.Warnings
 	changed, replaced := db.Merge(rec)
-	out.Replaced = replaced
 	if !changed {
 		return out, nil
 	}
 	if err := replace(target, db.Bytes(), info); err != nil {
 		return out, fmt.Errorf("write the find-db %s: %w", path, err)
 	}
-	out.Written = true
+	out.Written, out.Replaced = true, replaced
+	out.Warnings = withoutReplaced(db.Warnings, replaced)
 	return out, nil
+}
+
+// withoutReplaced drops the warnings about items that are no longer in
+// the file: a replaced item is reported as Replaced instead.
+func withoutReplaced(ws []Warning, replaced []Replaced) []Warning {
+	if len(replaced) == 0 {
+		return ws
+	}
+	var out []Warning
+	for _, w := range ws {
+		gone := false
+		for _, r := range replaced {
+			gone = gone || w.item != "" && w.Line == r.Line && w.item == r.Old
+		}
+		if !gone {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // readRegular reads the file at path, refusing anything but a regular

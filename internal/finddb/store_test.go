@@ -381,7 +381,19 @@ func TestWhatIsNotARegularFileIsRefused(t *testing.T) {
 		{"FIFO as the db", mkfifo, false, "named pipe (FIFO)"},
 		{"FIFO as the lock", mkfifo, true, "named pipe (FIFO)"},
 		{"socket as the db", mksocket, false, "socket"},
-		{"symlink to a device as the db", func(t *testing.T, path string) { symlink(t, "/dev/null", path) }, false, "character device"},
+		// A device of the test's own: a store that failed to refuse it
+		// must not replace a device of the system's.
+		{"symlink to a device as the db", func(t *testing.T, path string) {
+			dev := filepath.Join(filepath.Dir(path), "null")
+			if err := syscall.Mknod(dev, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+				t.Skipf("cannot make a device node here: %v", err)
+			}
+			symlink(t, dev, path)
+		}, false, "character device"},
+		{"symlink to a FIFO as the db", func(t *testing.T, path string) {
+			mkfifo(t, path+".fifo")
+			symlink(t, path+".fifo", path)
+		}, false, "named pipe (FIFO)"},
 		{"folder as the db", func(t *testing.T, path string) { mkdir(t, path) }, false, "a folder"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
