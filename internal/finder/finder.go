@@ -18,6 +18,7 @@ import (
 	"miotool/internal/finddb"
 	"miotool/internal/handle"
 	"miotool/internal/hip"
+	"miotool/internal/streams"
 )
 
 // Mode is the find mode, as MIOpen defines them: normal benchmarks; fast
@@ -71,7 +72,38 @@ const (
 	StatusNotApplicable      Status = "not applicable"
 	StatusFailedVerification Status = "failed verification"
 	StatusFailed             Status = "failed"
+	// StatusInterrupted: the find was interrupted while this solver ran;
+	// the entry holds the samples it took.
+	StatusInterrupted Status = "interrupted"
+	// StatusNotRun: the find was interrupted before this solver's turn.
+	StatusNotRun Status = "not run"
 )
+
+// NaiveOutcome says what became of the bounded naive evaluation in a find:
+// whether it was abandoned at its deadline and, when it was not, why not.
+type NaiveOutcome string
+
+// Naive outcomes; each reads after "the naive evaluation ".
+const (
+	NaiveAbandoned      NaiveOutcome = "was abandoned at its deadline"
+	NaiveWithinDeadline NaiveOutcome = "finished within its deadline"
+	NaiveFailed         NaiveOutcome = "failed to run"
+	NaiveTimeoutOff     NaiveOutcome = "did not run: the naive timeout is off (MIOPEN_NAIVE_TIMEOUT=0), naive was timed in full"
+	NaiveNoDeadline     NaiveOutcome = "did not run: no other solver succeeded, so naive had no deadline and was timed in full"
+	NaiveNotApplicable  NaiveOutcome = "did not run: no naive solver applies to the problem"
+	NaiveNotConsidered  NaiveOutcome = "did not run: no naive solver among the solvers considered"
+	NaiveFromDB         NaiveOutcome = "did not run: the find-db record chose the solver, nothing was benchmarked"
+	NaiveImmediate      NaiveOutcome = "did not run: the immediate-mode heuristic chose the solver, nothing was benchmarked"
+	NaiveInterrupted    NaiveOutcome = "did not finish: the find was interrupted"
+)
+
+// Abandoned reports whether the naive evaluation overran its deadline and
+// was abandoned: the precondition of every check of the bound.
+func (o NaiveOutcome) Abandoned() bool { return o == NaiveAbandoned }
+
+// ErrInterrupted marks a find that its context ended: Find returns it
+// with the result measured so far.
+var ErrInterrupted = errors.New("find interrupted")
 
 // Options configure one find.
 type Options struct {
@@ -97,6 +129,10 @@ type Options struct {
 	// Warn, when set, receives each warning as it happens (the result's
 	// Warnings keep them too).
 	Warn func(format string, args ...any)
+	// DBLockWait, when set, is told at once that the find-db write waits
+	// for a lock another writer holds (MIOpen or another miotool), for
+	// whom and for how long at most. Unset, the wait is a warning.
+	DBLockWait func(finddb.LockWait)
 }
 
 // ErrNoHeuristic marks a problem the immediate-mode heuristic does not cover.
@@ -141,9 +177,22 @@ type Result struct {
 	// not run); NaiveWaitMs is how long find waited on naive.
 	NaiveDeadlineMs float64
 	NaiveWaitMs     float64
-	NaiveAbandoned  bool
-	Elapsed         time.Duration
-	DBPath          string
+	// Naive says whether the naive evaluation was abandoned at its
+	// deadline and, when it was not, why not.
+	Naive NaiveOutcome
+	// NaiveAbandoned: the naive evaluation's stream was abandoned, its
+	// kernel perhaps still running (at the deadline, on a launch failure
+	// or on an interruption; Naive says which), so the handle's teardown
+	// waits for it. NaiveAbandonedAt is when.
+	NaiveAbandoned   bool
+	NaiveAbandonedAt time.Time
+	// Interrupted: the find's context ended before it did. Entries hold
+	// what was measured (StatusInterrupted for the solver that was
+	// running, with its samples; StatusNotRun for those not reached);
+	// nothing is chosen and nothing is written to the find-db.
+	Interrupted bool
+	Elapsed     time.Duration
+	DBPath      string
 	// DBRecord is the record used (a hit) or merged into the find-db.
 	DBRecord string
 	// DBWritten: DBRecord was merged into the file at DBPath.
@@ -151,6 +200,12 @@ type Result struct {
 	// DBWarnings are lines and items of the file that miotool keeps but
 	// does not use (at most a few, then a count).
 	DBWarnings []string
+	// DBReplaced are the malformed items of miotool's solvers that the
+	// write replaced in place (MIOpen reads only the first item of a
+	// solver, so an item appended after them would never be read).
+	DBReplaced []finddb.Replaced
+	// DBWaited are the find-db locks the write found held and waited for.
+	DBWaited []finddb.LockWait
 	// DBErr is why the find-db could not be read or written; the result
 	// stands without it.
 	DBErr error
@@ -196,7 +251,9 @@ func (r *Result) FailedVerification() []string {
 
 // Find evaluates the problem's solvers on h with the data in ts. A find-db
 // that cannot be read or written does not fail it: the result stands, with
-// the reason in DBErr and Warnings.
+// the reason in DBErr and Warnings. When ctx ends first, Find returns the
+// result measured so far, marked Interrupted, with an error wrapping
+// ErrInterrupted and ctx's error; any other error comes with no result.
 func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Samples <= 0 {
@@ -218,7 +275,12 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 	p := ts.Problem
 	f.res = &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB, Mode: opts.Mode}
 	if err := f.run(); err != nil {
-		return nil, err
+		if !interruption(err) {
+			return nil, err
+		}
+		f.res.Interrupted = true
+		f.res.Elapsed = time.Since(start)
+		return f.res, fmt.Errorf("%w: %w", ErrInterrupted, err)
 	}
 	if f.res.Elapsed == 0 { // set before the find-db write when there is one
 		f.res.Elapsed = time.Since(start)
@@ -274,9 +336,11 @@ func (f *search) run() error {
 			f.warn("find-db not read (%v); treated as a miss", err)
 		}
 		if hit != nil {
+			res.Naive = NaiveFromDB
 			return f.runFromDB(hit)
 		}
 		if opts.Mode == ModeFast {
+			res.Naive = NaiveImmediate
 			return f.runImmediate()
 		}
 		f.logf("%s mode: find-db: %s; benchmarking", opts.Mode, res.Lookup)
@@ -285,12 +349,14 @@ func (f *search) run() error {
 }
 
 // benchmark times every applicable solver, naive last with its deadline,
-// ranks them and writes the record to the find-db.
+// ranks them and writes the record to the find-db. Interrupted, it keeps
+// what it measured, ranked, and returns the context's error.
 func (f *search) benchmark() error {
 	opts, res, p := f.opts, f.res, f.ts.Problem
 	var naive []*conv.Solver
 	best := 0.0
-	for _, s := range opts.Solvers {
+	res.Naive = naiveBefore(opts.Solvers, p)
+	for i, s := range opts.Solvers {
 		if !s.IsApplicable(p) {
 			res.Entries = append(res.Entries, Entry{Solver: s.Name, Algorithm: s.Algorithm, Status: StatusNotApplicable, Workspace: 0})
 			continue
@@ -301,18 +367,22 @@ func (f *search) benchmark() error {
 		}
 		e, err := f.timeSolver(s, 1)
 		if err != nil {
-			return err
+			return f.interrupted(err, e, append(opts.Solvers[i+1:len(opts.Solvers):len(opts.Solvers)], naive...))
 		}
 		if e.Status == StatusOK && (best == 0 || e.TimeMs < best) {
 			best = e.TimeMs
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	for _, s := range naive {
+	for i, s := range naive {
 		if opts.NaiveTimeoutPct == 0 || best == 0 {
+			res.Naive = NaiveTimeoutOff
+			if opts.NaiveTimeoutPct != 0 {
+				res.Naive = NaiveNoDeadline
+			}
 			e, err := f.timeSolver(s, 1)
 			if err != nil {
-				return err
+				return f.interrupted(err, e, naive[i+1:])
 			}
 			res.Entries = append(res.Entries, e)
 			continue
@@ -321,8 +391,17 @@ func (f *search) benchmark() error {
 		e, waited, abandoned, err := f.tryNaiveWithTimeout(s, deadline)
 		res.NaiveDeadlineMs, res.NaiveWaitMs = deadline, waited
 		res.NaiveAbandoned = res.NaiveAbandoned || abandoned
+		switch {
+		case err != nil:
+		case e.Status == StatusTimedOut:
+			res.Naive = NaiveAbandoned
+		case e.Status == StatusFailed && abandoned:
+			res.Naive = naiveUnlessAbandoned(res.Naive, NaiveFailed)
+		default:
+			res.Naive = naiveUnlessAbandoned(res.Naive, NaiveWithinDeadline)
+		}
 		if err != nil {
-			return err
+			return f.interrupted(err, e, naive[i+1:])
 		}
 		res.Entries = append(res.Entries, e)
 	}
@@ -341,6 +420,62 @@ func (f *search) benchmark() error {
 	return nil
 }
 
+// naiveBefore is the naive outcome before the benchmark: no naive solver
+// considered, none applicable, or, until the evaluation has an outcome,
+// an interruption's.
+func naiveBefore(solvers []*conv.Solver, p conv.Problem) NaiveOutcome {
+	out := NaiveNotConsidered
+	for _, s := range solvers {
+		if s.IsNaive() {
+			if s.IsApplicable(p) {
+				return NaiveInterrupted
+			}
+			out = NaiveNotApplicable
+		}
+	}
+	return out
+}
+
+// naiveUnlessAbandoned keeps an earlier naive solver's abandonment.
+func naiveUnlessAbandoned(was, now NaiveOutcome) NaiveOutcome {
+	if was.Abandoned() {
+		return was
+	}
+	return now
+}
+
+// interruption reports an error that is the find's context ending.
+func interruption(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// interrupted ends the benchmark on err. When err is the context's end,
+// the result keeps what was measured: e, the solver that was running,
+// and the solvers not reached, ranked; the scratch cache is dropped as
+// at the end of a find. Any other error is returned as it is.
+func (f *search) interrupted(err error, e Entry, notReached []*conv.Solver) error {
+	if !interruption(err) {
+		return err
+	}
+	res, p := f.res, f.ts.Problem
+	if e.Status == "" {
+		e.Status = StatusInterrupted
+	}
+	res.Entries = append(res.Entries, e)
+	for _, s := range notReached {
+		ne := Entry{Solver: s.Name, Algorithm: s.Algorithm, Status: StatusNotRun, Detail: "the find was interrupted before its turn"}
+		if !s.IsApplicable(p) {
+			ne.Status, ne.Detail = StatusNotApplicable, ""
+		}
+		res.Entries = append(res.Entries, ne)
+	}
+	if derr := f.h.DropScratchCache(); derr != nil {
+		return errors.Join(err, fmt.Errorf("drop the scratch cache: %w", derr))
+	}
+	rank(res.Entries)
+	return err
+}
+
 // storeDB merges the ok entries into the user find-db.
 func (f *search) storeDB() {
 	res := f.res
@@ -351,19 +486,29 @@ func (f *search) storeDB() {
 		}
 	}
 	res.DBRecord = rec.Line()
-	st, err := finddb.Store(f.ctx, f.opts.UserDB, rec, finddb.StoreOptions{LockTimeout: dbLockTimeout})
+	onWait := f.opts.DBLockWait
+	if onWait == nil {
+		onWait = func(w finddb.LockWait) { f.warn("find-db: %s", w) }
+	}
+	st, err := finddb.Store(f.ctx, f.opts.UserDB, rec, finddb.StoreOptions{LockTimeout: dbLockTimeout, OnWait: onWait})
+	res.DBWaited = st.Waited
 	f.noteDB(st.Warnings)
 	if err != nil {
 		res.DBErr = err
 		f.warn("find-db not written (%v); the result stands without it", err)
-	} else {
-		res.DBWritten = true
+		return
+	}
+	res.DBWritten = true
+	res.DBReplaced = st.Replaced
+	for _, r := range st.Replaced {
+		f.warn("find-db: %s", r)
 	}
 }
 
-// rank orders ok entries by time, then timed-out, failed and inapplicable ones.
+// rank orders ok entries by time, then those that failed verification,
+// were interrupted, timed out, failed, were not run, and do not apply.
 func rank(es []Entry) {
-	order := map[Status]int{StatusOK: 0, StatusFailedVerification: 1, StatusTimedOut: 2, StatusFailed: 3, StatusNotApplicable: 4}
+	order := map[Status]int{StatusOK: 0, StatusFailedVerification: 1, StatusInterrupted: 2, StatusTimedOut: 3, StatusFailed: 4, StatusNotRun: 5, StatusNotApplicable: 6}
 	sort.SliceStable(es, func(i, j int) bool {
 		if order[es[i].Status] != order[es[j].Status] {
 			return order[es[i].Status] < order[es[j].Status]
@@ -443,6 +588,9 @@ func (f *search) runFromDB(hit *dbHit) error {
 	f.logf("%s mode: find-db names %s (%.4g ms)", opts.Mode, s.Name, hit.entry.TimeMs)
 	e, err := f.runOnce(s)
 	if err != nil {
+		if interruption(err) {
+			res.Entries = append(res.Entries, e)
+		}
 		return err
 	}
 	e.TimeMs, e.Samples, e.Detail = hit.entry.TimeMs, 0, joinDetail("from find-db", e.Detail)
@@ -496,6 +644,9 @@ func (f *search) runImmediate() error {
 	f.logf("fast mode: running %s once", chosen.Name)
 	e, err := f.runOnce(chosen)
 	if err != nil {
+		if interruption(err) {
+			res.Entries = append(res.Entries, e)
+		}
 		return err
 	}
 	e.Detail = joinDetail("immediate mode: "+how+", one run", e.Detail)
@@ -511,6 +662,7 @@ func (f *search) runOnce(s *conv.Solver) (Entry, error) {
 	h, ts := f.h, f.ts
 	e := Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
 	if err := f.ctx.Err(); err != nil {
+		e.Status, e.Detail = StatusInterrupted, "the find was interrupted before it ran"
 		return e, err
 	}
 	if err := ts.ClearOutput(); err != nil {
@@ -579,6 +731,12 @@ func (f *search) timeSolver(s *conv.Solver, warmups int) (Entry, error) {
 	var samples []float64
 	for i := 0; i < warmups+opts.Samples; i++ {
 		if err := f.ctx.Err(); err != nil {
+			// What was measured stays: the samples taken so far.
+			e.Status, e.Samples = StatusInterrupted, len(samples)
+			e.Detail = fmt.Sprintf("interrupted after %d of %d samples", len(samples), opts.Samples)
+			if len(samples) > 0 {
+				e.TimeMs, e.Dropped = RobustMean(samples)
+			}
 			return e, err
 		}
 		ms, err := tm.time(h.Stream(), func() error { return runPlan(h, h.Stream(), s, ts, ts.Y) })
@@ -634,6 +792,9 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 	slot, err := tr.Acquire(f.ctx)
 	if err != nil {
 		_ = scratch.Release()
+		if interruption(err) {
+			e.Status, e.Detail = StatusInterrupted, "the find was interrupted while it waited for a stream"
+		}
 		return e, 0, false, fmt.Errorf("acquire a stream for the naive evaluation: %w", err)
 	}
 	tr.Pin(slot, scratch)
@@ -658,10 +819,10 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 		// Hand the stop event over if it can still be recorded, so the slot
 		// is reclaimable without its callback.
 		if dev.EventRecord(stopEv, st) == nil {
-			tr.Abandon(slot, stopEv)
+			f.abandon(slot, stopEv)
 		} else {
 			_ = dev.EventDestroy(stopEv)
-			tr.Abandon(slot, 0)
+			f.abandon(slot, 0)
 		}
 		if isSticky(runErr) {
 			return e, 0, true, runErr
@@ -671,7 +832,7 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 	}
 	if err := dev.EventRecord(stopEv, st); err != nil {
 		_ = dev.EventDestroy(stopEv)
-		tr.Abandon(slot, 0)
+		f.abandon(slot, 0)
 		return e, 0, true, err
 	}
 	deadline := t0.Add(time.Duration(deadlineMs * float64(time.Millisecond)))
@@ -681,12 +842,23 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 			break
 		}
 		if !hip.IsNotReady(qerr) {
-			tr.Abandon(slot, stopEv)
+			f.abandon(slot, stopEv)
 			return e, msSince(t0), true, fmt.Errorf("naive evaluation: %w", qerr)
+		}
+		select {
+		case <-f.ctx.Done():
+			// Interrupted: abandon the evaluation as at its deadline, so
+			// its teardown is the same.
+			waited := msSince(t0)
+			f.abandon(slot, stopEv)
+			e.Status = StatusInterrupted
+			e.Detail = fmt.Sprintf("interrupted after %.4g ms of its %.4g ms deadline; abandoned", waited, deadlineMs)
+			return e, waited, true, f.ctx.Err()
+		default:
 		}
 		if time.Now().After(deadline) {
 			waited := msSince(t0)
-			tr.Abandon(slot, stopEv)
+			f.abandon(slot, stopEv)
 			e.Status = StatusTimedOut
 			e.Detail = fmt.Sprintf("exceeded %d%% of the best time (%.4g ms): abandoned after %.4g ms", f.opts.NaiveTimeoutPct, deadlineMs, waited)
 			f.logf("%s: %s", s.Name, e.Detail)
@@ -706,6 +878,13 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 	// already done.
 	te, err := f.timeSolver(s, 0)
 	return te, waited, false, err
+}
+
+// abandon hands the naive evaluation's slot to the tracker, its kernel
+// perhaps still running, and notes when.
+func (f *search) abandon(slot *streams.Slot, done hip.Event) {
+	f.res.NaiveAbandonedAt = time.Now()
+	f.h.Tracker().Abandon(slot, done)
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t)) / float64(time.Millisecond) }
