@@ -837,14 +837,6 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 	}
 	deadline := t0.Add(time.Duration(deadlineMs * float64(time.Millisecond)))
 	for {
-		qerr := dev.EventQuery(stopEv)
-		if qerr == nil {
-			break
-		}
-		if !hip.IsNotReady(qerr) {
-			f.abandon(slot, stopEv)
-			return e, msSince(t0), true, fmt.Errorf("naive evaluation: %w", qerr)
-		}
 		select {
 		case <-f.ctx.Done():
 			// Interrupted: abandon the evaluation as at its deadline, so
@@ -855,6 +847,14 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 			e.Detail = fmt.Sprintf("interrupted after %.4g ms of its %.4g ms deadline; abandoned", waited, deadlineMs)
 			return e, waited, true, f.ctx.Err()
 		default:
+		}
+		qerr := dev.EventQuery(stopEv)
+		if qerr == nil {
+			break
+		}
+		if !hip.IsNotReady(qerr) {
+			f.abandon(slot, stopEv)
+			return e, msSince(t0), true, fmt.Errorf("naive evaluation: %w", qerr)
 		}
 		if time.Now().After(deadline) {
 			waited := msSince(t0)
