@@ -169,7 +169,6 @@ func Store(ctx context.Context, path string, rec Record, opts StoreOptions) (Sto
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		target = resolved
 	}
-	removeStaleTemps(target)
 	name := path
 	if target != path {
 		name = fmt.Sprintf("%s (a link to %s)", path, target)
@@ -183,6 +182,9 @@ func Store(ctx context.Context, path string, rec Record, opts StoreOptions) (Sto
 		out.Warnings = Parse(path, data).Warnings
 		return out, fmt.Errorf("%s is %w (mode %04o): not replaced", path, ErrReadOnly, info.Mode().Perm())
 	}
+	// Only beside a regular file (or none yet): nothing is removed beside
+	// what Store refuses.
+	removeStaleTemps(target)
 	db := Parse(path, data)
 	out.Warnings = db.Warnings
 	changed, replaced := db.Merge(rec)
