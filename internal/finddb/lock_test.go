@@ -292,9 +292,10 @@ func TestMIOpenLockIsCreatedAsMIOpenCreatesIt(t *testing.T) {
 	}
 	lock, _ := MIOpenLockFile(path, "")
 	for p, want := range map[string]os.FileMode{filepath.Dir(lock): os.ModeDir | 0o777, lock: 0o777} {
-		info, err := os.Stat(p)
-		if err != nil || info.Mode() != want {
-			t.Errorf("%s: %v, %v; want mode %v", p, info.Mode(), err, want)
+		if info, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		} else if info.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", p, info.Mode(), want)
 		}
 	}
 	// An existing lock folder is MIOpen's or the user's: left as it is.
@@ -306,8 +307,8 @@ func TestMIOpenLockIsCreatedAsMIOpenCreatesIt(t *testing.T) {
 	if _, err := storeFile(path, rec("k", "S", 2), time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if info, _ := os.Stat(filepath.Join(tmp2, "miopen-lockfiles")); info.Mode().Perm() != 0o700 {
-		t.Errorf("an existing lock folder became %v", info.Mode())
+	if info, err := os.Stat(filepath.Join(tmp2, "miopen-lockfiles")); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("an existing lock folder: %v, %v; want it left 0700", info, err)
 	}
 }
 

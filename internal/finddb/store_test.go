@@ -413,12 +413,12 @@ func TestWhatIsNotARegularFileIsRefused(t *testing.T) {
 			var o storeOutcome
 			select {
 			case o = <-done:
-			case <-time.After(60 * time.Second):
+			case <-time.After(30 * time.Second):
 				// Unblock the open so the goroutine ends with the test.
 				if f, err := os.OpenFile(made, os.O_RDWR|syscall.O_NONBLOCK, 0); err == nil {
 					f.Close()
 				}
-				t.Fatalf("the write is still blocked on %s after 60 s", tt.name)
+				t.Fatalf("the write is still blocked on %s after 30 s", tt.name)
 			}
 			if !errors.Is(o.err, ErrNotRegular) || !strings.Contains(o.err.Error(), tt.want) || !strings.Contains(o.err.Error(), made) {
 				t.Fatalf("want an error naming %s as %s, got %v", made, tt.want, o.err)
