@@ -281,8 +281,10 @@ func (db *DB) Records() []Record {
 	return out
 }
 
-// Lookup returns the entries miotool understands on key's first line; a
-// key whose line holds none is still found, with no entries.
+// Lookup returns the record as MIOpen reads it: on key's first line, the
+// first item of each solver id, where miotool understands it (a malformed
+// first item hides the solver's later ones, as in MIOpen). A key whose
+// line holds none is still found, with no entries.
 func (db *DB) Lookup(key string) (Record, bool) {
 	i, ok := db.byKey[key]
 	if !ok {
