@@ -92,6 +92,11 @@ func (h Hazard) Rule() string {
 // Because joins the reasons, e.g. "the capture was begun in relaxed mode".
 func (h Hazard) Because() string { return strings.Join(h.Reasons, " and ") }
 
+// blocks says whether a table cell has the call refused, or the capture
+// invalidated (an end-capture cell's end of 401 only says the capture was
+// already over).
+func blocks(e rules.Expected) bool { return refusal(e.Returns) || refusal(e.End) }
+
 // Hazards judges every kept candidate call of the captures against the
 // tables. A call is a hazard when its own cell lets it through (or the
 // table has no cell for it and it succeeded) while the strict cell refuses
@@ -118,10 +123,10 @@ func Hazards(captures []*Capture, t *RulesTables) []Hazard {
 				continue
 			}
 			would, ok := table.Cells[strict]
-			if !ok || (!refusal(would.Returns) && would.End == hip.Success) {
+			if !ok || !blocks(would) {
 				continue
 			}
-			if own, ok := table.Cells[cell]; ok && (refusal(own.Returns) || own.End != hip.Success) {
+			if own, ok := table.Cells[cell]; ok && blocks(own) {
 				// The table says this call is refused here too, yet it
 				// succeeded: not a hazard of the mode.
 				continue

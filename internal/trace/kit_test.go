@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +45,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(helper())
+	}
 	code := m.Run()
 	if kitDir != "" {
 		os.RemoveAll(kitDir)
@@ -154,4 +159,79 @@ func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts 
 		t.Fatalf("Run %s %v: %v", prog, args, err)
 	}
 	return traced{r: r, j: Judge(r, strict), stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// helperEnv makes this test binary, re-executed, a stand-in miotool that
+// traces the program the variable names (its arguments follow in
+// helperArgsEnv) and prints "program PID" once it runs.
+const (
+	helperEnv      = "MIOTOOL_TRACE_TEST_HELPER"
+	helperArgsEnv  = "MIOTOOL_TRACE_TEST_HELPER_ARGS"
+	helperObserver = "MIOTOOL_TRACE_TEST_HELPER_OBSERVER"
+)
+
+func helper() int {
+	_, err := Run(context.Background(), Options{
+		Program: os.Getenv(helperEnv), Args: strings.Fields(os.Getenv(helperArgsEnv)),
+		Observer: os.Getenv(helperObserver), Stdout: io.Discard, Stderr: io.Discard,
+		Started: func(pid int) { fmt.Printf("program %d\n", pid) },
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	return 0
+}
+
+// live lists the processes of group pgid that have not died (zombies
+// have).
+func live(t *testing.T, pgid int) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // it ended while we looked
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if group, _ := strconv.Atoi(f[2]); group == pgid {
+			out = append(out, strings.TrimSpace(s[:i+1]))
+		}
+	}
+	return out
+}
+
+// wantGone fails t unless, within limit, no process of group pgid is
+// alive: a killed process takes a moment to finish dying.
+func wantGone(t *testing.T, pgid int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc to look for processes in: %v", err)
+	}
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		l := live(t, pgid)
+		if len(l) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %d still running after %v: %v", pgid, limit, l)
+		}
+		<-tick.C
+	}
 }

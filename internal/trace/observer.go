@@ -99,6 +99,14 @@ func ObserverSource() (map[string][]byte, error) {
 // temporary folder and renamed into place, so a concurrent or interrupted
 // build never leaves a partial file where it is looked for.
 func Build(ctx context.Context, o BuildOptions) (string, error) {
+	src, err := ObserverSource()
+	if err != nil {
+		return "", err
+	}
+	return build(ctx, o, src)
+}
+
+func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, error) {
 	cc, err := findCompiler(o)
 	if err != nil {
 		return "", err
@@ -110,10 +118,6 @@ func Build(ctx context.Context, o BuildOptions) (string, error) {
 			return "", fmt.Errorf("no cache directory for the trace observer (%v): give a prebuilt one with --observer PATH or %s", err, EnvObserver)
 		}
 		cache = filepath.Join(base, "miotool", "trace")
-	}
-	src, err := ObserverSource()
-	if err != nil {
-		return "", err
 	}
 	key := buildKey(src, cc, compilerVersion(ctx, cc))
 	dir := filepath.Join(cache, key)

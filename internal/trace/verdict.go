@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"miotool/internal/childproc"
-	"miotool/internal/hip"
 	"miotool/internal/report"
 )
 
@@ -318,7 +317,3 @@ func nothingReasons(r *Result) string {
 	}
 	return "; " + strings.Join(parts, "; ")
 }
-
-// codeText is a code with its vendor name, e.g. "901
-// STREAM_CAPTURE_INVALIDATED".
-func codeText(c hip.Code, d hip.Dialect) string { return fmt.Sprintf("%d %s", int(c), c.Short(d)) }

@@ -230,6 +230,10 @@ int main(int argc, char **argv) {
         say("query own stream", query_own_stream());
         fflush(stdout);
         raise(SIGSEGV);
+    } else if (!strcmp(scenario, "crash-after")) {
+        clean();
+        fflush(stdout);
+        raise(SIGSEGV);
     } else if (!strcmp(scenario, "hang")) {
         say("begin", BEGIN(a, GLOBAL));
         fflush(stdout);
