@@ -270,6 +270,16 @@ func TestTraceSurvivesAProgramThatClosesItsDescriptors(t *testing.T) {
 			if !strings.Contains(tr.stdout, "own file fd 3 size 0") {
 				t.Errorf("stdout %q: want the file on the socket's old number, empty", tr.stdout)
 			}
+			tr = k.trace(t, false, rt.prog(k), []string{"closefds-tcp"})
+			if strings.Contains(tr.stdout, "no loopback TCP") {
+				t.Skip("no loopback TCP here")
+			}
+			if tr.j.Verdict != report.Fail || tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != rt.query {
+				t.Fatalf("%s", tr.j.Headline())
+			}
+			if !strings.Contains(tr.stdout, "own socket fd 3, peer received 0") {
+				t.Errorf("stdout %q: want the program's socket on the old number, nothing sent through it", tr.stdout)
+			}
 		})
 	}
 }

@@ -11,12 +11,15 @@
  * wrote.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -267,6 +270,27 @@ int main(int argc, char **argv) {
         struct stat st;
         fstat(fd, &st);
         printf("%s: own file fd %d size %lld\n", scenario, fd, (long long)st.st_size);
+    } else if (!strcmp(scenario, "closefds-tcp")) {
+        /* The same with a connected TCP socket of the program's on the
+         * observer's old number: a send there would reach the program's
+         * peer. */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        int listener = socket(AF_INET, SOCK_STREAM, 0), client = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof addr;
+        if (listener < 0 || client < 0 || bind(listener, (struct sockaddr *)&addr, sizeof addr) ||
+            listen(listener, 1) || getsockname(listener, (struct sockaddr *)&addr, &len) ||
+            connect(client, (struct sockaddr *)&addr, sizeof addr)) {
+            printf("%s: no loopback TCP\n", scenario);
+            return 0;
+        }
+        int peer = accept(listener, NULL, NULL);
+        dup2(client, listener); /* the client now holds the lowest number too */
+        query_capturing();
+        char buf[8192];
+        ssize_t n = recv(peer, buf, sizeof buf, MSG_DONTWAIT);
+        printf("%s: own socket fd %d, peer received %zd\n", scenario, listener, n < 0 ? 0 : n);
     } else if (!strcmp(scenario, "echo")) {
         char buf[4096];
         ssize_t n;
