@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,9 +170,17 @@ const (
 )
 
 func helper() int {
-	_, err := Run(context.Background(), Options{
+	// Output to a file, not a pipe of ours: a program writing to a pipe
+	// whose reader was killed would die of SIGPIPE, not of the death
+	// signal under test.
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	_, err = Run(context.Background(), Options{
 		Program: os.Getenv(helperEnv), Args: strings.Fields(os.Getenv(helperArgsEnv)),
-		Observer: os.Getenv(helperObserver), Stdout: io.Discard, Stderr: io.Discard,
+		Observer: os.Getenv(helperObserver), Stdin: devnull, Stdout: devnull, Stderr: devnull,
 		Started: func(pid int) { fmt.Printf("program %d\n", pid) },
 	})
 	if err != nil {
