@@ -86,7 +86,7 @@ func ev(kind string, pid, tid int, t int64, api hip.Dialect, name string, stream
 
 func TestCollector(t *testing.T) {
 	cu := hip.DialectCUDA
-	c := newCollector(Limits{Calls: 2, Threads: 2}, nil)
+	c := newCollector(Limits{Calls: 2, Threads: 2, Processes: 2}, nil)
 	for _, e := range []Event{
 		{Kind: kindHello, PID: 1, TID: 1, Time: 1, PPID: 0, Exe: "/bin/a"},
 		ev(kindBegin, 1, 1, 10, cu, "cuStreamBeginCapture_v2", 0xa, 0),
@@ -104,10 +104,11 @@ func TestCollector(t *testing.T) {
 		ev(kindBegin, 2, 2, 32, cu, "cuStreamBeginCapture_v2", 0xb, 0),
 		{Kind: kindGone, PID: 2, TID: 2, Time: 33, API: cu, Stream: 0xb},
 		ev(kindBegin, 2, 2, 34, cu, "cuStreamBeginCapture", 0, 900),
+		{Kind: kindHello, PID: 3, TID: 3, Time: 35, Exe: "/bin/c"}, // past the limit
 	} {
 		c.add(e)
 	}
-	if len(c.procs) != 2 || c.procs[0].Exe != "/bin/b" || !c.procs[1].Forked || c.procs[1].PPID != 1 {
+	if len(c.procs) != 2 || c.procsOmitted != 1 || c.procs[0].Exe != "/bin/b" || !c.procs[1].Forked || c.procs[1].PPID != 1 {
 		t.Errorf("processes %+v %+v", c.procs[0], c.procs[1])
 	}
 	if len(c.captures) != 3 {

@@ -20,10 +20,13 @@ type Limits struct {
 	Calls int
 	// Threads counted by id per capture; the rest are counted together.
 	Threads int
+	// Processes listed (a program that runs many others, a build say,
+	// loads the observer into each); the rest are counted.
+	Processes int
 }
 
 // DefaultLimits fit a long PyTorch training run in a few megabytes.
-var DefaultLimits = Limits{Captures: 10000, Calls: 64, Threads: 256}
+var DefaultLimits = Limits{Captures: 10000, Calls: 64, Threads: 256, Processes: 1000}
 
 func (l Limits) withDefaults() Limits {
 	if l.Captures <= 0 {
@@ -34,6 +37,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Threads <= 0 {
 		l.Threads = DefaultLimits.Threads
+	}
+	if l.Processes <= 0 {
+		l.Processes = DefaultLimits.Processes
 	}
 	return l
 }
@@ -151,13 +157,14 @@ type Note struct {
 // collector folds events into captures as they arrive; only the reading
 // goroutine uses it.
 type collector struct {
-	limits    Limits
-	procs     []*Process
-	procIndex map[int]*Process
-	notes     []Note
-	captures  []*Capture
-	omitted   int // clean captures past the limit
-	ids       int
+	limits       Limits
+	procs        []*Process
+	procIndex    map[int]*Process
+	procsOmitted int
+	notes        []Note
+	captures     []*Capture
+	omitted      int // clean captures past the limit
+	ids          int
 	// active holds each process's active captures; recent its last few
 	// ended ones, for calls that arrive after the end of a capture they
 	// were made during.
@@ -188,7 +195,9 @@ func (c *collector) add(e Event) {
 	}
 	switch e.Kind {
 	case kindHello, kindFork:
-		if _, seen := c.procIndex[e.PID]; !seen {
+		if _, seen := c.procIndex[e.PID]; !seen && len(c.procs) >= c.limits.Processes {
+			c.procsOmitted++
+		} else if !seen {
 			p := &Process{PID: e.PID, PPID: e.PPID, Exe: e.Exe, Forked: e.Kind == kindFork, Start: e.Time}
 			c.procs = append(c.procs, p)
 			c.procIndex[e.PID] = p

@@ -218,6 +218,28 @@ func TestTraceVerdicts(t *testing.T) {
 	}
 }
 
+// TestTraceKeepsTheInnermostCallers: a stack deeper than one record
+// holds keeps its innermost callers, in order, and counts the rest.
+func TestTraceKeepsTheInnermostCallers(t *testing.T) {
+	k := standIns(t)
+	for _, rt := range runtimes {
+		tr := k.trace(t, false, rt.prog(k), []string{"deep"})
+		c := tr.j.Culprit
+		if c == nil || tr.r.Malformed != 0 {
+			t.Fatalf("%s: %s (%d malformed)", rt.name, tr.j.Headline(), tr.r.Malformed)
+		}
+		if c.Omitted == 0 || len(c.Callers) < 10 {
+			t.Errorf("%s: %d callers kept, %d omitted; want a full record and a count of the rest", rt.name, len(c.Callers), c.Omitted)
+		}
+		for i, f := range c.Callers {
+			if f.Symbol != "descend_and_query" {
+				t.Errorf("%s: caller %d is %v, want descend_and_query (the innermost frames)", rt.name, i, f)
+				break
+			}
+		}
+	}
+}
+
 // TestTraceNamesCallersWithoutDynamicSymbols: a program linked without
 // -rdynamic has no dynamic symbol for its own functions; the trace names
 // them from the file's symbol table.

@@ -60,10 +60,12 @@ type Result struct {
 	Args     []string // after the program
 	Observer string   // the observer library used
 	Exit     Exit
-	// Processes that loaded the observer, in the order they did.
-	Processes []*Process
-	Notes     []Note
-	Captures  []*Capture
+	// Processes that loaded the observer, in the order they did, and how
+	// many more past Limits.Processes.
+	Processes        []*Process
+	ProcessesOmitted int
+	Notes            []Note
+	Captures         []*Capture
 	// CapturesOmitted counts clean captures past Limits.Captures, only
 	// counted.
 	CapturesOmitted int
@@ -231,7 +233,7 @@ func plural(n int, one, many string) string {
 // trace saw several).
 func CaptureName(r *Result, c *Capture) string {
 	s := fmt.Sprintf("the %s-mode capture begun by thread %d", c.Mode, c.TID)
-	if len(r.Processes) > 1 {
+	if len(r.Processes)+r.ProcessesOmitted > 1 {
 		s += fmt.Sprintf(" of process %d", c.PID)
 	}
 	return s + fmt.Sprintf(" on stream %#x", c.Stream)
@@ -302,7 +304,7 @@ func hazardSummary(r *Result, h Hazard) string {
 // nothingReasons says why nothing could be seen, where the trace knows.
 func nothingReasons(r *Result) string {
 	var parts []string
-	if len(r.Processes) == 0 {
+	if len(r.Processes)+r.ProcessesOmitted == 0 {
 		parts = append(parts, "the observer never loaded into the program (a statically linked program cannot be traced)")
 	}
 	for _, n := range r.CUPTIErrors() {

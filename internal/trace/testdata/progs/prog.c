@@ -153,6 +153,15 @@ EXPORTED void *worker_end(void *unused) {
 
 EXPORTED status_t query_own_stream(void) { return QUERY(a); }
 
+/* A deep stack: more callers than one record holds. */
+EXPORTED status_t descend_and_query(int depth) {
+    if (depth > 0) {
+        status_t r = descend_and_query(depth - 1);
+        return r; /* not a tail call: every frame stays */
+    }
+    return QUERY(a);
+}
+
 static void end_capture(void) {
     graph_t g = NULL;
     status_t r = END(a, &g);
@@ -216,6 +225,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(scenario, "wrong-thread-end")) {
         say("begin", BEGIN(a, GLOBAL));
         on_thread(worker_end);
+        end_capture();
+    } else if (!strcmp(scenario, "deep")) {
+        say("begin", BEGIN(a, GLOBAL));
+        say("deep query", descend_and_query(100));
         end_capture();
     } else if (!strcmp(scenario, "clean")) {
         clean();
