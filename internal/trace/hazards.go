@@ -2,7 +2,6 @@ package trace
 
 import (
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
 
@@ -22,8 +21,8 @@ type RulesTables struct {
 // builtinRulesFiles are the tables miotool ships (configs/rules), the same
 // that miotool rules checks devices against.
 var builtinRulesFiles = map[hip.Dialect]string{
-	hip.DialectCUDA: "rules/h200-cuda.yaml",
-	hip.DialectHIP:  "rules/hip.yaml",
+	hip.DialectCUDA: "h200-cuda.yaml",
+	hip.DialectHIP:  "hip.yaml",
 }
 
 var builtin struct {
@@ -37,21 +36,21 @@ func BuiltinRules() (*RulesTables, error) {
 	builtin.once.Do(func() {
 		t := &RulesTables{ByDialect: map[hip.Dialect]*rules.Expectation{}, Names: map[hip.Dialect]string{}}
 		for d, name := range builtinRulesFiles {
-			data, err := fs.ReadFile(configs.FS(), name)
+			data, err := configs.RulesFile(name)
 			if err != nil {
 				builtin.err = fmt.Errorf("built-in rules table %s: %w", name, err)
 				return
 			}
-			e, err := rules.ParseExpectation("configs/"+name, data)
+			e, err := rules.ParseExpectation("configs/rules/"+name, data)
 			if err != nil {
 				builtin.err = err
 				return
 			}
 			if e.Dialect != d {
-				builtin.err = fmt.Errorf("built-in rules table configs/%s is for %s, want %s", name, e.Dialect, d)
+				builtin.err = fmt.Errorf("built-in rules table configs/rules/%s is for %s, want %s", name, e.Dialect, d)
 				return
 			}
-			t.ByDialect[d], t.Names[d] = e, "configs/"+name
+			t.ByDialect[d], t.Names[d] = e, "configs/rules/"+name
 		}
 		builtin.tables = t
 	})
