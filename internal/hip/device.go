@@ -164,6 +164,11 @@ type KernelSource struct {
 	// PTX, when set, is precompiled code the CUDA backend may load where no
 	// runtime compiler is available (keyed by entry-point set, not by arch).
 	PTX string
+	// Cubins maps an exact CUDA architecture ("sm_90") to machine code
+	// precompiled from Text's source file (see MatchingCubins): the CUDA
+	// backend loads the one for its device's architecture as it is, with
+	// no runtime compiler and no driver JIT.
+	Cubins map[string][]byte
 }
 
 // Device is a runtime bound to one device. Its methods follow the HIP calls

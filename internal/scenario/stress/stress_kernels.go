@@ -1,7 +1,7 @@
 package stress
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,15 +10,28 @@ import (
 	"miotool/internal/hip"
 )
 
-//go:embed stress_kernels.cu
-var stressKernelText string
+// stressKernelFiles are stress_kernels.cu, its PTX and whatever cubins were
+// compiled from it (stress_kernels.sm_XY.cubin and their sidecars,
+// scripts/gen-cubin.sh). The pattern leaves out this Go file.
+//
+//go:embed stress_kernels.[cps]*
+var stressKernelFiles embed.FS
+
+var stressKernelText = mustRead("stress_kernels.cu")
 
 // stressKernelPTX is stress_kernels.cu compiled by NVRTC (tools/gen-ptx),
 // for machines without a runtime compiler. Its first line names the
 // source's hash.
-//
-//go:embed stress_kernels.ptx
-var stressKernelPTX string
+var stressKernelPTX = mustRead("stress_kernels.ptx")
+
+// mustRead is an embedded file's text; the embed pattern guarantees it.
+func mustRead(name string) string {
+	b, err := stressKernelFiles.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // The entry points of stress_kernels.cu.
 const (
@@ -36,8 +49,12 @@ var stressSource = sync.OnceValue(func() *hip.KernelSource {
 		Kernels: []string{FillKernel, GuardKernel},
 		Twins:   map[string]hip.GoKernel{FillKernel: fillTwin, GuardKernel: guardTwin},
 		PTX:     hip.MatchingPTX("stress_kernels.cu", stressKernelText, stressKernelPTX),
+		Cubins:  stressKernelCubins,
 	}
 })
+
+// stressKernelCubins are the cubins compiled from this stress_kernels.cu.
+var stressKernelCubins, _ = hip.MatchingCubins(stressKernelFiles, "stress_kernels.cu", stressKernelText)
 
 // Source is the stress scenario's own kernel source (fill and guard).
 // It returns the same pointer on every call.
@@ -133,6 +150,7 @@ var stressConvSource = sync.OnceValue(func() *hip.KernelSource {
 		Kernels: append([]string(nil), base.Kernels...),
 		Twins:   make(map[string]hip.GoKernel, len(base.Twins)),
 		PTX:     base.PTX,
+		Cubins:  base.Cubins,
 	}
 	for name, twin := range base.Twins {
 		src.Twins[name] = twin
