@@ -20,15 +20,15 @@ import (
 // a stream that a held kernel blocks, so that the launches queued behind it
 // are there together when it lets go (and a Fusion is offered them).
 type fusionRig struct {
-	dev              *sim.Device
-	s                hip.Stream
-	guard, thin      hip.Function
-	naive, hold      hip.Function
-	release          chan struct{}
-	bufs             [2]hip.DevPtr
-	weights          [2]hip.DevPtr
-	side, bufFloats  int
-	launches, queued int
+	dev             *sim.Device
+	s               hip.Stream
+	guard, thin     hip.Function
+	naive, hold     hip.Function
+	release         chan struct{}
+	bufs            [2]hip.DevPtr
+	weights         [2]hip.DevPtr
+	side, bufFloats int
+	launches        int
 }
 
 // newFusionRig makes the rig; overlap puts the second buffer inside the
