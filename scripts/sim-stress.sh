@@ -161,14 +161,17 @@ cost() {
 	# A fresh process pays what the benchmark's reused heap does not: the
 	# start, the model and the first touch of every buffer. Five runs of the
 	# child process a run starts, alone, with bash's CPU accounting.
+	local bin=$BIN
+	if [ ! -x "$bin" ]; then
+		bin=$dir/miotool
+		CGO_ENABLED=0 go build -o "$bin" ./cmd/miotool || return 1
+	fi
 	{
 		echo
 		echo "CPU seconds (user + system) of one fresh run process (stress-threads --child with the defaults), 5 runs:"
 		local i
 		for i in 1 2 3 4 5; do
-			TIMEFORMAT='%U %S'
-			{ time "$BIN" --backend sim --no-progress stress-threads --child --threads 2 --iters 1000 --trials 3 \
-				--cache locked >/dev/null 2>&1; } 2>&1 | awk '{printf "  %.2f\n", $1 + $2}'
+			echo "  $(runcpu "$bin")"
 		done
 	} >>"$dir/cost.txt"
 	CGO_ENABLED=0 go test -c -o "$dir/bench.test" ./internal/bench &&
