@@ -144,7 +144,7 @@ compare() {
 	git diff --quiet HEAD -- . 2>/dev/null || head="$head+changes"
 	local cpu
 	cpu=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
-	echo "_$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) CPU cores (${cpu:-unknown CPU}), ${ROUNDS:-5} rounds_" >"$dir/measure.stamp"
+	echo "_$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) CPU cores (${cpu:-unknown CPU}), ${ROUNDS:-5} rounds: commit $base (before) against this tree at $head (after)_" >"$dir/measure.stamp"
 	measure "$dir" "$tmp/bench.test" "$base=$tmp/miotool-base" "$head=$tmp/miotool-head"
 	rm -rf "$tmp"
 }
@@ -256,7 +256,7 @@ order = list(kept) + [k for k in fresh if k not in kept]
 body = "\n".join(head).rstrip("\n")
 for k in order:
     text = fresh.get(k, kept.get(k))
-    body += "\n\n" + k + "\n" + "\n".join(text).strip("\n")
+    body += "\n\n" + k + "\n\n" + "\n".join(text).strip("\n")
 print(body)
 PY
 	mv "$new.merged" "$file"
