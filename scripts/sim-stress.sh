@@ -59,7 +59,7 @@ run() {
 # bandwidth BENCH: the copy bandwidth, "GB/s GB/s-per-core", from the
 # bench test binary BENCH.
 bandwidth() {
-	"$1" -test.run '^$' -test.bench '^BenchmarkCopyBandwidth$' -test.benchtime 40x 2>/dev/null |
+	"$1" -test.run '^$' -test.bench '^BenchmarkCopyBandwidth$' -test.benchtime 150x 2>/dev/null |
 		awk '/^BenchmarkCopyBandwidth/ { for (i = 1; i < NF; i++) { if ($(i+1) == "GB/s") t = $i; if ($(i+1) == "GB/s-per-core") c = $i }; print t, c }'
 }
 

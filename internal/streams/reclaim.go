@@ -289,22 +289,22 @@ func (r *reclaimThread) workerBatch() {
 // spins on its wake word for Spin, then sleeps with no deadline until an
 // Abandon wakes it. It never touches the launch path.
 //
-// Why it spins before it idles: a poller that went to sleep the moment its
-// last slot retired made every later Abandon a cold wake, and how long a
-// sleeping thread takes to run again after futexWake is the scheduler's
-// business, not the tracker's: a few µs on an awake core, tens of µs where
-// the thread's CPU has gone idle (on a virtual machine its vCPU has halted
-// and the host must run it again first). A thread keeps its CPU from one
-// sleep to the next, so the figure sticks to the thread, and so to a whole
-// run: on the H200, one benchmark run in ten (each run makes a new tracker,
-// so a new thread) reclaimed 41 µs after the kernel's end where the others
-// took 4 µs, the abandoned work ending ~45 µs after its Abandon, sooner
-// than that thread woke. The same race decides whether the first Abandon
-// after an idle period is seen in time, which the spin cannot help (see
-// BenchmarkHops/poller-isolated); it only keeps a run of Abandons, each
-// soon after the last slot went home, from paying the wake at all. It
-// costs at most Spin of one core after each drain; idle, the poller still
-// sleeps with no deadline.
+// Why it spins before it idles: a poller that slept the moment its last
+// slot retired made every Abandon a cold wake, and a thread woken by
+// futexWake runs when the scheduler gets to it: within a few µs on an
+// awake core, tens of µs later where its CPU went idle (on a virtual
+// machine, a halted vCPU the host must first run again). That is the
+// likeliest reading of the H200's figures: one benchmark run in ten
+// reclaimed 41 µs after the kernel's end where the others took 4 µs, the
+// kernel ending ~45 µs after its Abandon; each run makes a new tracker and
+// so a new thread, which tends to keep its CPU from one sleep to the next,
+// so a slow wake sticks to a whole run. (BenchmarkHops reports the Abandon
+// and the poller's wake against the kernel's end, so a run shows which it
+// was.) The spin keeps a run of Abandons, each soon after the last slot
+// went home, from paying the wake at all. The first Abandon after an idle
+// period still does (BenchmarkHops/poller-isolated). The spin costs at
+// most Spin of one core after each drain; idle, the poller still sleeps
+// with no deadline.
 func (r *reclaimThread) runPoller() {
 	t := r.t
 	var active []*abandonment
