@@ -6,7 +6,6 @@ package configs
 import (
 	"embed"
 	"fmt"
-	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -18,9 +17,6 @@ import (
 
 //go:embed problems.yaml rules/*.yaml
 var files embed.FS
-
-// FS is the embedded configuration tree (problems.yaml, rules/...).
-func FS() fs.FS { return files }
 
 // NamedProblem is an entry of problems.yaml.
 type NamedProblem struct {

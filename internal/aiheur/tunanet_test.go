@@ -3,10 +3,11 @@ package aiheur
 import (
 	"errors"
 	"math"
-	"miotool/internal/testutil"
 	"os"
 	"strings"
 	"testing"
+
+	"miotool/internal/testutil"
 )
 
 // modelsDir is ../shared/miopen-models beside the module, or skips.

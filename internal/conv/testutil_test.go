@@ -3,13 +3,13 @@ package conv
 import (
 	"fmt"
 	"math"
-	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"miotool/internal/hip"
+	"miotool/internal/testutil"
 )
 
 // sliceMemory is a hip.Memory over Go slices: each allocation is a

@@ -21,6 +21,10 @@ var vendorCalls = map[string]struct{ hip, cuda string }{
 	"DevicePrimaryCtxRetain":    {"hipDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain"},
 	"DevicePrimaryCtxRelease":   {"hipDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease"},
 	"CtxSetCurrent":             {"hipCtxSetCurrent", "cuCtxSetCurrent"},
+	// The AMD backend creates streams and events with flags; CUDA's names
+	// are its plain ones.
+	"StreamCreate": {"hipStreamCreateWithFlags", "cuStreamCreate"},
+	"EventCreate":  {"hipEventCreateWithFlags", "cuEventCreate"},
 }
 
 // CallName is the vendor's spelling of a Device method or runtime call:

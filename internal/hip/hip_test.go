@@ -113,8 +113,26 @@ func TestSelect(t *testing.T) {
 	if _, sel, err := Select("auto", OpenOptions{}); err == nil || len(sel.Attempts) == 0 {
 		t.Errorf("auto without a simulator: %v %+v", err, sel)
 	}
-	if CallName("Malloc", DialectCUDA) != "cuMemAlloc" || CallName("StreamQuery", DialectHIP) != "hipStreamQuery" {
-		t.Error("CallName")
+}
+
+func TestCallName(t *testing.T) {
+	for _, tc := range []struct {
+		op   string
+		d    Dialect
+		want string
+	}{
+		{"Malloc", DialectCUDA, "cuMemAlloc"},
+		{"StreamQuery", DialectHIP, "hipStreamQuery"},
+		{"StreamQuery", DialectCUDA, "cuStreamQuery"},
+		{"StreamCreate", DialectHIP, "hipStreamCreateWithFlags"},
+		{"StreamCreate", DialectCUDA, "cuStreamCreate"},
+		{"EventCreate", DialectHIP, "hipEventCreateWithFlags"},
+		{"EventCreate", DialectCUDA, "cuEventCreate"},
+		{"", DialectHIP, ""},
+	} {
+		if got := CallName(tc.op, tc.d); got != tc.want {
+			t.Errorf("CallName(%q, %v) = %q, want %q", tc.op, tc.d, got, tc.want)
+		}
 	}
 }
 

@@ -76,16 +76,6 @@ type Measurement struct {
 	Outcomes []Outcome
 }
 
-// Outcome returns the measured cell with key k.
-func (m *Measurement) Outcome(k CellKey) (Outcome, bool) {
-	for _, o := range m.Outcomes {
-		if o.Key == k {
-			return o, true
-		}
-	}
-	return Outcome{}, false
-}
-
 // Probe measures each cell on d, one after another. Each cell gets fresh
 // streams, events and buffers and is cleaned up fully before the next. An
 // error means the probe could not go on (the kernels did not load, a cell

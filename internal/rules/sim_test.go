@@ -2,7 +2,6 @@ package rules_test
 
 import (
 	"context"
-	"miotool/internal/testutil"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"miotool/internal/hip"
 	"miotool/internal/hip/sim"
 	"miotool/internal/rules"
+	"miotool/internal/testutil"
 )
 
 // moduleRoot is the directory holding go.mod.

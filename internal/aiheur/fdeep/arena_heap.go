@@ -23,5 +23,3 @@ func (a *weightArena) seal() error { return nil }
 func (a *weightArena) release() bool { return a.released.CompareAndSwap(false, true) }
 
 func (a *weightArena) isReleased() bool { return a.released.Load() }
-
-func (a *weightArena) bytes() int { return len(a.mem) * 4 }

@@ -56,5 +56,3 @@ func (a *weightArena) release() bool {
 }
 
 func (a *weightArena) isReleased() bool { return a.released.Load() }
-
-func (a *weightArena) bytes() int { return len(a.mem) }

@@ -2,11 +2,12 @@ package fdeep
 
 import (
 	"errors"
-	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"miotool/internal/testutil"
 )
 
 // modelsDir is ../shared/miopen-models beside the module, or skips.

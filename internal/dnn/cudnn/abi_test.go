@@ -9,9 +9,9 @@ import (
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // The Go mirror of cudnnConvolutionFwdAlgoPerf_t must have the C layout

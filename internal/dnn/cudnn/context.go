@@ -4,10 +4,10 @@ import (
 	"errors"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // DriverSoname is the CUDA driver library Context binds when the device

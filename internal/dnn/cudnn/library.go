@@ -19,9 +19,9 @@ import (
 	"strings"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // LibraryName is the report label of the library.

@@ -3,8 +3,8 @@ package cudnn
 import (
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib/dnntest"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 

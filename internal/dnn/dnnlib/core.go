@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // Core is what a binding keeps of a loaded library the same way for every

@@ -8,10 +8,10 @@ import (
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestObjectsAreMadeOnceAndFreedOnce(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // OpenError is a failed load of a library with the record of every path

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestLoadBindsAndRecordsTheLibrary(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/dnn/dnnlib/dnntest"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 

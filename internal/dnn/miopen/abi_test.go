@@ -11,9 +11,9 @@ import (
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib/dnntest"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // miopenConvAlgoPerf_t is 16 bytes and miopenConvSolution_t 32; the Go

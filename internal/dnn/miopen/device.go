@@ -1,10 +1,10 @@
 package miopen
 
 import (
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // RuntimeSoname is the HIP runtime DeviceSelector binds when the device

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // Enumerations passed to MIOpen (miopen.h).

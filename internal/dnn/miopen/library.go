@@ -21,9 +21,9 @@ import (
 	"path/filepath"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // LibraryName is the report label of the library.

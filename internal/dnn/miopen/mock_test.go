@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib/dnntest"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 

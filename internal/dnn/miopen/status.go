@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // Status is a miopenStatus_t.

@@ -15,9 +15,9 @@ import (
 	"runtime"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 const backendName = "hip"

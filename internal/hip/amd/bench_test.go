@@ -3,7 +3,7 @@ package amd
 import (
 	"testing"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // hiprtcErrorCompilation is HIPRTC_ERROR_COMPILATION: the source itself is

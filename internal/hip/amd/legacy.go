@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // minHIPMajor is the oldest HIP miotool binds: 6.0 brought

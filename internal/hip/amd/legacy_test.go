@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 func TestTooOldReason(t *testing.T) {

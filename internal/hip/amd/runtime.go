@@ -9,9 +9,9 @@ import (
 	"sync"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // runtimeAPI holds the libamdhip64 entry points only this backend calls;

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/testutil"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 

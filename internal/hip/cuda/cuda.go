@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 const backendName = "cuda"

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // driverAPI holds the libcuda entry points only this backend calls; the

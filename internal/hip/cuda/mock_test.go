@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // nvrtcErrorCompilation is NVRTC_ERROR_COMPILATION: the source itself is

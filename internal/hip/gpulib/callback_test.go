@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 )
 
 func TestTicketOneShot(t *testing.T) {

@@ -3,8 +3,8 @@ package gpulib
 import (
 	"errors"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // Compiler is a runtime compiler (NVRTC, hiprtc) as a backend found it:

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 func hipLib(loaded string) hip.Library { return hip.Library{Name: "libfakertc", Loaded: loaded} }

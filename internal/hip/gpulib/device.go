@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // DeviceConfig is what a backend found when it opened one device.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // BuildTarget is what a runtime compiler is asked to build for one device

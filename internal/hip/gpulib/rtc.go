@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 )
 
 // RTCFuncs are the runtime-compiler entry points NVRTC and hiprtc share,

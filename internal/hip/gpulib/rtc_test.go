@@ -11,7 +11,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 )
 
 // fakeRTC is a runtime compiler made of Go callbacks with the C signatures

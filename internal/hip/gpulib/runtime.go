@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // RuntimeFuncs are the runtime entry points the shared code calls. CUDA's

@@ -36,7 +36,6 @@ var (
 	actQueryB   = cellAction{name: "StreamQuery(B)", run: func(e *cellEnv) error { return e.d.StreamQuery(e.b) }}
 	actSyncB    = cellAction{name: "StreamSynchronize(B)", blocking: true, run: func(e *cellEnv) error { return e.d.StreamSynchronize(e.b) }}
 	actQueryEvB = cellAction{name: "EventQuery(evB)", run: func(e *cellEnv) error { return e.d.EventQuery(e.evB) }}
-	actSyncEvB  = cellAction{name: "EventSynchronize(evB)", blocking: true, run: func(e *cellEnv) error { return e.d.EventSynchronize(e.evB) }}
 	actFree     = cellAction{name: "MemFree(p)", blocking: true, run: func(e *cellEnv) error { return e.d.Free(e.p) }}
 	actMalloc   = cellAction{name: "Malloc", run: func(e *cellEnv) error {
 		q, err := e.d.Malloc(cellBytes)

@@ -135,15 +135,6 @@ func newGate(t testing.TB) *gate {
 
 func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
 
-func (g *gate) isOpen() bool {
-	select {
-	case <-g.ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // gatedKernels is a kernel source whose "hold" kernel (argument: an int32
 // gate index) reports that it started and then waits for its gate, and
 // whose "tiny" kernel does nothing. "vecadd" (a, b, c DevPtr, n int32)

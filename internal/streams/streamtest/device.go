@@ -13,8 +13,12 @@ import (
 // Device wraps a device, counts every runtime call by its neutral name
 // (e.g. "EventQuery"), logs capture-mode exchanges by OS thread, and can
 // refuse to queue host functions. Safe for concurrent use.
+//
+// It holds the device in a named field rather than embedding it, so that a
+// method added to hip.Device cannot pass through uncounted: the build fails
+// until Device spells it out.
 type Device struct {
-	hip.Device
+	dev hip.Device
 
 	mu            sync.Mutex
 	calls         map[string]int         // calls begun
@@ -42,7 +46,7 @@ var _ hip.Device = (*Device)(nil)
 
 // Wrap wraps d.
 func Wrap(d hip.Device) *Device {
-	return &Device{Device: d, calls: map[string]int{}, returns: map[string]int{}, changed: make(chan struct{})}
+	return &Device{dev: d, calls: map[string]int{}, returns: map[string]int{}, changed: make(chan struct{})}
 }
 
 // track counts a call of op as it begins; the returned func counts its
@@ -182,136 +186,136 @@ func (d *Device) ModeChanges() []ModeChange {
 
 func (d *Device) Props() hip.Props {
 	defer d.track("Props")()
-	return d.Device.Props()
+	return d.dev.Props()
 }
 func (d *Device) Dialect() hip.Dialect {
 	defer d.track("Dialect")()
-	return d.Device.Dialect()
+	return d.dev.Dialect()
 }
 
 func (d *Device) StreamCreate(f hip.StreamFlags) (hip.Stream, error) {
 	defer d.track("StreamCreate")()
-	return d.Device.StreamCreate(f)
+	return d.dev.StreamCreate(f)
 }
 
 func (d *Device) StreamDestroy(s hip.Stream) error {
 	defer d.track("StreamDestroy")()
-	return d.Device.StreamDestroy(s)
+	return d.dev.StreamDestroy(s)
 }
 
 func (d *Device) StreamQuery(s hip.Stream) error {
 	defer d.track("StreamQuery")()
-	return d.Device.StreamQuery(s)
+	return d.dev.StreamQuery(s)
 }
 
 func (d *Device) StreamSynchronize(s hip.Stream) error {
 	defer d.track("StreamSynchronize")()
-	return d.Device.StreamSynchronize(s)
+	return d.dev.StreamSynchronize(s)
 }
 
 func (d *Device) StreamWaitEvent(s hip.Stream, e hip.Event) error {
 	defer d.track("StreamWaitEvent")()
-	return d.Device.StreamWaitEvent(s, e)
+	return d.dev.StreamWaitEvent(s, e)
 }
 
 func (d *Device) StreamIsCapturing(s hip.Stream) (hip.CaptureStatus, error) {
 	defer d.track("StreamIsCapturing")()
-	return d.Device.StreamIsCapturing(s)
+	return d.dev.StreamIsCapturing(s)
 }
 
 func (d *Device) EventCreate(f hip.EventFlags) (hip.Event, error) {
 	defer d.track("EventCreate")()
-	return d.Device.EventCreate(f)
+	return d.dev.EventCreate(f)
 }
 
 func (d *Device) EventRecord(e hip.Event, s hip.Stream) error {
 	defer d.track("EventRecord")()
-	return d.Device.EventRecord(e, s)
+	return d.dev.EventRecord(e, s)
 }
 
 func (d *Device) EventQuery(e hip.Event) error {
 	defer d.track("EventQuery")()
-	return d.Device.EventQuery(e)
+	return d.dev.EventQuery(e)
 }
 
 func (d *Device) EventSynchronize(e hip.Event) error {
 	defer d.track("EventSynchronize")()
-	return d.Device.EventSynchronize(e)
+	return d.dev.EventSynchronize(e)
 }
 
 func (d *Device) EventElapsedTime(a, b hip.Event) (float32, error) {
 	defer d.track("EventElapsedTime")()
-	return d.Device.EventElapsedTime(a, b)
+	return d.dev.EventElapsedTime(a, b)
 }
 
 func (d *Device) EventDestroy(e hip.Event) error {
 	defer d.track("EventDestroy")()
-	return d.Device.EventDestroy(e)
+	return d.dev.EventDestroy(e)
 }
 
 func (d *Device) Malloc(n int) (hip.DevPtr, error) {
 	defer d.track("Malloc")()
-	return d.Device.Malloc(n)
+	return d.dev.Malloc(n)
 }
 
 func (d *Device) Free(p hip.DevPtr) error {
 	defer d.track("Free")()
-	return d.Device.Free(p)
+	return d.dev.Free(p)
 }
 
 func (d *Device) Memset(p hip.DevPtr, v byte, n int) error {
 	defer d.track("Memset")()
-	return d.Device.Memset(p, v, n)
+	return d.dev.Memset(p, v, n)
 }
 
 func (d *Device) MemsetAsync(p hip.DevPtr, v byte, n int, s hip.Stream) error {
 	defer d.track("MemsetAsync")()
-	return d.Device.MemsetAsync(p, v, n, s)
+	return d.dev.MemsetAsync(p, v, n, s)
 }
 
 func (d *Device) MemcpyHtoD(dst hip.DevPtr, src []byte) error {
 	defer d.track("MemcpyHtoD")()
-	return d.Device.MemcpyHtoD(dst, src)
+	return d.dev.MemcpyHtoD(dst, src)
 }
 
 func (d *Device) MemcpyDtoH(dst []byte, src hip.DevPtr) error {
 	defer d.track("MemcpyDtoH")()
-	return d.Device.MemcpyDtoH(dst, src)
+	return d.dev.MemcpyDtoH(dst, src)
 }
 
 func (d *Device) MemcpyHtoDAsync(dst hip.DevPtr, src []byte, s hip.Stream) error {
 	defer d.track("MemcpyHtoDAsync")()
-	return d.Device.MemcpyHtoDAsync(dst, src, s)
+	return d.dev.MemcpyHtoDAsync(dst, src, s)
 }
 
 func (d *Device) MemcpyDtoHAsync(dst []byte, src hip.DevPtr, s hip.Stream) error {
 	defer d.track("MemcpyDtoHAsync")()
-	return d.Device.MemcpyDtoHAsync(dst, src, s)
+	return d.dev.MemcpyDtoHAsync(dst, src, s)
 }
 
 func (d *Device) MemcpyDtoDAsync(dst, src hip.DevPtr, n int, s hip.Stream) error {
 	defer d.track("MemcpyDtoDAsync")()
-	return d.Device.MemcpyDtoDAsync(dst, src, n, s)
+	return d.dev.MemcpyDtoDAsync(dst, src, n, s)
 }
 
 func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
 	defer d.track("ModuleLoad")()
-	return d.Device.ModuleLoad(src)
+	return d.dev.ModuleLoad(src)
 }
 
 func (d *Device) ModuleGetFunction(m hip.Module, name string) (hip.Function, error) {
 	defer d.track("ModuleGetFunction")()
-	return d.Device.ModuleGetFunction(m, name)
+	return d.dev.ModuleGetFunction(m, name)
 }
 
 func (d *Device) ModuleUnload(m hip.Module) error {
 	defer d.track("ModuleUnload")()
-	return d.Device.ModuleUnload(m)
+	return d.dev.ModuleUnload(m)
 }
 
 func (d *Device) LaunchKernel(f hip.Function, grid, block hip.Dim3, shared uint32, s hip.Stream, args ...hip.KernelArg) error {
 	defer d.track("LaunchKernel")()
-	return d.Device.LaunchKernel(f, grid, block, shared, s, args...)
+	return d.dev.LaunchKernel(f, grid, block, shared, s, args...)
 }
 
 // LaunchHostFunc fails without queuing while FailHostFuncs has calls left.
@@ -330,19 +334,19 @@ func (d *Device) LaunchHostFunc(s hip.Stream, fn func()) error {
 		<-hold.release
 	}
 	if fail {
-		return &hip.Error{Op: "LaunchHostFunc", Code: hip.ErrInvalidValue, Dialect: d.Device.Dialect(), Detail: "refused by the test wrapper"}
+		return &hip.Error{Op: "LaunchHostFunc", Code: hip.ErrInvalidValue, Dialect: d.dev.Dialect(), Detail: "refused by the test wrapper"}
 	}
-	return d.Device.LaunchHostFunc(s, fn)
+	return d.dev.LaunchHostFunc(s, fn)
 }
 
 func (d *Device) StreamBeginCapture(s hip.Stream, m hip.CaptureMode) error {
 	defer d.track("StreamBeginCapture")()
-	return d.Device.StreamBeginCapture(s, m)
+	return d.dev.StreamBeginCapture(s, m)
 }
 
 func (d *Device) StreamEndCapture(s hip.Stream) (hip.Graph, error) {
 	defer d.track("StreamEndCapture")()
-	return d.Device.StreamEndCapture(s)
+	return d.dev.StreamEndCapture(s)
 }
 
 // ThreadExchangeCaptureMode also logs the exchange with the caller's OS
@@ -350,7 +354,7 @@ func (d *Device) StreamEndCapture(s hip.Stream) (hip.Graph, error) {
 // whose mode changes.
 func (d *Device) ThreadExchangeCaptureMode(m hip.CaptureMode) (hip.CaptureMode, error) {
 	defer d.track("ThreadExchangeCaptureMode")()
-	prev, err := d.Device.ThreadExchangeCaptureMode(m)
+	prev, err := d.dev.ThreadExchangeCaptureMode(m)
 	if err == nil {
 		d.mu.Lock()
 		d.modes = append(d.modes, ModeChange{TID: syscall.Gettid(), Mode: m, Prev: prev})
@@ -361,35 +365,35 @@ func (d *Device) ThreadExchangeCaptureMode(m hip.CaptureMode) (hip.CaptureMode, 
 
 func (d *Device) GraphInstantiate(g hip.Graph) (hip.GraphExec, error) {
 	defer d.track("GraphInstantiate")()
-	return d.Device.GraphInstantiate(g)
+	return d.dev.GraphInstantiate(g)
 }
 
 func (d *Device) GraphLaunch(ge hip.GraphExec, s hip.Stream) error {
 	defer d.track("GraphLaunch")()
-	return d.Device.GraphLaunch(ge, s)
+	return d.dev.GraphLaunch(ge, s)
 }
 
 func (d *Device) GraphExecDestroy(ge hip.GraphExec) error {
 	defer d.track("GraphExecDestroy")()
-	return d.Device.GraphExecDestroy(ge)
+	return d.dev.GraphExecDestroy(ge)
 }
 
 func (d *Device) GraphDestroy(g hip.Graph) error {
 	defer d.track("GraphDestroy")()
-	return d.Device.GraphDestroy(g)
+	return d.dev.GraphDestroy(g)
 }
 
 func (d *Device) DeviceSynchronize() error {
 	defer d.track("DeviceSynchronize")()
-	return d.Device.DeviceSynchronize()
+	return d.dev.DeviceSynchronize()
 }
 
 func (d *Device) Libraries() []hip.Library {
 	defer d.track("Libraries")()
-	return d.Device.Libraries()
+	return d.dev.Libraries()
 }
 
 func (d *Device) Close() error {
 	defer d.track("Close")()
-	return d.Device.Close()
+	return d.dev.Close()
 }

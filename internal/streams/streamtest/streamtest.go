@@ -98,15 +98,13 @@ func Closed[T any](ch <-chan T) bool {
 
 // Gate is a channel closed once, from whichever path gets there first.
 type Gate struct {
-	open    chan struct{}
-	started chan struct{}
-	once    sync.Once
-	start   sync.Once
+	open chan struct{}
+	once sync.Once
 }
 
 // NewGate makes a closed gate that opens when the test ends, if not before.
 func NewGate(t testing.TB) *Gate {
-	g := &Gate{open: make(chan struct{}), started: make(chan struct{})}
+	g := &Gate{open: make(chan struct{})}
 	t.Cleanup(g.Open)
 	return g
 }
@@ -116,9 +114,6 @@ func (g *Gate) Open() { g.once.Do(func() { close(g.open) }) }
 
 // C is closed once the gate is open.
 func (g *Gate) C() <-chan struct{} { return g.open }
-
-// Started is closed once a kernel waiting at the gate has begun.
-func (g *Gate) Started() <-chan struct{} { return g.started }
 
 // Wait blocks until the gate opens, or Limit passes.
 func (g *Gate) Wait() error {
@@ -173,7 +168,6 @@ func (k *Kernels) holdTwin(_ hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) er
 	}
 	g := k.gates[i]
 	k.mu.Unlock()
-	g.start.Do(func() { close(g.started) })
 	// A gate that never opens faults the device after Limit: loud, and
 	// bounded.
 	return g.Wait()
@@ -201,9 +195,6 @@ func (k *Kernels) Tiny(t testing.TB, s hip.Stream) {
 	t.Helper()
 	Must(t, "launch the tiny kernel", k.dev.LaunchKernel(k.tiny, hip.D1(1), hip.D1(1), 0, s))
 }
-
-// HoldFunc is the hold kernel; its one argument is an index from NewHoldGate.
-func (k *Kernels) HoldFunc() hip.Function { return k.hold }
 
 // TinyFunc is the kernel that does nothing.
 func (k *Kernels) TinyFunc() hip.Function { return k.tiny }

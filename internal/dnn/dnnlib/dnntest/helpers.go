@@ -9,9 +9,9 @@ import (
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dl"
 	"miotool/internal/dnn/dnnlib"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // Problem is a convolution with every geometry parameter away from its

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 	"miotool/internal/hip/gpulib/gputest"
 )
 
@@ -79,9 +79,6 @@ func (s *StandIn) load() {
 
 // Path is the built library.
 func (s *StandIn) Path() string { return s.build.Path(0) }
-
-// Dir is the folder it was built in.
-func (s *StandIn) Dir() string { return s.build.Dir() }
 
 // Spec finds the stand-in, and only it, under the report label name.
 func (s *StandIn) Spec(name string) dl.SearchSpec { return s.build.Spec(0, name) }

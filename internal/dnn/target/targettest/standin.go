@@ -14,11 +14,11 @@ import (
 	"unsafe"
 
 	"miotool/internal/conv"
+	"miotool/internal/dl"
 	"miotool/internal/dnn/cudnn"
 	"miotool/internal/dnn/miopen"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
-	"miotool/internal/hip/gpulib/dl"
 	"miotool/internal/testutil"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // CheckBinding checks a backend's binding table: every entry fills a field

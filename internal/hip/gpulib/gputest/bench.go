@@ -4,9 +4,9 @@ import (
 	"runtime"
 	"testing"
 
+	"miotool/internal/dl"
 	"miotool/internal/hip"
 	"miotool/internal/hip/gpulib"
-	"miotool/internal/hip/gpulib/dl"
 )
 
 // BenchLaunchKernel is the whole LaunchKernel path: argument packing,

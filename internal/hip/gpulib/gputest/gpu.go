@@ -44,7 +44,7 @@ func (g *GPU[D]) open() {
 	var ok bool
 	if g.dev, ok = d.(D); !ok {
 		d.Close()
-		g.wrong = fmt.Errorf("Open returned a %T, not a %T", d, g.dev)
+		g.wrong = fmt.Errorf("the backend's Open returned a %T, not a %T", d, g.dev)
 	}
 }
 

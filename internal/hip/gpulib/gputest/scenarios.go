@@ -396,6 +396,9 @@ func GlobalCaptureRefusal(t *testing.T, k Kit) hip.CaptureStatus {
 	g, err = capture(func() { _, mallocErr = d.Malloc(64) })
 	WantCode(t, mallocErr, hip.ErrStreamCaptureUnsupported, "same thread, global mode, Malloc")
 	WantCode(t, err, hip.ErrStreamCaptureInvalidated, "EndCapture after the refused Malloc")
+	if g != 0 {
+		t.Fatalf("a capture invalidated by Malloc returned graph %#x", g)
+	}
 	Must(t, d.StreamSynchronize(other))
 	return after
 }

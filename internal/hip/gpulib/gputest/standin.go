@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 )
 
 // standinHeader is the C the stand-ins share (standin.h); the build puts
