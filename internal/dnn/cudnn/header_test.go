@@ -12,7 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"miotool/internal/hip/gpulib/dl"
+	"miotool/internal/dl"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/cudnn_binding.h from the binding")
