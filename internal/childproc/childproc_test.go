@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"miotool/internal/testutil"
 )
 
 // fakeEnv makes this test binary, re-executed, a fake child (see TestMain).
@@ -327,15 +329,16 @@ func TestTheChildDiesWithItsParent(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
 	lines := make(chan string, 1)
-	go func() {
+	testutil.Go(t, limit, func() {
 		s := bufio.NewScanner(out)
 		for s.Scan() {
 			lines <- s.Text()
 		}
 		close(lines)
-	}()
+	})
+	// Killing the parent closes the pipe, which ends the reader.
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
 	var child int
 	select {
 	case l := <-lines:
