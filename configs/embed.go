@@ -18,6 +18,10 @@ import (
 //go:embed problems.yaml rules/*.yaml
 var files embed.FS
 
+// RulesFile is a shipped capture-rules table, by its name under rules/
+// (for example "h200-cuda.yaml").
+func RulesFile(name string) ([]byte, error) { return files.ReadFile("rules/" + name) }
+
 // NamedProblem is an entry of problems.yaml.
 type NamedProblem struct {
 	Name        string

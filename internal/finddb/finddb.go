@@ -6,9 +6,11 @@
 // parser keeps every line as it was read: comments, blank lines, lines and
 // items it does not understand, CRLF line ends, a cut-off last line, a
 // duplicate key's later line and a duplicate solver item all come back
-// unchanged and in place from Bytes. Merging a record adds or updates only
-// the items of the solvers it names. StoreFile does that on disk, under a
-// lock, with an atomic replace that keeps the file's mode and owner.
+// unchanged and in place from Bytes. It reads a record as MIOpen does (the
+// first line of a key, the first item of a solver id). Merging a record
+// adds or updates only the items of the solvers it names, so that MIOpen
+// reads what was merged. Store does that on disk, under miotool's lock and
+// MIOpen's, with an atomic replace that keeps the file's mode and owner.
 package finddb
 
 import (
@@ -68,17 +70,30 @@ type Warning struct {
 	Path string
 	Line int
 	Msg  string
+	// item is the malformed item a warning is about ("" for others), so a
+	// merge that replaces it can drop the warning.
+	item string
 }
 
 func (w Warning) String() string {
 	return fmt.Sprintf("%s:%d: %s", filepath.Base(w.Path), w.Line, w.Msg)
 }
 
-// item is one ';'-separated item of a record line: its text as read, and
-// the entry when it is one miotool understands and uses.
+// item is one ';'-separated item of a record line: its text as read, its
+// solver id (the text before the first ':') and, for the first item of
+// its id, the entry when it parses. MIOpen reads only the first item of an
+// id, whether or not it can use it, so a later item of the same id is
+// never read, by MIOpen or by miotool.
 type item struct {
 	raw   string
+	id    string
+	first bool // the first item of id on its line (no id: false)
 	entry *Entry
+}
+
+// newItem is the item MIOpen's format gives e.
+func newItem(e Entry) item {
+	return item{raw: e.Item(), id: e.Solver, first: true, entry: &e}
 }
 
 // line is one line of the file: its text without the line end, the line
@@ -90,8 +105,6 @@ type line struct {
 	key   string
 	items []item // nil unless the line is KEY=...
 }
-
-func (l *line) isRecord() bool { return l.items != nil }
 
 // DB is a find-db in memory: every line of the file, in order, and the
 // first line of each key (the one MIOpen reads).
@@ -126,7 +139,7 @@ func Parse(path string, data []byte) *DB {
 func (db *DB) add(n int, l *line) {
 	db.lines = append(db.lines, l)
 	warn := func(format string, args ...any) {
-		db.Warnings = append(db.Warnings, Warning{db.Path, n, fmt.Sprintf(format, args...)})
+		db.Warnings = append(db.Warnings, Warning{Path: db.Path, Line: n, Msg: fmt.Sprintf(format, args...)})
 	}
 	if l.eol == "" {
 		warn("last line has no line end (cut off?); kept as it is")
@@ -141,18 +154,29 @@ func (db *DB) add(n int, l *line) {
 		return
 	}
 	l.key = key
-	seen := map[string]bool{}
+	firstOf := map[string]int{} // id -> index of its first item
 	for _, raw := range strings.Split(content, ";") {
 		it := item{raw: raw}
-		if raw != "" {
+		id, _, hasID := strings.Cut(raw, ":")
+		j, seen := firstOf[id]
+		switch {
+		case raw == "":
+		case hasID && seen && l.items[j].entry == nil:
+			it.id = id
+			warn("solver %s appears again for %s; MIOpen reads only the first item, which is not understood, so neither is used; both are kept", show(id), show(key))
+		case hasID && seen:
+			it.id = id
+			warn("solver %s appears again for %s; the first is used (as MIOpen reads it), both are kept", show(id), show(key))
+		default:
+			if hasID {
+				it.id, it.first = id, true
+				firstOf[id] = len(l.items)
+			}
 			e, err := ParseItem(raw)
-			switch {
-			case err != nil:
+			if err != nil {
 				warn("item %q of %s not understood (%v); kept as it is", clip(raw), show(key), err)
-			case seen[e.Solver]:
-				warn("solver %s appears again for %s; the first is used, both are kept", show(e.Solver), show(key))
-			default:
-				seen[e.Solver] = true
+				db.Warnings[len(db.Warnings)-1].item = raw
+			} else {
 				it.entry = &e
 			}
 		}
@@ -257,8 +281,10 @@ func (db *DB) Records() []Record {
 	return out
 }
 
-// Lookup returns the entries miotool understands on key's first line; a
-// key whose line holds none is still found, with no entries.
+// Lookup returns the record as MIOpen reads it: on key's first line, the
+// first item of each solver id, where miotool understands it (a malformed
+// first item hides the solver's later ones, as in MIOpen). A key whose
+// line holds none is still found, with no entries.
 func (db *DB) Lookup(key string) (Record, bool) {
 	i, ok := db.byKey[key]
 	if !ok {
@@ -267,13 +293,30 @@ func (db *DB) Lookup(key string) (Record, bool) {
 	return recordOf(db.lines[i]), true
 }
 
-// Merge adds rec's entries to the first line of rec.Key, replacing the
-// item of each solver rec names and appending the others; every other
-// item keeps its bytes. A key with no line gets a new last line, in the
-// file's line-end style. It reports whether anything changed.
-func (db *DB) Merge(rec Record) bool {
+// Replaced is an item Merge replaced because MIOpen cannot read it: the
+// first item of a solver's id on the key's line, malformed. MIOpen reads
+// only the first item of an id, so a new item appended after it would
+// never be read.
+type Replaced struct {
+	Key string
+	// Line is the line's number in the file as read (1-based).
+	Line     int
+	Old, New string
+}
+
+func (r Replaced) String() string {
+	return fmt.Sprintf("replaced the malformed item %q of %s (line %d) with %q", clip(r.Old), show(r.Key), r.Line, r.New)
+}
+
+// Merge adds rec's entries to the first line of rec.Key as MIOpen will
+// read them: the first item of each solver rec names is replaced in
+// place (a malformed one too, reported in replaced), a solver with no item
+// is appended, and every other item keeps its bytes. A key with no line
+// gets a new last line, in the file's line-end style. changed reports
+// whether anything changed.
+func (db *DB) Merge(rec Record) (changed bool, replaced []Replaced) {
 	if len(rec.Entries) == 0 {
-		return false
+		return false, nil
 	}
 	if db.byKey == nil {
 		db.byKey = map[string]int{}
@@ -281,15 +324,16 @@ func (db *DB) Merge(rec Record) bool {
 	i, ok := db.byKey[rec.Key]
 	if !ok {
 		db.appendLine(rec)
-		return true
+		return true, nil
 	}
 	l := db.lines[i]
-	changed := false
 	for _, e := range rec.Entries {
-		e := e
-		it := item{raw: e.Item(), entry: &e}
-		if j := indexOf(l.items, e.Solver); j >= 0 {
-			if l.items[j].raw != it.raw {
+		it := newItem(e)
+		if j := firstItem(l.items, e.Solver); j >= 0 {
+			if old := l.items[j]; old.raw != it.raw {
+				if old.entry == nil {
+					replaced = append(replaced, Replaced{Key: rec.Key, Line: i + 1, Old: old.raw, New: it.raw})
+				}
 				l.items[j], changed = it, true
 			}
 			continue
@@ -311,13 +355,14 @@ func (db *DB) Merge(rec Record) bool {
 		}
 		l.text = l.key + "=" + strings.Join(raws, ";")
 	}
-	return changed
+	return changed, replaced
 }
 
-// indexOf is the index of the item miotool uses for solver, or -1.
-func indexOf(items []item, solver string) int {
+// firstItem is the index of the first item of solver's id, the one MIOpen
+// reads, or -1.
+func firstItem(items []item, solver string) int {
 	for j, it := range items {
-		if it.entry != nil && it.entry.Solver == solver {
+		if it.first && it.id == solver {
 			return j
 		}
 	}
@@ -337,8 +382,7 @@ func (db *DB) appendLine(rec Record) {
 	}
 	l := &line{text: rec.Line(), eol: eol, key: rec.Key}
 	for _, e := range rec.Entries {
-		e := e
-		l.items = append(l.items, item{raw: e.Item(), entry: &e})
+		l.items = append(l.items, newItem(e))
 	}
 	db.byKey[rec.Key] = len(db.lines)
 	db.keys = append(db.keys, rec.Key)

@@ -2,6 +2,7 @@ package finddb
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +102,7 @@ func TestRoundTripWithGarbageKeepsEveryByte(t *testing.T) {
 	// A new key: the original bytes, a newline after the cut-off line, the
 	// new line.
 	added := Record{Key: "1-2-2-1x1-1-2-2-1-0x0-1x1-1x1-0-NCHW-FP32-F", Entries: []Entry{{"GemmFwd1x1Tiled", 0.25, 0, "miopenConvolutionFwdAlgoGEMM"}}}
-	if !db.Merge(added) {
+	if changed, _ := db.Merge(added); !changed {
 		t.Fatal("merging a new key changed nothing")
 	}
 	want := string(orig) + "\n" + added.Line() + "\n"
@@ -114,8 +115,8 @@ func TestRoundTripWithGarbageKeepsEveryByte(t *testing.T) {
 	// the key is untouched.
 	before := db.Bytes()
 	mine := Record{Key: sharedKey, Entries: []Entry{{"ConvImplicitGemmTiledFwd", 1.5, 0, "miopenConvolutionFwdAlgoImplicitGEMM"}}}
-	if !db.Merge(mine) {
-		t.Fatal("merging into a shared key changed nothing")
+	if changed, replaced := db.Merge(mine); !changed || replaced != nil {
+		t.Fatalf("merging into a shared key: changed %v, replaced %v", changed, replaced)
 	}
 	after := db.Bytes()
 	a, b := strings.SplitAfter(string(before), "\n"), strings.SplitAfter(string(after), "\n")
@@ -145,30 +146,107 @@ func TestMergeChangesOnlyItsOwnItems(t *testing.T) {
 	mine := Entry{"S", 0.5, 8, "algoS"}
 	for _, tt := range []struct {
 		name, in, want string
+		replaced       string // the item replaced as malformed, "" for none
 	}{
-		{"new key after a CRLF file", "a=X:1,0,x\r\n", "a=X:1,0,x\r\nk=S:0.5,8,algoS\r\n"},
-		{"new key after a cut-off line", "a=X:1,0,x", "a=X:1,0,x\nk=S:0.5,8,algoS\n"},
-		{"empty file", "", "k=S:0.5,8,algoS\n"},
-		{"own item updated in place, others keep every digit", "k=X:0.0516391234,0,x;S:9,0,old;Y:1e-3,0,y\n", "k=X:0.0516391234,0,x;S:0.5,8,algoS;Y:1e-3,0,y\n"},
-		{"appended after unknown items", "k=X:1,0,x;junk\r\n", "k=X:1,0,x;junk;S:0.5,8,algoS\r\n"},
-		{"KEY= gets its first item", "k=\n", "k=S:0.5,8,algoS\n"},
-		{"a trailing ';' stays trailing", "k=X:1,0,x;\n", "k=X:1,0,x;S:0.5,8,algoS;\n"},
-		{"duplicate item: the used one changes, the later is kept", "k=S:1,0,a;S:2,0,b\n", "k=S:0.5,8,algoS;S:2,0,b\n"},
-		{"unreadable own item kept, a readable one appended", "k=S:bad,0,a\n", "k=S:bad,0,a;S:0.5,8,algoS\n"},
-		{"duplicate key: the first line changes", "k=X:1,0,x\nk=Y:1,0,y\n", "k=X:1,0,x;S:0.5,8,algoS\nk=Y:1,0,y\n"},
-		{"comment mentioning the key is not the key", "#k=X:1,0,x\n", "#k=X:1,0,x\nk=S:0.5,8,algoS\n"},
+		{"new key after a CRLF file", "a=X:1,0,x\r\n", "a=X:1,0,x\r\nk=S:0.5,8,algoS\r\n", ""},
+		{"new key after a cut-off line", "a=X:1,0,x", "a=X:1,0,x\nk=S:0.5,8,algoS\n", ""},
+		{"empty file", "", "k=S:0.5,8,algoS\n", ""},
+		{"own item updated in place, others keep every digit", "k=X:0.0516391234,0,x;S:9,0,old;Y:1e-3,0,y\n", "k=X:0.0516391234,0,x;S:0.5,8,algoS;Y:1e-3,0,y\n", ""},
+		{"appended after unknown items", "k=X:1,0,x;junk\r\n", "k=X:1,0,x;junk;S:0.5,8,algoS\r\n", ""},
+		{"KEY= gets its first item", "k=\n", "k=S:0.5,8,algoS\n", ""},
+		{"a trailing ';' stays trailing", "k=X:1,0,x;\n", "k=X:1,0,x;S:0.5,8,algoS;\n", ""},
+		{"duplicate item: the used one changes, the later is kept", "k=S:1,0,a;S:2,0,b\n", "k=S:0.5,8,algoS;S:2,0,b\n", ""},
+		// MIOpen reads the first item of an id only: an item appended after
+		// a malformed one would never be read.
+		{"malformed own item replaced in place", "k=X:1,0,x;S:bad,0,a;Y:2,0,y\n", "k=X:1,0,x;S:0.5,8,algoS;Y:2,0,y\n", "S:bad,0,a"},
+		{"malformed own item before a duplicate: the first is replaced", "k=S:bad,0,a;S:2,0,b\r\n", "k=S:0.5,8,algoS;S:2,0,b\r\n", "S:bad,0,a"},
+		{"own id with no values replaced", "k=S:\n", "k=S:0.5,8,algoS\n", "S:"},
+		{"an item with no id is not the solver's", "k=S\n", "k=S;S:0.5,8,algoS\n", ""},
+		{"another solver's malformed item stays", "k=T:bad,0,a\n", "k=T:bad,0,a;S:0.5,8,algoS\n", ""},
+		{"duplicate key: the first line changes", "k=X:1,0,x\nk=Y:1,0,y\n", "k=X:1,0,x;S:0.5,8,algoS\nk=Y:1,0,y\n", ""},
+		{"comment mentioning the key is not the key", "#k=X:1,0,x\n", "#k=X:1,0,x\nk=S:0.5,8,algoS\n", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			db := Parse("u", []byte(tt.in))
-			db.Merge(Record{Key: "k", Entries: []Entry{mine}})
-			if got := string(db.Bytes()); got != tt.want {
-				t.Fatalf("got  %q\nwant %q", got, tt.want)
+			changed, replaced := db.Merge(Record{Key: "k", Entries: []Entry{mine}})
+			if got := string(db.Bytes()); got != tt.want || !changed {
+				t.Fatalf("got  %q (changed %v)\nwant %q", got, changed, tt.want)
+			}
+			switch {
+			case tt.replaced == "" && len(replaced) != 0:
+				t.Fatalf("reported as replaced: %v", replaced)
+			case tt.replaced != "" && (len(replaced) != 1 || replaced[0].Old != tt.replaced || replaced[0].New != mine.Item() || replaced[0].Key != "k"):
+				t.Fatalf("replaced %+v, want %q -> %q", replaced, tt.replaced, mine.Item())
+			case tt.replaced != "" && !strings.HasPrefix(replaced[0].String(), "replaced the malformed item "):
+				t.Fatalf("replaced reads %q", replaced[0])
+			}
+			// What MIOpen reads for S is what was merged.
+			if r, _ := Parse("u", db.Bytes()).Lookup("k"); indexOfEntry(r.Entries, "S") < 0 || r.Entries[indexOfEntry(r.Entries, "S")] != mine {
+				t.Fatalf("after the merge the reader sees %+v", r.Entries)
 			}
 		})
 	}
 	db := Parse("u", []byte("k=S:0.5,8,algoS\n"))
-	if db.Merge(Record{Key: "k", Entries: []Entry{mine}}) {
+	if changed, _ := db.Merge(Record{Key: "k", Entries: []Entry{mine}}); changed {
 		t.Error("merging the same item reported a change")
+	}
+}
+
+// Duplicate ids are read as MIOpen's DbRecord::ParseContents reads them:
+// the first item of an id is the only one, even when it is malformed.
+func TestDuplicateIDsAreReadAsMIOpenReadsThem(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want string // solver:time of the entries read, in order
+	}{
+		{"k=A:1,0,x;A:9,0,y", "A:1"},
+		{"k=A:bad,0,x;A:9,0,y", ""},
+		{"k=A:bad,0,x;B:2,0,y;A:9,0,y", "B:2"},
+		{"k=A;A:9,0,y", "A:9"}, // no ':': no id, skipped
+		{"k=;;A:3,0,y;A:4,0,y", "A:3"},
+	} {
+		r, _ := Parse("u", []byte(tt.line+"\n")).Lookup("k")
+		var got []string
+		for _, e := range r.Entries {
+			got = append(got, fmt.Sprintf("%s:%g", e.Solver, e.TimeMs))
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("%s: read %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+// A malformed item of miotool's own solver on a key MIOpen shares, in the
+// real find-db: the merge replaces that item only, and every other byte of
+// the file stays.
+func TestMalformedOwnItemInTheRealDBIsReplacedInPlace(t *testing.T) {
+	raw := realSample(t)
+	broken := "ConvImplicitGemmTiledFwd:notanumber,0,miopenConvolutionFwdAlgoImplicitGEMM"
+	lines := strings.SplitAfter(string(raw), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, sharedKey+"=") {
+			at = i
+			lines[i] = sharedKey + "=" + broken + ";" + strings.TrimPrefix(l, sharedKey+"=")
+		}
+	}
+	if at < 0 {
+		t.Fatalf("%s not in the real find-db", sharedKey)
+	}
+	orig := strings.Join(lines, "")
+	db := Parse("u", []byte(orig))
+	mine := Entry{"ConvImplicitGemmTiledFwd", 1.5, 0, "miopenConvolutionFwdAlgoImplicitGEMM"}
+	changed, replaced := db.Merge(Record{Key: sharedKey, Entries: []Entry{mine}})
+	if !changed || len(replaced) != 1 || replaced[0].Old != broken || replaced[0].Line != at+1 {
+		t.Fatalf("changed %v, replaced %+v; want %q on line %d", changed, replaced, broken, at+1)
+	}
+	want := strings.Replace(orig, broken, mine.Item(), 1)
+	if got := string(db.Bytes()); got != want {
+		t.Fatal("the merge changed more than the malformed item")
+	}
+	rec, _ := Parse("u", db.Bytes()).Lookup(sharedKey)
+	if len(rec.Entries) != 5 || rec.Entries[0] != mine {
+		t.Fatalf("MIOpen reads %+v", rec.Entries)
 	}
 }
 

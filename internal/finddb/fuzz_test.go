@@ -52,7 +52,7 @@ func FuzzParseLine(f *testing.F) {
 			key = "k" // the line is not a record: append one
 		}
 		before := db.Records()
-		db.Merge(Record{Key: key, Entries: []Entry{{"Fuzz", 1, 0, "a"}}})
+		_, _ = db.Merge(Record{Key: key, Entries: []Entry{{"Fuzz", 1, 0, "a"}}})
 		again := Parse("f", db.Bytes())
 		if r, ok := again.Lookup(key); !ok || indexOfEntry(r.Entries, "Fuzz") < 0 {
 			t.Fatalf("merged entry lost: %q", db.Bytes())

@@ -18,6 +18,7 @@ import (
 	"miotool/internal/finddb"
 	"miotool/internal/handle"
 	"miotool/internal/hip"
+	"miotool/internal/streams"
 )
 
 // Mode is the find mode, as MIOpen defines them: normal benchmarks; fast
@@ -71,7 +72,38 @@ const (
 	StatusNotApplicable      Status = "not applicable"
 	StatusFailedVerification Status = "failed verification"
 	StatusFailed             Status = "failed"
+	// StatusInterrupted: the find was interrupted while this solver ran;
+	// the entry holds the samples it took.
+	StatusInterrupted Status = "interrupted"
+	// StatusNotRun: the find was interrupted before this solver's turn.
+	StatusNotRun Status = "not run"
 )
+
+// NaiveOutcome says what became of the bounded naive evaluation in a find:
+// whether it was abandoned at its deadline and, when it was not, why not.
+type NaiveOutcome string
+
+// Naive outcomes; each reads after "the naive evaluation ".
+const (
+	NaiveAbandoned      NaiveOutcome = "was abandoned at its deadline"
+	NaiveWithinDeadline NaiveOutcome = "finished within its deadline"
+	NaiveFailed         NaiveOutcome = "failed to run"
+	NaiveTimeoutOff     NaiveOutcome = "did not run: the naive timeout is off (MIOPEN_NAIVE_TIMEOUT=0), naive was timed in full"
+	NaiveNoDeadline     NaiveOutcome = "did not run: no other solver succeeded, so naive had no deadline and was timed in full"
+	NaiveNotApplicable  NaiveOutcome = "did not run: no naive solver applies to the problem"
+	NaiveNotConsidered  NaiveOutcome = "did not run: no naive solver among the solvers considered"
+	NaiveFromDB         NaiveOutcome = "did not run: the find-db record chose the solver, nothing was benchmarked"
+	NaiveImmediate      NaiveOutcome = "did not run: the immediate-mode heuristic chose the solver, nothing was benchmarked"
+	NaiveInterrupted    NaiveOutcome = "did not finish: the find was interrupted"
+)
+
+// Abandoned reports whether the naive evaluation overran its deadline and
+// was abandoned: the precondition of every check of the bound.
+func (o NaiveOutcome) Abandoned() bool { return o == NaiveAbandoned }
+
+// ErrInterrupted marks a find that its context ended: Find returns it
+// with the result measured so far.
+var ErrInterrupted = errors.New("find interrupted")
 
 // Options configure one find.
 type Options struct {
@@ -97,6 +129,10 @@ type Options struct {
 	// Warn, when set, receives each warning as it happens (the result's
 	// Warnings keep them too).
 	Warn func(format string, args ...any)
+	// DBLockWait, when set, is told at once that the find-db write waits
+	// for a lock another writer holds (MIOpen or another miotool), for
+	// whom and for how long at most. Unset, the wait is a warning.
+	DBLockWait func(finddb.LockWait)
 }
 
 // ErrNoHeuristic marks a problem the immediate-mode heuristic does not cover.
@@ -141,9 +177,22 @@ type Result struct {
 	// not run); NaiveWaitMs is how long find waited on naive.
 	NaiveDeadlineMs float64
 	NaiveWaitMs     float64
-	NaiveAbandoned  bool
-	Elapsed         time.Duration
-	DBPath          string
+	// Naive says whether the naive evaluation was abandoned at its
+	// deadline and, when it was not, why not.
+	Naive NaiveOutcome
+	// NaiveAbandoned: the naive evaluation's stream was abandoned, its
+	// kernel perhaps still running (at the deadline, on a launch failure
+	// or on an interruption; Naive says which), so the handle's teardown
+	// waits for it. NaiveAbandonedAt is when.
+	NaiveAbandoned   bool
+	NaiveAbandonedAt time.Time
+	// Interrupted: the find's context ended before it did. Entries hold
+	// what was measured (StatusInterrupted for the solver that was
+	// running, with its samples; StatusNotRun for those not reached);
+	// nothing is chosen and nothing is written to the find-db.
+	Interrupted bool
+	Elapsed     time.Duration
+	DBPath      string
 	// DBRecord is the record used (a hit) or merged into the find-db.
 	DBRecord string
 	// DBWritten: DBRecord was merged into the file at DBPath.
@@ -151,6 +200,12 @@ type Result struct {
 	// DBWarnings are lines and items of the file that miotool keeps but
 	// does not use (at most a few, then a count).
 	DBWarnings []string
+	// DBReplaced are the malformed items of miotool's solvers that the
+	// write replaced in place (MIOpen reads only the first item of a
+	// solver, so an item appended after them would never be read).
+	DBReplaced []finddb.Replaced
+	// DBWaited are the find-db locks the write found held and waited for.
+	DBWaited []finddb.LockWait
 	// DBErr is why the find-db could not be read or written; the result
 	// stands without it.
 	DBErr error
@@ -196,7 +251,9 @@ func (r *Result) FailedVerification() []string {
 
 // Find evaluates the problem's solvers on h with the data in ts. A find-db
 // that cannot be read or written does not fail it: the result stands, with
-// the reason in DBErr and Warnings.
+// the reason in DBErr and Warnings. When ctx ends first, Find returns the
+// result measured so far, marked Interrupted, with an error wrapping
+// ErrInterrupted and ctx's error; any other error comes with no result.
 func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Samples <= 0 {
@@ -208,61 +265,98 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 	if opts.NaiveTimeoutPct < 0 {
 		return nil, fmt.Errorf("naive timeout must be >= 0 percent, got %d", opts.NaiveTimeoutPct)
 	}
-	solvers := opts.Solvers
-	if solvers == nil {
-		solvers = conv.Solvers()
+	if opts.Solvers == nil {
+		opts.Solvers = conv.Solvers()
 	}
-	logf := opts.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
+	f := &search{ctx: ctx, h: h, ts: ts, opts: opts, logf: opts.Log, start: start}
+	if f.logf == nil {
+		f.logf = func(string, ...any) {}
 	}
 	p := ts.Problem
-	res := &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB, Mode: opts.Mode}
-	warn := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		res.Warnings = append(res.Warnings, msg)
-		if opts.Warn != nil {
-			opts.Warn("%s", msg)
+	f.res = &Result{Problem: p, Key: p.Key(), DBPath: opts.UserDB, Mode: opts.Mode}
+	if err := f.run(); err != nil {
+		if !interruption(err) {
+			return nil, err
 		}
+		f.res.Interrupted = true
+		f.res.Elapsed = time.Since(start)
+		return f.res, fmt.Errorf("%w: %w", ErrInterrupted, err)
 	}
-	dbWarned := false
-	noteDB := func(ws []finddb.Warning) {
-		if dbWarned || len(ws) == 0 {
-			return
-		}
-		dbWarned = true
-		res.DBWarnings = finddb.Summary(ws, maxDBWarnings)
-		for _, w := range res.DBWarnings {
-			warn("find-db: %s", w)
-		}
+	if f.res.Elapsed == 0 { // set before the find-db write when there is one
+		f.res.Elapsed = time.Since(start)
 	}
+	return f.res, nil
+}
 
+// search is one find: its inputs, its result so far, and the hooks every
+// step reports through.
+type search struct {
+	ctx  context.Context
+	h    *handle.Handle
+	ts   *Tensors
+	opts Options
+	res  *Result
+	logf func(format string, args ...any)
+	// start is when Find began.
+	start time.Time
+	// dbWarned: the find-db's warnings were noted (once per find, however
+	// often the file is read).
+	dbWarned bool
+}
+
+// warn notes a warning in the result and passes it to the Warn hook.
+func (f *search) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	f.res.Warnings = append(f.res.Warnings, msg)
+	if f.opts.Warn != nil {
+		f.opts.Warn("%s", msg)
+	}
+}
+
+// noteDB keeps the first few warnings of the find-db as read, once.
+func (f *search) noteDB(ws []finddb.Warning) {
+	if f.dbWarned || len(ws) == 0 {
+		return
+	}
+	f.dbWarned = true
+	f.res.DBWarnings = finddb.Summary(ws, maxDBWarnings)
+	for _, w := range f.res.DBWarnings {
+		f.warn("find-db: %s", w)
+	}
+}
+
+// run is the find in its mode: a find-db hit, fast mode's immediate
+// fallback, or the benchmark.
+func (f *search) run() error {
+	opts, res := f.opts, f.res
 	if opts.Mode.usesDB() {
-		hit, err := lookupDB(opts.UserDB, p, solvers, res, noteDB)
+		hit, err := f.lookupDB()
 		if err != nil {
 			res.DBErr = err
-			warn("find-db not read (%v); treated as a miss", err)
+			f.warn("find-db not read (%v); treated as a miss", err)
 		}
 		if hit != nil {
-			if err := runFromDB(ctx, h, ts, hit, opts, res, logf); err != nil {
-				return nil, err
-			}
-			res.Elapsed = time.Since(start)
-			return res, nil
+			res.Naive = NaiveFromDB
+			return f.runFromDB(hit)
 		}
 		if opts.Mode == ModeFast {
-			if err := runImmediate(ctx, h, ts, solvers, opts, res, logf, warn); err != nil {
-				return nil, err
-			}
-			res.Elapsed = time.Since(start)
-			return res, nil
+			res.Naive = NaiveImmediate
+			return f.runImmediate()
 		}
-		logf("%s mode: find-db: %s; benchmarking", opts.Mode, res.Lookup)
+		f.logf("%s mode: find-db: %s; benchmarking", opts.Mode, res.Lookup)
 	}
+	return f.benchmark()
+}
 
+// benchmark times every applicable solver, naive last with its deadline,
+// ranks them and writes the record to the find-db. Interrupted, it keeps
+// what it measured, ranked, and returns the context's error.
+func (f *search) benchmark() error {
+	opts, res, p := f.opts, f.res, f.ts.Problem
 	var naive []*conv.Solver
 	best := 0.0
-	for _, s := range solvers {
+	res.Naive = naiveBefore(opts.Solvers, p)
+	for i, s := range opts.Solvers {
 		if !s.IsApplicable(p) {
 			res.Entries = append(res.Entries, Entry{Solver: s.Name, Algorithm: s.Algorithm, Status: StatusNotApplicable, Workspace: 0})
 			continue
@@ -271,65 +365,150 @@ func Find(ctx context.Context, h *handle.Handle, ts *Tensors, opts Options) (*Re
 			naive = append(naive, s)
 			continue
 		}
-		e, err := timeSolver(ctx, h, ts, s, opts, 1, logf)
+		e, err := f.timeSolver(s, 1)
 		if err != nil {
-			return nil, err
+			return f.interrupted(err, e, append(opts.Solvers[i+1:len(opts.Solvers):len(opts.Solvers)], naive...))
 		}
 		if e.Status == StatusOK && (best == 0 || e.TimeMs < best) {
 			best = e.TimeMs
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	for _, s := range naive {
+	for i, s := range naive {
 		if opts.NaiveTimeoutPct == 0 || best == 0 {
-			e, err := timeSolver(ctx, h, ts, s, opts, 1, logf)
+			res.Naive = NaiveTimeoutOff
+			if opts.NaiveTimeoutPct != 0 {
+				res.Naive = NaiveNoDeadline
+			}
+			e, err := f.timeSolver(s, 1)
 			if err != nil {
-				return nil, err
+				return f.interrupted(err, e, naive[i+1:])
 			}
 			res.Entries = append(res.Entries, e)
 			continue
 		}
 		deadline := best * float64(opts.NaiveTimeoutPct) / 100
-		e, waited, abandoned, err := tryNaiveWithTimeout(ctx, h, ts, s, deadline, opts, logf)
+		e, waited, abandoned, err := f.tryNaiveWithTimeout(s, deadline)
 		res.NaiveDeadlineMs, res.NaiveWaitMs = deadline, waited
 		res.NaiveAbandoned = res.NaiveAbandoned || abandoned
+		switch {
+		case err != nil:
+		case e.Status == StatusTimedOut:
+			res.Naive = NaiveAbandoned
+		case e.Status == StatusFailed && abandoned:
+			res.Naive = naiveUnlessAbandoned(res.Naive, NaiveFailed)
+		default:
+			res.Naive = naiveUnlessAbandoned(res.Naive, NaiveWithinDeadline)
+		}
 		if err != nil {
-			return nil, err
+			return f.interrupted(err, e, naive[i+1:])
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	if err := h.DropScratchCache(); err != nil {
-		return nil, fmt.Errorf("drop the scratch cache: %w", err)
+	if err := f.h.DropScratchCache(); err != nil {
+		return fmt.Errorf("drop the scratch cache: %w", err)
 	}
 	rank(res.Entries)
 	if len(res.Entries) > 0 && res.Entries[0].Status == StatusOK {
 		res.Chosen = res.Entries[0].Solver
 		res.Verified = !opts.Verify || res.Entries[0].Check != nil && res.Entries[0].Check.OK
 	}
-	res.Elapsed = time.Since(start)
+	res.Elapsed = time.Since(f.start)
 	if res.Chosen != "" && opts.UserDB != "" {
-		rec := finddb.Record{Key: res.Key}
-		for _, e := range res.Entries {
-			if e.Status == StatusOK {
-				rec.Entries = append(rec.Entries, finddb.Entry{Solver: e.Solver, TimeMs: e.TimeMs, Workspace: int64(e.Workspace), Algorithm: e.Algorithm})
-			}
-		}
-		res.DBRecord = rec.Line()
-		warns, err := finddb.StoreFile(opts.UserDB, rec, dbLockTimeout)
-		noteDB(warns)
-		if err != nil {
-			res.DBErr = err
-			warn("find-db not written (%v); the result stands without it", err)
-		} else {
-			res.DBWritten = true
-		}
+		f.storeDB()
 	}
-	return res, nil
+	return nil
 }
 
-// rank orders ok entries by time, then timed-out, failed and inapplicable ones.
+// naiveBefore is the naive outcome before the benchmark: no naive solver
+// considered, none applicable, or, until the evaluation has an outcome,
+// an interruption's.
+func naiveBefore(solvers []*conv.Solver, p conv.Problem) NaiveOutcome {
+	out := NaiveNotConsidered
+	for _, s := range solvers {
+		if s.IsNaive() {
+			if s.IsApplicable(p) {
+				return NaiveInterrupted
+			}
+			out = NaiveNotApplicable
+		}
+	}
+	return out
+}
+
+// naiveUnlessAbandoned keeps an earlier naive solver's abandonment.
+func naiveUnlessAbandoned(was, now NaiveOutcome) NaiveOutcome {
+	if was.Abandoned() {
+		return was
+	}
+	return now
+}
+
+// interruption reports an error that is the find's context ending.
+func interruption(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// interrupted ends the benchmark on err. When err is the context's end,
+// the result keeps what was measured: e, the solver that was running,
+// and the solvers not reached, ranked; the scratch cache is dropped as
+// at the end of a find. Any other error is returned as it is.
+func (f *search) interrupted(err error, e Entry, notReached []*conv.Solver) error {
+	if !interruption(err) {
+		return err
+	}
+	res, p := f.res, f.ts.Problem
+	if e.Status == "" {
+		e.Status = StatusInterrupted
+	}
+	res.Entries = append(res.Entries, e)
+	for _, s := range notReached {
+		ne := Entry{Solver: s.Name, Algorithm: s.Algorithm, Status: StatusNotRun, Detail: "the find was interrupted before its turn"}
+		if !s.IsApplicable(p) {
+			ne.Status, ne.Detail = StatusNotApplicable, ""
+		}
+		res.Entries = append(res.Entries, ne)
+	}
+	if derr := f.h.DropScratchCache(); derr != nil {
+		return errors.Join(err, fmt.Errorf("drop the scratch cache: %w", derr))
+	}
+	rank(res.Entries)
+	return err
+}
+
+// storeDB merges the ok entries into the user find-db.
+func (f *search) storeDB() {
+	res := f.res
+	rec := finddb.Record{Key: res.Key}
+	for _, e := range res.Entries {
+		if e.Status == StatusOK {
+			rec.Entries = append(rec.Entries, finddb.Entry{Solver: e.Solver, TimeMs: e.TimeMs, Workspace: int64(e.Workspace), Algorithm: e.Algorithm})
+		}
+	}
+	res.DBRecord = rec.Line()
+	onWait := f.opts.DBLockWait
+	if onWait == nil {
+		onWait = func(w finddb.LockWait) { f.warn("find-db: %s", w) }
+	}
+	st, err := finddb.Store(f.ctx, f.opts.UserDB, rec, finddb.StoreOptions{LockTimeout: dbLockTimeout, OnWait: onWait})
+	res.DBWaited = st.Waited
+	f.noteDB(st.Warnings)
+	if err != nil {
+		res.DBErr = err
+		f.warn("find-db not written (%v); the result stands without it", err)
+		return
+	}
+	res.DBWritten = true
+	res.DBReplaced = st.Replaced
+	for _, r := range st.Replaced {
+		f.warn("find-db: %s", r)
+	}
+}
+
+// rank orders ok entries by time, then those that failed verification,
+// were interrupted, timed out, failed, were not run, and do not apply.
 func rank(es []Entry) {
-	order := map[Status]int{StatusOK: 0, StatusFailedVerification: 1, StatusTimedOut: 2, StatusFailed: 3, StatusNotApplicable: 4}
+	order := map[Status]int{StatusOK: 0, StatusFailedVerification: 1, StatusInterrupted: 2, StatusTimedOut: 3, StatusFailed: 4, StatusNotRun: 5, StatusNotApplicable: 6}
 	sort.SliceStable(es, func(i, j int) bool {
 		if order[es[i].Status] != order[es[j].Status] {
 			return order[es[i].Status] < order[es[j].Status]
@@ -351,7 +530,8 @@ type dbHit struct {
 // lookupDB reads the user find-db for p's key and returns the fastest
 // entry of one of miotool's applicable solvers, or nil on a miss (a key
 // whose entries name none of them is a miss too). It sets res.Lookup.
-func lookupDB(path string, p conv.Problem, solvers []*conv.Solver, res *Result, noteDB func([]finddb.Warning)) (*dbHit, error) {
+func (f *search) lookupDB() (*dbHit, error) {
+	path, p, solvers, res := f.opts.UserDB, f.ts.Problem, f.opts.Solvers, f.res
 	if path == "" {
 		res.Lookup = "no user find-db"
 		return nil, nil
@@ -361,7 +541,7 @@ func lookupDB(path string, p conv.Problem, solvers []*conv.Solver, res *Result, 
 		res.Lookup = "not read"
 		return nil, err
 	}
-	noteDB(db.Warnings)
+	f.noteDB(db.Warnings)
 	rec, ok := db.Lookup(res.Key)
 	if !ok {
 		res.Lookup = "no record for this key"
@@ -403,11 +583,14 @@ func plural(n int, one, many string) string {
 
 // runFromDB serves a find-db hit: the recorded solver, run once and
 // verified, with its recorded time; nothing is benchmarked.
-func runFromDB(ctx context.Context, h *handle.Handle, ts *Tensors, hit *dbHit, opts Options, res *Result, logf func(string, ...any)) error {
-	s := hit.solver
-	logf("%s mode: find-db names %s (%.4g ms)", opts.Mode, s.Name, hit.entry.TimeMs)
-	e, err := runOnce(ctx, h, ts, s, opts)
+func (f *search) runFromDB(hit *dbHit) error {
+	opts, res, s := f.opts, f.res, hit.solver
+	f.logf("%s mode: find-db names %s (%.4g ms)", opts.Mode, s.Name, hit.entry.TimeMs)
+	e, err := f.runOnce(s)
 	if err != nil {
+		if interruption(err) {
+			res.Entries = append(res.Entries, e)
+		}
 		return err
 	}
 	e.TimeMs, e.Samples, e.Detail = hit.entry.TimeMs, 0, joinDetail("from find-db", e.Detail)
@@ -421,16 +604,16 @@ func runFromDB(ctx context.Context, h *handle.Handle, ts *Tensors, hit *dbHit, o
 // mode: rank the applicable solvers with the heuristic, run the top one
 // once (timed, not benchmarked) and verify it. Nothing is written to the
 // find-db, as MIOpen writes none for immediate mode.
-func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []*conv.Solver, opts Options, res *Result, logf func(string, ...any), warn func(string, ...any)) error {
-	p := ts.Problem
+func (f *search) runImmediate() error {
+	opts, res, p := f.opts, f.res, f.ts.Problem
 	var applicable []*conv.Solver
-	for _, s := range solvers {
+	for _, s := range opts.Solvers {
 		if s.IsApplicable(p) {
 			applicable = append(applicable, s)
 		}
 	}
 	if len(applicable) == 0 {
-		warn("find-db: %s: immediate-mode fallback found no applicable solver", res.Lookup)
+		f.warn("find-db: %s: immediate-mode fallback found no applicable solver", res.Lookup)
 		return nil
 	}
 	chosen, how := applicable[0], "first applicable solver, no heuristic"
@@ -457,10 +640,13 @@ func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []
 			}
 		}
 	}
-	warn("find-db: %s: immediate-mode fallback chose %s (%s), not benchmarked", res.Lookup, chosen.Name, how)
-	logf("fast mode: running %s once", chosen.Name)
-	e, err := runOnce(ctx, h, ts, chosen, opts)
+	f.warn("find-db: %s: immediate-mode fallback chose %s (%s), not benchmarked", res.Lookup, chosen.Name, how)
+	f.logf("fast mode: running %s once", chosen.Name)
+	e, err := f.runOnce(chosen)
 	if err != nil {
+		if interruption(err) {
+			res.Entries = append(res.Entries, e)
+		}
 		return err
 	}
 	e.Detail = joinDetail("immediate mode: "+how+", one run", e.Detail)
@@ -472,9 +658,11 @@ func runImmediate(ctx context.Context, h *handle.Handle, ts *Tensors, solvers []
 
 // runOnce runs s once on the handle's stream, timed with events, and
 // verifies its output.
-func runOnce(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, opts Options) (Entry, error) {
+func (f *search) runOnce(s *conv.Solver) (Entry, error) {
+	h, ts := f.h, f.ts
 	e := Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
-	if err := ctx.Err(); err != nil {
+	if err := f.ctx.Err(); err != nil {
+		e.Status, e.Detail = StatusInterrupted, "the find was interrupted before it ran"
 		return e, err
 	}
 	if err := ts.ClearOutput(); err != nil {
@@ -494,7 +682,7 @@ func runOnce(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver,
 		return e, nil
 	}
 	e.TimeMs, e.Samples, e.Status = ms, 1, StatusOK
-	if opts.Verify {
+	if f.opts.Verify {
 		if err := verify(ts, &e); err != nil {
 			return e, err
 		}
@@ -528,7 +716,8 @@ func runPlan(h *handle.Handle, s hip.Stream, sol *conv.Solver, ts *Tensors, y hi
 
 // timeSolver runs warmups untimed runs and the timed samples on the
 // handle's stream and checks the output.
-func timeSolver(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, opts Options, warmups int, logf func(string, ...any)) (Entry, error) {
+func (f *search) timeSolver(s *conv.Solver, warmups int) (Entry, error) {
+	h, ts, opts := f.h, f.ts, f.opts
 	e := Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
 	if e.Workspace > ts.WorkspaceBytes {
 		e.Status, e.Detail = StatusFailed, fmt.Sprintf("needs %d bytes of workspace, %d available", e.Workspace, ts.WorkspaceBytes)
@@ -541,7 +730,13 @@ func timeSolver(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solv
 	defer tm.close()
 	var samples []float64
 	for i := 0; i < warmups+opts.Samples; i++ {
-		if err := ctx.Err(); err != nil {
+		if err := f.ctx.Err(); err != nil {
+			// What was measured stays: the samples taken so far.
+			e.Status, e.Samples = StatusInterrupted, len(samples)
+			e.Detail = fmt.Sprintf("interrupted after %d of %d samples", len(samples), opts.Samples)
+			if len(samples) > 0 {
+				e.TimeMs, e.Dropped = RobustMean(samples)
+			}
 			return e, err
 		}
 		ms, err := tm.time(h.Stream(), func() error { return runPlan(h, h.Stream(), s, ts, ts.Y) })
@@ -559,7 +754,7 @@ func timeSolver(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solv
 	e.TimeMs, e.Dropped = RobustMean(samples)
 	e.Samples = len(samples)
 	e.Status = StatusOK
-	logf("%s: %.4g ms (%d samples, %d dropped)", s.Name, e.TimeMs, e.Samples, e.Dropped)
+	f.logf("%s: %.4g ms (%d samples, %d dropped)", s.Name, e.TimeMs, e.Samples, e.Dropped)
 	if opts.Verify {
 		if err := verify(ts, &e); err != nil {
 			return e, err
@@ -586,16 +781,20 @@ func verify(ts *Tensors, e *Entry) error {
 // a handle scratch buffer on a tracker stream; find polls the stop event
 // until deadlineMs and, if the kernel is still running, abandons the stream
 // with the stop event as its done event and moves on.
-func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *conv.Solver, deadlineMs float64, opts Options, logf func(string, ...any)) (e Entry, waitedMs float64, abandoned bool, err error) {
+func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entry, waitedMs float64, abandoned bool, err error) {
+	h, ts := f.h, f.ts
 	e = Entry{Solver: s.Name, Algorithm: s.Algorithm, Workspace: s.Workspace(ts.Problem)}
 	dev, tr := h.Device(), h.Tracker()
 	scratch, err := h.ScratchBuffer(ts.OutputBytes())
 	if err != nil {
 		return e, 0, false, err
 	}
-	slot, err := tr.Acquire(ctx)
+	slot, err := tr.Acquire(f.ctx)
 	if err != nil {
 		_ = scratch.Release()
+		if interruption(err) {
+			e.Status, e.Detail = StatusInterrupted, "the find was interrupted while it waited for a stream"
+		}
 		return e, 0, false, fmt.Errorf("acquire a stream for the naive evaluation: %w", err)
 	}
 	tr.Pin(slot, scratch)
@@ -620,10 +819,10 @@ func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *
 		// Hand the stop event over if it can still be recorded, so the slot
 		// is reclaimable without its callback.
 		if dev.EventRecord(stopEv, st) == nil {
-			tr.Abandon(slot, stopEv)
+			f.abandon(slot, stopEv)
 		} else {
 			_ = dev.EventDestroy(stopEv)
-			tr.Abandon(slot, 0)
+			f.abandon(slot, 0)
 		}
 		if isSticky(runErr) {
 			return e, 0, true, runErr
@@ -633,25 +832,36 @@ func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *
 	}
 	if err := dev.EventRecord(stopEv, st); err != nil {
 		_ = dev.EventDestroy(stopEv)
-		tr.Abandon(slot, 0)
+		f.abandon(slot, 0)
 		return e, 0, true, err
 	}
 	deadline := t0.Add(time.Duration(deadlineMs * float64(time.Millisecond)))
 	for {
+		select {
+		case <-f.ctx.Done():
+			// Interrupted: abandon the evaluation as at its deadline, so
+			// its teardown is the same.
+			waited := msSince(t0)
+			f.abandon(slot, stopEv)
+			e.Status = StatusInterrupted
+			e.Detail = fmt.Sprintf("interrupted after %.4g ms of its %.4g ms deadline; abandoned", waited, deadlineMs)
+			return e, waited, true, f.ctx.Err()
+		default:
+		}
 		qerr := dev.EventQuery(stopEv)
 		if qerr == nil {
 			break
 		}
 		if !hip.IsNotReady(qerr) {
-			tr.Abandon(slot, stopEv)
+			f.abandon(slot, stopEv)
 			return e, msSince(t0), true, fmt.Errorf("naive evaluation: %w", qerr)
 		}
 		if time.Now().After(deadline) {
 			waited := msSince(t0)
-			tr.Abandon(slot, stopEv)
+			f.abandon(slot, stopEv)
 			e.Status = StatusTimedOut
-			e.Detail = fmt.Sprintf("exceeded %d%% of the best time (%.4g ms): abandoned after %.4g ms", opts.NaiveTimeoutPct, deadlineMs, waited)
-			logf("%s: %s", s.Name, e.Detail)
+			e.Detail = fmt.Sprintf("exceeded %d%% of the best time (%.4g ms): abandoned after %.4g ms", f.opts.NaiveTimeoutPct, deadlineMs, waited)
+			f.logf("%s: %s", s.Name, e.Detail)
 			return e, waited, true, nil
 		}
 		runtime.Gosched()
@@ -663,11 +873,18 @@ func tryNaiveWithTimeout(ctx context.Context, h *handle.Handle, ts *Tensors, s *
 	if err != nil {
 		return e, waited, false, err
 	}
-	logf("%s: warm-up finished in %.4g ms, within the %.4g ms deadline", s.Name, warm, deadlineMs)
+	f.logf("%s: warm-up finished in %.4g ms, within the %.4g ms deadline", s.Name, warm, deadlineMs)
 	// It made the deadline: time it like any other solver, the warm-up
 	// already done.
-	te, err := timeSolver(ctx, h, ts, s, opts, 0, logf)
+	te, err := f.timeSolver(s, 0)
 	return te, waited, false, err
+}
+
+// abandon hands the naive evaluation's slot to the tracker, its kernel
+// perhaps still running, and notes when.
+func (f *search) abandon(slot *streams.Slot, done hip.Event) {
+	f.res.NaiveAbandonedAt = time.Now()
+	f.h.Tracker().Abandon(slot, done)
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t)) / float64(time.Millisecond) }

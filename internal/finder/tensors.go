@@ -36,7 +36,8 @@ var sampledAbove = 2e10
 const sampleSize = 1 << 16
 
 // NewTensors allocates x, w, y and the largest workspace any solver needs,
-// and uploads seeded random x and w.
+// and uploads seeded random x and w. A problem whose tensors exceed the
+// device's memory is refused first (ErrTooLarge), with nothing allocated.
 func NewTensors(dev hip.Device, p conv.Problem, solvers []*conv.Solver, seed uint64) (*Tensors, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -44,15 +45,21 @@ func NewTensors(dev hip.Device, p conv.Problem, solvers []*conv.Solver, seed uin
 	if solvers == nil {
 		solvers = conv.Solvers()
 	}
+	// Refuse what cannot fit before the host tensors are made: for a
+	// problem of gigabytes that alone takes minutes.
+	// (Without the naive timeout, Need counts no naive scratch: only
+	// what is allocated here.)
+	need, err := Need(p, Options{Solvers: solvers})
+	if err != nil {
+		return nil, err
+	}
+	if err := need.Fits(dev.Props().TotalMemory); err != nil {
+		return nil, err
+	}
 	ts := &Tensors{Problem: p, dev: dev}
 	ts.hostX = conv.RandomTensor(p.InputElements(), seed)
 	ts.hostW = conv.RandomTensor(p.WeightElements(), seed+1)
-	for _, s := range solvers {
-		if s.IsApplicable(p) {
-			ts.WorkspaceBytes = max(ts.WorkspaceBytes, s.Workspace(p))
-		}
-	}
-	var err error
+	ts.WorkspaceBytes = int(need.Workspace)
 	alloc := func(n int, what string) hip.DevPtr {
 		if err != nil {
 			return 0

@@ -103,6 +103,9 @@ func (h *Handle) SetStream(s hip.Stream) {
 // Tracker is the handle's stream tracker.
 func (h *Handle) Tracker() *streams.Tracker { return h.tracker }
 
+// CloseTimeout bounds each wait of Close (see Options.CloseTimeout).
+func (h *Handle) CloseTimeout() time.Duration { return h.closeWait }
+
 // Function loads src once per handle and returns the named entry point.
 func (h *Handle) Function(src *hip.KernelSource, name string) (hip.Function, error) {
 	h.modMu.Lock()

@@ -1,0 +1,240 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The observer's C source, built on first use by the system C compiler.
+//
+//go:embed observer/mt_abi.h observer/observer.h observer/observer.c observer/cuda.c observer/hip.c
+var observerSources embed.FS
+
+// observerFiles are the embedded files, headers first; the .c ones are
+// compiled.
+var observerFiles = []string{"mt_abi.h", "observer.h", "observer.c", "cuda.c", "hip.c"}
+
+// compileFlags build the observer: a shared library with only its entry
+// points visible, warnings as errors.
+var compileFlags = []string{"-shared", "-fPIC", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+	"-fvisibility=hidden", "-pthread"}
+
+var linkFlags = []string{"-ldl"}
+
+// ObserverLibrary is the built library's file name.
+const ObserverLibrary = "libmiotool-observer.so"
+
+// EnvObserver names a prebuilt observer library to use instead of
+// building one.
+const EnvObserver = "MIOTOOL_TRACE_OBSERVER"
+
+// BuildOptions say how to build the observer.
+type BuildOptions struct {
+	// CC is the compiler command (a name or path, optionally with
+	// arguments, as $CC is); "" means $CC, else the first of cc, gcc and
+	// clang found.
+	CC string
+	// Path is the search path for it; "" means $PATH.
+	Path string
+	// CacheDir is where built libraries are kept; "" means the user cache
+	// directory's miotool/trace.
+	CacheDir string
+}
+
+// NoCompilerError says that no C compiler was found to build the observer.
+type NoCompilerError struct {
+	Tried []string
+}
+
+func (e *NoCompilerError) Error() string {
+	return fmt.Sprintf("no C compiler to build the trace observer with (tried %s): install one "+
+		"(for example: apt-get install gcc), or give a prebuilt observer with --observer PATH or %s",
+		strings.Join(e.Tried, ", "), EnvObserver)
+}
+
+// BuildError is a compiler that failed on the observer's source.
+type BuildError struct {
+	Command []string
+	Output  string
+	Err     error
+}
+
+func (e *BuildError) Error() string {
+	out := strings.TrimSpace(e.Output)
+	if out != "" {
+		out = ":\n" + out
+	}
+	return fmt.Sprintf("building the trace observer (%s): %v%s", strings.Join(e.Command, " "), e.Err, out)
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// ObserverSource is the embedded source, file by file, for tests and for
+// building it by hand.
+func ObserverSource() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, name := range observerFiles {
+		data, err := observerSources.ReadFile("observer/" + name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = data
+	}
+	return out, nil
+}
+
+// Build returns the observer library for this source and compiler, built
+// into the cache on first use. The cache is keyed by the SHA-256 of the
+// source, the compiler (its path and version) and the flags, so a changed
+// source or compiler builds anew; the library is compiled into a
+// temporary folder and renamed into place, so a concurrent or interrupted
+// build never leaves a partial file where it is looked for.
+func Build(ctx context.Context, o BuildOptions) (string, error) {
+	src, err := ObserverSource()
+	if err != nil {
+		return "", err
+	}
+	return build(ctx, o, src)
+}
+
+func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, error) {
+	cc, err := findCompiler(o)
+	if err != nil {
+		return "", err
+	}
+	cache := o.CacheDir
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache directory for the trace observer (%v): give a prebuilt one with --observer PATH or %s", err, EnvObserver)
+		}
+		cache = filepath.Join(base, "miotool", "trace")
+	}
+	key := buildKey(src, cc, compilerVersion(ctx, cc))
+	dir := filepath.Join(cache, key)
+	lib := filepath.Join(dir, ObserverLibrary)
+	if st, err := os.Stat(lib); err == nil && st.Mode().IsRegular() {
+		return lib, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("trace observer cache: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("trace observer cache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	var sources []string
+	for _, name := range observerFiles {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, src[name], 0o644); err != nil {
+			return "", fmt.Errorf("trace observer cache: %w", err)
+		}
+		if strings.HasSuffix(name, ".c") {
+			sources = append(sources, p)
+		}
+	}
+	out := filepath.Join(tmp, ObserverLibrary)
+	args := append(append(append(append(cc[1:len(cc):len(cc)], compileFlags...), "-o", out), sources...), linkFlags...)
+	cmd := exec.CommandContext(ctx, cc[0], args...)
+	cmd.Dir = tmp
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Run(); err != nil {
+		return "", &BuildError{Command: append([]string{cc[0]}, args...), Output: output.String(), Err: err}
+	}
+	if err := os.Rename(out, lib); err != nil {
+		return "", fmt.Errorf("trace observer cache: %w", err)
+	}
+	return lib, nil
+}
+
+// findCompiler is the compiler command to use, its program resolved.
+func findCompiler(o BuildOptions) ([]string, error) {
+	path := o.Path
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	cc := o.CC
+	if cc == "" {
+		cc = os.Getenv("CC")
+	}
+	var candidates [][]string
+	if f := strings.Fields(cc); len(f) > 0 {
+		candidates = [][]string{f}
+	} else {
+		candidates = [][]string{{"cc"}, {"gcc"}, {"clang"}}
+	}
+	var tried []string
+	for _, c := range candidates {
+		if p := lookPath(c[0], path); p != "" {
+			return append([]string{p}, c[1:]...), nil
+		}
+		name := c[0]
+		if o.CC == "" && cc != "" {
+			name = "$CC=" + cc
+		}
+		tried = append(tried, name)
+	}
+	return nil, &NoCompilerError{Tried: tried}
+}
+
+// lookPath finds an executable file by name in path (or as given, when the
+// name has a slash); "" when there is none.
+func lookPath(name, path string) string {
+	executable := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+	}
+	if strings.Contains(name, "/") {
+		if executable(name) {
+			if abs, err := filepath.Abs(name); err == nil {
+				return abs
+			}
+			return name
+		}
+		return ""
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue // the current directory is never searched
+		}
+		if p := filepath.Join(dir, name); executable(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// compilerVersion is what the compiler says of its version, "" when it
+// says nothing.
+func compilerVersion(ctx context.Context, cc []string) string {
+	out, err := exec.CommandContext(ctx, cc[0], append(cc[1:len(cc):len(cc)], "-dumpfullversion", "-dumpversion")...).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func buildKey(src map[string][]byte, cc []string, version string) string {
+	h := sha256.New()
+	for _, name := range observerFiles {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(src[name]))
+		h.Write(src[name])
+	}
+	fmt.Fprintf(h, "cc\x00%s\x00%s\x00", strings.Join(cc, " "), version)
+	fmt.Fprintf(h, "flags\x00%s\x00%s", strings.Join(compileFlags, " "), strings.Join(linkFlags, " "))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// errNoObserver is an observer path that is not a file.
+var errNoObserver = errors.New("not a file")

@@ -1,0 +1,282 @@
+/*
+ * The CUDA side: a CUPTI injection library. The driver loads the library
+ * that CUDA_INJECTION64_PATH names during cuInit and calls its
+ * InitializeInjection; that subscribes to CUPTI's driver-API callbacks, which
+ * run on the calling thread at the entry and exit of every driver call,
+ * those the CUDA runtime makes included.
+ *
+ * Cost when no capture is active: the callback reads one cached word that
+ * classifies the call (by callback id) and, at exit, one relaxed counter.
+ * Only the capture calls and the thread's mode exchanges do more.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "observer.h"
+
+/* What a driver call is to the observer, cached per callback id. */
+enum {
+    MT_K_CALL = 1,        /* any other call */
+    MT_K_BEGIN,           /* cuStreamBeginCapture_v2 (stream, mode) */
+    MT_K_BEGIN_GLOBAL,    /* cuStreamBeginCapture without a mode: global */
+    MT_K_BEGIN_TO_GRAPH,  /* cuStreamBeginCaptureToGraph */
+    MT_K_END,             /* cuStreamEndCapture */
+    MT_K_EXCHANGE,        /* cuThreadExchangeStreamCaptureMode */
+    MT_K_DESTROY,         /* cuStreamDestroy */
+};
+/* Where in the call's parameter struct its stream and event are: a byte
+ * offset plus one (0: none), or the launch config's stream. */
+#define MT_AT(off) ((off) / 8 + 1)
+#define MT_AT_LAUNCH_CONFIG 63
+#define MT_INFO(kind, stream, event, candidate) \
+    (0x80000000u | (kind) | ((unsigned)(stream) << 4) | ((unsigned)(event) << 10) | ((candidate) ? 1u << 16 : 0u))
+
+struct mt_cuda_call {
+    const char *name; /* without _v2, _ptsz, ... */
+    unsigned info;
+};
+
+/* Calls that may name a capture's stream or that the capture rules govern
+ * (candidates: their callers are worth knowing when they succeed too). */
+static const struct mt_cuda_call mt_cuda_calls[] = {
+    {"cuStreamEndCapture", MT_INFO(MT_K_END, MT_AT(0), 0, 1)},
+    {"cuThreadExchangeStreamCaptureMode", MT_INFO(MT_K_EXCHANGE, 0, 0, 0)},
+    {"cuStreamDestroy", MT_INFO(MT_K_DESTROY, MT_AT(0), 0, 0)},
+    {"cuStreamQuery", MT_INFO(MT_K_CALL, MT_AT(0), 0, 1)},
+    {"cuStreamSynchronize", MT_INFO(MT_K_CALL, MT_AT(0), 0, 1)},
+    {"cuEventQuery", MT_INFO(MT_K_CALL, 0, MT_AT(0), 1)},
+    {"cuEventSynchronize", MT_INFO(MT_K_CALL, 0, MT_AT(0), 1)},
+    {"cuCtxSynchronize", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemAlloc", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemAllocPitch", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemAllocManaged", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemAllocHost", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemHostAlloc", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemFree", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemFreeHost", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemcpy", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemcpyHtoD", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemcpyDtoH", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemcpyDtoD", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemsetD8", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemsetD16", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuMemsetD32", MT_INFO(MT_K_CALL, 0, 0, 1)},
+    {"cuEventRecord", MT_INFO(MT_K_CALL, MT_AT(8), MT_AT(0), 0)},
+    {"cuEventRecordWithFlags", MT_INFO(MT_K_CALL, MT_AT(8), MT_AT(0), 0)},
+    {"cuStreamWaitEvent", MT_INFO(MT_K_CALL, MT_AT(0), MT_AT(8), 0)},
+    {"cuLaunchKernel", MT_INFO(MT_K_CALL, MT_AT(40), 0, 0)},
+    {"cuLaunchCooperativeKernel", MT_INFO(MT_K_CALL, MT_AT(40), 0, 0)},
+    {"cuLaunchKernelEx", MT_INFO(MT_K_CALL, MT_AT_LAUNCH_CONFIG, 0, 0)},
+    {"cuLaunchHostFunc", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
+    {"cuStreamAddCallback", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
+    {"cuMemcpyAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemcpyHtoDAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemcpyDtoHAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemcpyDtoDAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemcpy2DAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
+    {"cuMemcpy3DAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
+    {"cuMemsetD8Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemsetD16Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemsetD32Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuMemAllocAsync", MT_INFO(MT_K_CALL, MT_AT(16), 0, 0)},
+    {"cuMemFreeAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
+    {"cuGraphLaunch", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
+    {"cuGraphUpload", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
+    {"cuStreamIsCapturing", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
+    {"cuStreamGetCaptureInfo", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
+    {"cuStreamUpdateCaptureDependencies", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
+};
+
+/* The name without its ABI suffixes: cuMemcpyHtoDAsync_v2_ptsz names
+ * cuMemcpyHtoDAsync. */
+static size_t mt_base_len(const char *name) {
+    static const char *const suffixes[] = {"_v2", "_v3", "_v4", "_ptsz", "_ptds"};
+    size_t n = strlen(name);
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            size_t k = strlen(suffixes[i]);
+            if (n > k && strncmp(name + n - k, suffixes[i], k) == 0) {
+                n -= k;
+                again = 1;
+            }
+        }
+    }
+    return n;
+}
+
+static unsigned mt_classify(const char *name) {
+    if (!name)
+        return MT_INFO(MT_K_CALL, 0, 0, 0);
+    size_t n = mt_base_len(name);
+    if (n == strlen("cuStreamBeginCapture") && strncmp(name, "cuStreamBeginCapture", n) == 0)
+        /* The plain and _ptsz forms are the old ABI, without a mode. */
+        return strstr(name, "_v2") ? MT_INFO(MT_K_BEGIN, MT_AT(0), 0, 1) : MT_INFO(MT_K_BEGIN_GLOBAL, MT_AT(0), 0, 1);
+    if (n == strlen("cuStreamBeginCaptureToGraph") && strncmp(name, "cuStreamBeginCaptureToGraph", n) == 0)
+        return MT_INFO(MT_K_BEGIN_TO_GRAPH, MT_AT(0), 0, 1);
+    for (size_t i = 0; i < sizeof mt_cuda_calls / sizeof mt_cuda_calls[0]; i++)
+        if (strlen(mt_cuda_calls[i].name) == n && strncmp(name, mt_cuda_calls[i].name, n) == 0)
+            return mt_cuda_calls[i].info;
+    return MT_INFO(MT_K_CALL, 0, 0, 0);
+}
+
+#define MT_CBID_CACHE 4096
+static _Atomic unsigned mt_cbid_info[MT_CBID_CACHE];
+
+static unsigned mt_info(mt_CUpti_CallbackId cbid, const char *name) {
+    if (cbid < MT_CBID_CACHE) {
+        unsigned info = atomic_load_explicit(&mt_cbid_info[cbid], memory_order_relaxed);
+        if (info)
+            return info;
+        info = mt_classify(name);
+        atomic_store_explicit(&mt_cbid_info[cbid], info, memory_order_relaxed);
+        return info;
+    }
+    return mt_classify(name);
+}
+
+static uint64_t mt_handle_at(const void *params, unsigned at) {
+    if (!params || at == 0)
+        return 0;
+    if (at == MT_AT_LAUNCH_CONFIG) {
+        const mt_CUlaunchConfig *cfg = ((const mt_cuLaunchKernelEx_params *)params)->config;
+        return cfg ? (uint64_t)(uintptr_t)cfg->hStream : 0;
+    }
+    const void *const *field = (const void *const *)((const char *)params + (at - 1) * 8);
+    return (uint64_t)(uintptr_t)*field;
+}
+
+/* The mode a thread asked for at the entry of its exchange, kept for the
+ * exit, where the parameter holds the old mode instead. */
+static MT_TLS unsigned mt_pending_mode;
+
+static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt_CUpti_CallbackId cbid,
+                              const void *cbdata) {
+    (void)userdata;
+    if (domain != MT_CUPTI_CB_DOMAIN_DRIVER_API || !cbdata)
+        return;
+    const mt_CUpti_CallbackData *cb = cbdata;
+    unsigned info = mt_info(cbid, cb->functionName);
+    unsigned kind = info & 15;
+    if (cb->callbackSite == MT_CUPTI_API_ENTER) {
+        if (kind == MT_K_EXCHANGE && cb->functionParams) {
+            const mt_CUstreamCaptureMode *mode = ((const mt_cuThreadExchangeStreamCaptureMode_params *)cb->functionParams)->mode;
+            mt_pending_mode = mode ? *mode : mt_cuda_thread_mode;
+        }
+        return;
+    }
+    if (cb->callbackSite != MT_CUPTI_API_EXIT)
+        return;
+    unsigned result = cb->functionReturnValue ? *(const mt_CUresult *)cb->functionReturnValue : 0;
+    uint64_t stream = mt_handle_at(cb->functionParams, (info >> 4) & 63);
+    switch (kind) {
+    case MT_K_BEGIN:
+        mt_begin(MT_API_CUDA, cb->functionName, stream,
+                 cb->functionParams ? ((const mt_cuStreamBeginCapture_v2_params *)cb->functionParams)->mode : 0, result);
+        return;
+    case MT_K_BEGIN_GLOBAL:
+        mt_begin(MT_API_CUDA, cb->functionName, stream, MT_CU_STREAM_CAPTURE_MODE_GLOBAL, result);
+        return;
+    case MT_K_BEGIN_TO_GRAPH:
+        mt_begin(MT_API_CUDA, cb->functionName, stream,
+                 cb->functionParams ? ((const mt_cuStreamBeginCaptureToGraph_params *)cb->functionParams)->mode : 0,
+                 result);
+        return;
+    case MT_K_END:
+        /* CUDA ends the capture whatever EndCapture returns (from the wrong
+         * thread too: it tears the capture down). */
+        mt_end(MT_API_CUDA, cb->functionName, stream, result, 0);
+        return;
+    case MT_K_EXCHANGE:
+        if (result == 0)
+            mt_cuda_thread_mode = mt_pending_mode;
+        break;
+    case MT_K_DESTROY:
+        if (result == 0 && mt_any_capture())
+            mt_stream_gone(MT_API_CUDA, stream);
+        break;
+    }
+    if (!mt_any_capture())
+        return;
+    mt_call(MT_API_CUDA, cb->functionName, stream, mt_handle_at(cb->functionParams, (info >> 10) & 63), result,
+            mt_cuda_thread_mode, (info >> 16) & 1);
+}
+
+/* ---- loading CUPTI ---- */
+
+static void *mt_open_cupti(char *tried, size_t size) {
+    static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so.11"};
+    const size_t nsonames = sizeof sonames / sizeof sonames[0];
+    void *h;
+    /* A copy the program already loaded (PyTorch's) is the one to share. */
+    for (size_t i = 0; i < nsonames; i++)
+        if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD)))
+            return h;
+    /* The one miotool found beside the CUDA installation it looked at. */
+    const char *found = getenv("MIOTOOL_TRACE_CUPTI");
+    if (found && found[0]) {
+        if ((h = dlopen(found, RTLD_NOW)))
+            return h;
+        snprintf(tried + strlen(tried), size - strlen(tried), "%s (%s); ", found, dlerror());
+    }
+    for (size_t i = 0; i < nsonames; i++) {
+        if ((h = dlopen(sonames[i], RTLD_NOW)))
+            return h;
+        snprintf(tried + strlen(tried), size - strlen(tried), "%s; ", sonames[i]);
+    }
+    return NULL;
+}
+
+static const char *mt_cupti_error(void *h, mt_CUptiResult r, char *buf, size_t size) {
+    mt_cuptiGetResultString_fn text = (mt_cuptiGetResultString_fn)dlsym(h, "cuptiGetResultString");
+    const char *s = NULL;
+    if (!text || text(r, &s) != MT_CUPTI_SUCCESS || !s)
+        s = "";
+    snprintf(buf, size, "%u %s", r, s);
+    return buf;
+}
+
+MT_EXPORT int InitializeInjection(void) {
+    static atomic_int done;
+    if (atomic_exchange(&done, 1))
+        return 1;
+    mt_init_process();
+    char tried[1024] = "", msg[1536];
+    void *h = mt_open_cupti(tried, sizeof tried);
+    if (!h) {
+        snprintf(msg, sizeof msg, "libcupti could not be loaded; tried %s", tried);
+        mt_note("cupti", "error", msg);
+        return 1; /* the program runs on, unobserved */
+    }
+    mt_cuptiSubscribe_fn subscribe = (mt_cuptiSubscribe_fn)dlsym(h, "cuptiSubscribe");
+    mt_cuptiEnableDomain_fn enable = (mt_cuptiEnableDomain_fn)dlsym(h, "cuptiEnableDomain");
+    Dl_info where;
+    const char *path = subscribe && dladdr((void *)subscribe, &where) && where.dli_fname ? where.dli_fname : "libcupti";
+    if (!subscribe || !enable) {
+        snprintf(msg, sizeof msg, "%s lacks cuptiSubscribe or cuptiEnableDomain", path);
+        mt_note("cupti", "error", msg);
+        return 1;
+    }
+    mt_CUpti_SubscriberHandle sub = NULL;
+    mt_CUptiResult r = subscribe(&sub, mt_cupti_callback, NULL);
+    if (r != MT_CUPTI_SUCCESS) {
+        char err[256];
+        snprintf(msg, sizeof msg, "cuptiSubscribe in %s returned %s (another CUPTI client, such as a profiler, may hold it)",
+                 path, mt_cupti_error(h, r, err, sizeof err));
+        mt_note("cupti", "error", msg);
+        return 1;
+    }
+    r = enable(1, sub, MT_CUPTI_CB_DOMAIN_DRIVER_API);
+    if (r != MT_CUPTI_SUCCESS) {
+        char err[256];
+        snprintf(msg, sizeof msg, "cuptiEnableDomain(driver API) in %s returned %s", path,
+                 mt_cupti_error(h, r, err, sizeof err));
+        mt_note("cupti", "error", msg);
+        return 1;
+    }
+    mt_note("cupti", "ok", path);
+    return 1;
+}

@@ -1,0 +1,421 @@
+// Package trace runs a program with an observer of its GPU runtime calls
+// and judges each stream capture it made: which call, on which thread and
+// from which library, broke it, and which calls only a relaxed mode let
+// through. The observer is a small C library (observer/), built on first
+// use: a CUPTI injection library for CUDA (CUDA_INJECTION64_PATH) and an
+// LD_PRELOAD interposer for HIP; it only reports, and this package does
+// the analysis.
+package trace
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Environment variables the observer reads.
+const (
+	EnvSocket = "MIOTOOL_TRACE_SOCKET" // where to send records
+	EnvCUPTI  = "MIOTOOL_TRACE_CUPTI"  // a libcupti to load when the program has none loaded
+)
+
+// DefaultGrace is how long an interrupted program has to exit after the
+// forwarded signal before its group is killed.
+const DefaultGrace = 5 * time.Second
+
+// outputGrace bounds the wait for the program's output once it has exited
+// and its group has been killed: something outside the group may hold a
+// pipe.
+const outputGrace = 2 * time.Second
+
+// Options say what to run and how.
+type Options struct {
+	// Program and its arguments; the program is looked up in $PATH
+	// (of Env) when it has no slash.
+	Program string
+	Args    []string
+	// Env is the program's environment, before the observer's variables
+	// are added; nil means this process's.
+	Env []string
+	Dir string
+	// The program's standard streams; nil means this process's own,
+	// passed to it untouched.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Timeout is the watchdog: a program still running after it is killed
+	// with its process group. Zero: none.
+	Timeout time.Duration
+	// Grace is how long an interrupted program may take to exit after the
+	// forwarded signal (DefaultGrace when zero).
+	Grace time.Duration
+	// Observer is the observer library (Build makes one).
+	Observer string
+	// CUPTI is a libcupti for the observer to load when the program has
+	// not loaded one; "" means FindCUPTI's.
+	CUPTI string
+	// Limits bound what is kept (DefaultLimits where zero).
+	Limits Limits
+	// Rules judge hazards; nil means BuiltinRules.
+	Rules *RulesTables
+	// InterruptSignal is the signal forwarded to the program's group when
+	// ctx ends (SIGINT when nil or zero).
+	InterruptSignal func() syscall.Signal
+	// Started, when set, is told the program's process id (also its
+	// process group's) once it runs.
+	Started func(pid int)
+}
+
+// UsageError is a program that cannot be run as given: a usage error.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Run starts the program with the observer, reads its events until it has
+// ended, and returns what was seen. The program's own standard streams
+// pass through untouched; it runs in a process group of its own, which is
+// killed when it ends (no descendant outlives it), when the watchdog fires,
+// and, on Linux, when miotool dies. When ctx ends, the group gets the
+// interrupt signal, Grace to exit, then SIGKILL, and the result is
+// marked interrupted. An error means the program could not be started or
+// the trace could not be set up; a *UsageError is a program or observer
+// that does not exist or cannot be executed.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	path, err := programPath(o.Program, lookupEnv(env, "PATH"), o.Dir)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if st, err := os.Stat(o.Observer); err != nil || !st.Mode().IsRegular() {
+		if err == nil {
+			err = errNoObserver
+		}
+		return nil, &UsageError{fmt.Errorf("trace observer %s: %v", o.Observer, unwrapPath(err))}
+	}
+	tables := o.Rules
+	if tables == nil {
+		if tables, err = BuiltinRules(); err != nil {
+			return nil, err
+		}
+	}
+	observer, err := filepath.Abs(o.Observer)
+	if err != nil {
+		return nil, err
+	}
+
+	sock, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	defer sock.close()
+	if strings.ContainsAny(observer, " :") {
+		// LD_PRELOAD splits at spaces and colons: reach the library
+		// through a link whose path has neither.
+		link := filepath.Join(sock.dir, ObserverLibrary)
+		if err := os.Symlink(observer, link); err != nil {
+			return nil, err
+		}
+		observer = link
+	}
+	cupti := o.CUPTI
+	if cupti == "" {
+		cupti = FindCUPTI(env)
+	}
+	env = setEnv(env, EnvSocket, sock.path)
+	env = setEnv(env, "CUDA_INJECTION64_PATH", observer)
+	if cupti != "" {
+		env = setEnv(env, EnvCUPTI, cupti)
+	}
+	if pre := lookupEnv(env, "LD_PRELOAD"); pre != "" {
+		env = setEnv(env, "LD_PRELOAD", observer+":"+pre)
+	} else {
+		env = setEnv(env, "LD_PRELOAD", observer)
+	}
+
+	symbols := NewSymbolizer()
+	coll := newCollector(o.Limits, symbols.Frames)
+	token := randomToken()
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sock.read(coll, token)
+	}()
+
+	exit, err := runProgram(ctx, o, path, env)
+	// Every record the program's processes sent before they ended is
+	// queued before this marker; read up to it.
+	sock.sendEOF(token)
+	select {
+	case <-readDone:
+	case <-time.After(10 * time.Second):
+		sock.conn.Close()
+		<-readDone
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Program: o.Program, Path: path, Args: o.Args, Observer: observer, Exit: exit,
+		Processes: coll.procs, ProcessesOmitted: coll.procsOmitted, Notes: coll.notes, Captures: coll.captures, CapturesOmitted: coll.omitted,
+		Events: coll.events, Malformed: coll.malformed, Stray: coll.stray, Start: coll.first}
+	r.Hazards = Hazards(r.Captures, tables)
+	return r, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// programPath resolves the program as a shell would: a name with a slash
+// as given (relative to dir), one without in path.
+func programPath(program, path, dir string) (string, error) {
+	if program == "" {
+		return "", errors.New("no program given")
+	}
+	check := func(p string) error {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return unwrapPath(err)
+		case st.IsDir():
+			return errors.New("is a directory")
+		case st.Mode().Perm()&0o111 == 0:
+			return errors.New("permission denied (not executable)")
+		}
+		return nil
+	}
+	if strings.Contains(program, "/") {
+		p := program
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if err := check(p); err != nil {
+			return "", fmt.Errorf("program %s: %v", program, err)
+		}
+		return p, nil
+	}
+	if p := lookPath(program, path); p != "" {
+		return p, nil
+	}
+	return "", fmt.Errorf("program %s: not found in $PATH", program)
+}
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// setEnv sets key in env, replacing every earlier setting.
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// FindCUPTI is a libcupti beside the CUDA installation the environment
+// names or the usual places, newest first; "" when there is none. The
+// observer prefers a copy the program has already loaded (PyTorch's).
+func FindCUPTI(env []string) string {
+	var roots []string
+	for _, k := range []string{"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"} {
+		if v := lookupEnv(env, k); v != "" {
+			roots = append(roots, v)
+		}
+	}
+	roots = append(roots, "/usr/local/cuda")
+	for _, v := range []string{"13", "12", "11"} {
+		m, _ := filepath.Glob("/usr/local/cuda-" + v + "*")
+		roots = append(roots, m...)
+	}
+	var dirs []string
+	for _, r := range roots {
+		dirs = append(dirs, filepath.Join(r, "extras", "CUPTI", "lib64"), filepath.Join(r, "lib64"),
+			filepath.Join(r, "targets", "x86_64-linux", "lib"))
+	}
+	dirs = append(dirs, "/usr/lib/x86_64-linux-gnu", "/usr/lib64")
+	for _, v := range []string{"13", "12", "11"} {
+		for _, d := range dirs {
+			p := filepath.Join(d, "libcupti.so."+v)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// ---- the events socket ----
+
+type eventSocket struct {
+	dir, path string
+	conn      *net.UnixConn
+}
+
+// listen makes the socket the observers send to, in a private folder.
+func listen() (*eventSocket, error) {
+	dir, err := os.MkdirTemp("", "miotool-trace-")
+	if err == nil && len(dir)+3 >= 108 {
+		// A Unix socket path has room for 107 bytes.
+		os.RemoveAll(dir)
+		dir, err = os.MkdirTemp("/tmp", "miotool-trace-")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace socket: %w", err)
+	}
+	s := &eventSocket{dir: dir, path: filepath.Join(dir, "ev")}
+	s.conn, err = net.ListenUnixgram("unixgram", &net.UnixAddr{Name: s.path, Net: "unixgram"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("trace socket: %w", err)
+	}
+	_ = s.conn.SetReadBuffer(8 << 20)
+	return s, nil
+}
+
+func (s *eventSocket) close() {
+	s.conn.Close()
+	os.RemoveAll(s.dir)
+}
+
+// read folds records into c until the end marker with token arrives or
+// the socket is closed.
+func (s *eventSocket) read(c *collector, token string) {
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := s.conn.Read(buf)
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
+			e, err := ParseEvent([]byte(line))
+			if err != nil {
+				c.malformed++
+				continue
+			}
+			if e.Kind == kindEOF {
+				if e.Text == token {
+					return
+				}
+				continue
+			}
+			c.add(e)
+		}
+	}
+}
+
+func (s *eventSocket) sendEOF(token string) {
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: s.path, Net: "unixgram"})
+	if err != nil {
+		s.conn.Close()
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("MT1\teof\t0\t0\t0\t" + token + "\n")); err != nil {
+		s.conn.Close()
+	}
+}
+
+// ---- the program ----
+
+// stdio is one of the program's standard streams: a file it gets as is,
+// or a pipe this process copies through.
+type stdio struct {
+	child  *os.File
+	mine   *os.File // our end of a pipe; nil when the child has a file of its own
+	copied chan struct{}
+}
+
+func inputFor(r io.Reader) (*stdio, error) {
+	if r == nil {
+		return &stdio{child: os.Stdin}, nil
+	}
+	if f, ok := r.(*os.File); ok {
+		return &stdio{child: f}, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &stdio{child: pr, mine: pw, copied: make(chan struct{})}
+	go func() {
+		defer close(s.copied)
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	}()
+	return s, nil
+}
+
+func outputFor(w io.Writer, std *os.File) (*stdio, error) {
+	if w == nil {
+		return &stdio{child: std}, nil
+	}
+	if f, ok := w.(*os.File); ok {
+		return &stdio{child: f}, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &stdio{child: pw, mine: pr, copied: make(chan struct{})}
+	go func() {
+		defer close(s.copied)
+		_, _ = io.Copy(w, pr)
+	}()
+	return s, nil
+}
+
+// afterStart closes the child's end of our pipes: it has its own copy.
+func (s *stdio) afterStart() {
+	if s.mine != nil {
+		s.child.Close()
+	}
+}
+
+// finish waits, within the grace, for an output copy to drain, and ends an
+// input copy.
+func (s *stdio) finish(output bool, grace <-chan time.Time) {
+	if s.mine == nil {
+		return
+	}
+	if !output {
+		s.mine.Close() // the program is gone: nobody reads what is left
+		<-s.copied
+		return
+	}
+	select {
+	case <-s.copied:
+	case <-grace:
+		s.mine.Close()
+		<-s.copied
+	}
+	s.mine.Close()
+}

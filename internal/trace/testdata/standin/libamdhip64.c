@@ -1,0 +1,331 @@
+/*
+ * A stand-in libamdhip64.so for the trace tests: no device, but HIP's
+ * capture rules as the 2026 runtime applies them (the HIP rules table,
+ * configs/rules/hip.yaml): a capture on a stream records its work; a call
+ * the rules refuse returns HIP's code and invalidates the captures the
+ * runtime would invalidate; an invalidated capture's launches return 901
+ * and its end returns 901. Handles are heap objects; work does nothing.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../../observer/mt_abi.h"
+
+#define OWN(t) mt_##t
+#define DECLARE(ret, name, params) ret name params;
+MT_HIP_API(DECLARE, OWN)
+mt_hipError_t hipStreamCreate(mt_hipStream_t *stream);
+mt_hipError_t hipEventCreate(mt_hipEvent_t *event);
+mt_hipError_t hipEventDestroy(mt_hipEvent_t event);
+mt_hipError_t hipGraphDestroy(mt_hipGraph_t graph);
+
+enum { NONE, ACTIVE, INVALIDATED };
+enum { GLOBAL, THREAD_LOCAL, RELAXED };
+enum {
+    OK = 0,
+    INVALID_VALUE = 1,
+    ILLEGAL_STATE = 401,
+    UNSUPPORTED = 900,
+    INVALIDATED_ERR = 901,
+    IMPLICIT = 906,
+    CAPTURED_EVENT = 907,
+    WRONG_THREAD = 908
+};
+
+struct ihipStream_t {
+    int status, mode, nodes;
+    pid_t owner;
+};
+struct ihipEvent_t {
+    struct ihipStream_t *captured_in; /* recorded inside that capture */
+    int recorded;
+};
+struct ihipGraph {
+    int nodes;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+#define MAX 64
+static struct ihipStream_t *capturing[MAX]; /* Active or Invalidated, not yet ended */
+static __thread int thread_mode = GLOBAL;
+
+static pid_t me(void) { return (pid_t)syscall(SYS_gettid); }
+
+static void add(struct ihipStream_t *s) {
+    for (int i = 0; i < MAX; i++)
+        if (!capturing[i]) {
+            capturing[i] = s;
+            return;
+        }
+}
+
+static void drop(struct ihipStream_t *s) {
+    for (int i = 0; i < MAX; i++)
+        if (capturing[i] == s)
+            capturing[i] = NULL;
+}
+
+/* Invalidates what the filter selects among the active captures; says
+ * whether any was selected. filter: 0 all, 1 global-mode ones, 2 the
+ * calling thread's non-relaxed ones. */
+static int invalidate(int filter) {
+    int hit = 0;
+    for (int i = 0; i < MAX; i++) {
+        struct ihipStream_t *s = capturing[i];
+        if (!s || s->status != ACTIVE)
+            continue;
+        if ((filter == 1 && s->mode != GLOBAL) || (filter == 2 && (s->owner != me() || s->mode == RELAXED)))
+            continue;
+        s->status = INVALIDATED;
+        hit = 1;
+    }
+    return hit;
+}
+
+/* The thread-mode rule of allocation, free and a query of an idle
+ * stream: a global-mode thread is refused while any global capture runs,
+ * and a global or thread-local one while it has a capture of its own. */
+static int unsafe_call(void) {
+    if (thread_mode == RELAXED)
+        return 0;
+    int hit = invalidate(2);
+    if (thread_mode == GLOBAL)
+        hit |= invalidate(1);
+    return hit;
+}
+
+static mt_hipError_t stream_check(struct ihipStream_t *s) {
+    if (!s)
+        return OK; /* the null stream has no capture check */
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = OK;
+    if (s->status == ACTIVE) {
+        s->status = INVALIDATED;
+        r = UNSUPPORTED;
+    } else if (s->status == INVALIDATED) {
+        r = UNSUPPORTED;
+    } else if (unsafe_call()) {
+        r = UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+/* An enqueue: captured into an active capture, refused on an invalidated
+ * one. */
+static mt_hipError_t enqueue(struct ihipStream_t *s) {
+    if (!s)
+        return OK;
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = OK;
+    if (s->status == ACTIVE)
+        s->nodes++;
+    else if (s->status == INVALIDATED)
+        r = INVALIDATED_ERR;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+static int any_capture(void) {
+    for (int i = 0; i < MAX; i++)
+        if (capturing[i] && capturing[i]->status == ACTIVE)
+            return 1;
+    return 0;
+}
+
+mt_hipError_t hipStreamCreate(mt_hipStream_t *stream) {
+    *stream = calloc(1, sizeof **stream);
+    return OK;
+}
+
+mt_hipError_t hipStreamDestroy(mt_hipStream_t stream) {
+    pthread_mutex_lock(&mu);
+    drop(stream);
+    pthread_mutex_unlock(&mu);
+    free(stream);
+    return OK;
+}
+
+mt_hipError_t hipEventCreate(mt_hipEvent_t *event) {
+    *event = calloc(1, sizeof **event);
+    return OK;
+}
+
+mt_hipError_t hipEventDestroy(mt_hipEvent_t event) {
+    free(event);
+    return OK;
+}
+
+mt_hipError_t hipGraphDestroy(mt_hipGraph_t graph) {
+    free(graph);
+    return OK;
+}
+
+mt_hipError_t hipStreamBeginCapture(mt_hipStream_t s, mt_hipStreamCaptureMode mode) {
+    if (!s)
+        return UNSUPPORTED;
+    if (mode > RELAXED)
+        return INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = OK;
+    if (s->status == ACTIVE) {
+        r = ILLEGAL_STATE;
+    } else {
+        s->status = ACTIVE;
+        s->mode = (int)mode;
+        s->owner = me();
+        s->nodes = 0;
+        add(s);
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+mt_hipError_t hipStreamEndCapture(mt_hipStream_t s, mt_hipGraph_t *graph) {
+    if (!s)
+        return ILLEGAL_STATE;
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = OK;
+    if (s->status == NONE) {
+        r = ILLEGAL_STATE;
+    } else if (s->mode != RELAXED && s->owner != me()) {
+        r = WRONG_THREAD; /* HIP leaves the capture as it was */
+    } else {
+        drop(s);
+        if (s->status == INVALIDATED) {
+            *graph = NULL;
+            r = INVALIDATED_ERR;
+        } else {
+            *graph = calloc(1, sizeof **graph);
+            (*graph)->nodes = s->nodes;
+        }
+        s->status = NONE;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+mt_hipError_t hipStreamIsCapturing(mt_hipStream_t s, mt_hipStreamCaptureStatus *status) {
+    *status = s ? (mt_hipStreamCaptureStatus)s->status : NONE;
+    return OK;
+}
+
+mt_hipError_t hipThreadExchangeStreamCaptureMode(mt_hipStreamCaptureMode *mode) {
+    if (!mode || *mode > RELAXED)
+        return INVALID_VALUE;
+    int old = thread_mode;
+    thread_mode = (int)*mode;
+    *mode = (mt_hipStreamCaptureMode)old;
+    return OK;
+}
+
+mt_hipError_t hipStreamQuery(mt_hipStream_t s) { return stream_check(s); }
+mt_hipError_t hipStreamSynchronize(mt_hipStream_t s) { return stream_check(s); }
+
+static mt_hipError_t event_check(struct ihipEvent_t *e) {
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = OK;
+    if (e->captured_in && e->captured_in->status == ACTIVE) {
+        e->captured_in->status = INVALIDATED;
+        r = CAPTURED_EVENT;
+    } else if (e->recorded && unsafe_call()) {
+        r = UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+mt_hipError_t hipEventQuery(mt_hipEvent_t e) { return event_check(e); }
+mt_hipError_t hipEventSynchronize(mt_hipEvent_t e) { return event_check(e); }
+
+mt_hipError_t hipEventRecord(mt_hipEvent_t e, mt_hipStream_t s) {
+    mt_hipError_t r = enqueue(s);
+    if (r == OK) {
+        pthread_mutex_lock(&mu);
+        e->captured_in = s && s->status == ACTIVE ? s : NULL;
+        e->recorded = 1;
+        pthread_mutex_unlock(&mu);
+    }
+    return r;
+}
+
+mt_hipError_t hipDeviceSynchronize(void) {
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = invalidate(0) ? UNSUPPORTED : OK;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+static mt_hipError_t alloc_check(void) {
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = unsafe_call() ? UNSUPPORTED : OK;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+mt_hipError_t hipMalloc(void **ptr, size_t size) {
+    mt_hipError_t r = alloc_check();
+    if (r == OK)
+        *ptr = malloc(size ? size : 1);
+    return r;
+}
+
+mt_hipError_t hipFree(void *ptr) {
+    mt_hipError_t r = alloc_check();
+    if (r == OK)
+        free(ptr);
+    return r;
+}
+
+/* Synchronous copies and sets invalidate every capture, whatever the mode. */
+static mt_hipError_t sync_copy(void) {
+    pthread_mutex_lock(&mu);
+    mt_hipError_t r = any_capture() && invalidate(0) ? IMPLICIT : OK;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+mt_hipError_t hipMemcpy(void *dst, const void *src, size_t n, mt_hipMemcpyKind kind) {
+    (void)kind;
+    mt_hipError_t r = sync_copy();
+    if (r == OK)
+        memmove(dst, src, n);
+    return r;
+}
+
+mt_hipError_t hipMemset(void *dst, int value, size_t n) {
+    mt_hipError_t r = sync_copy();
+    if (r == OK)
+        memset(dst, value, n);
+    return r;
+}
+
+mt_hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, mt_hipMemcpyKind kind, mt_hipStream_t s) {
+    (void)kind;
+    mt_hipError_t r = enqueue(s);
+    if (r == OK && !(s && s->status == ACTIVE))
+        memmove(dst, src, n);
+    return r;
+}
+
+mt_hipError_t hipLaunchKernel(const void *fn, mt_dim3 grid, mt_dim3 block, void **args, size_t shared,
+                              mt_hipStream_t s) {
+    (void)fn, (void)grid, (void)block, (void)args, (void)shared;
+    return enqueue(s);
+}
+
+mt_hipError_t hipModuleLaunchKernel(mt_hipFunction_t f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                    mt_hipStream_t s, void **params, void **extra) {
+    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
+    return enqueue(s);
+}
+
+mt_hipError_t hipGraphLaunch(mt_hipGraphExec_t exec, mt_hipStream_t s) {
+    (void)exec;
+    return enqueue(s);
+}

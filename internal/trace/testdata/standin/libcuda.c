@@ -1,0 +1,346 @@
+/*
+ * A stand-in libcuda.so.1 for the trace tests: cuInit loads the library
+ * CUDA_INJECTION64_PATH names and calls its InitializeInjection, as the
+ * driver does, and every driver call below fires the callback the stand-in
+ * libcupti registered, at entry and exit, with a CUpti_CallbackData laid
+ * out as the real one and the call's parameter struct. The calls apply the
+ * H200's capture rules (configs/rules/h200-cuda.yaml) to captures on
+ * non-blocking streams; handles are heap objects and work does nothing.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../../observer/mt_abi.h"
+
+enum { NONE, ACTIVE, INVALIDATED };
+enum { GLOBAL, THREAD_LOCAL, RELAXED };
+enum { OK = 0, INVALID_VALUE = 1, ILLEGAL_STATE = 401, UNSUPPORTED = 900, INVALIDATED_ERR = 901,
+       CAPTURED_EVENT = 907, WRONG_THREAD = 908 };
+
+struct CUstream_st {
+    int status, mode, nodes;
+    pid_t owner;
+};
+struct CUevent_st {
+    struct CUstream_st *captured_in;
+    int recorded;
+};
+struct CUgraph_st {
+    int nodes;
+};
+
+/* ---- CUPTI's side: what the stand-in libcupti registers ---- */
+
+static mt_CUpti_CallbackFunc callback;
+static void *callback_data;
+static int enabled;
+
+__attribute__((visibility("default"))) void standin_cupti_attach(mt_CUpti_CallbackFunc fn, void *userdata) {
+    callback = fn;
+    callback_data = userdata;
+}
+
+__attribute__((visibility("default"))) void standin_cupti_enable(int on) { enabled = on; }
+
+static void fire(unsigned site, uint32_t cbid, const char *name, const void *params, mt_CUresult *ret) {
+    if (!callback || !enabled)
+        return;
+    uint64_t correlation = 0;
+    mt_CUpti_CallbackData d = {site, name, params, ret, NULL, NULL, 1, &correlation, cbid};
+    callback(callback_data, MT_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
+
+/* Each call: the entry callback, the body, the exit callback with its
+ * result. */
+#define CALL(cbid, name, params, body) \
+    do { \
+        mt_CUresult result_ = OK; \
+        fire(MT_CUPTI_API_ENTER, cbid, name, &params, &result_); \
+        result_ = (body); \
+        fire(MT_CUPTI_API_EXIT, cbid, name, &params, &result_); \
+        return result_; \
+    } while (0)
+
+/* ---- the capture rules ---- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+#define MAX 64
+static struct CUstream_st *capturing[MAX];
+static __thread int thread_mode = GLOBAL;
+
+static pid_t me(void) { return (pid_t)syscall(SYS_gettid); }
+
+static void add(struct CUstream_st *s) {
+    for (int i = 0; i < MAX; i++)
+        if (!capturing[i]) {
+            capturing[i] = s;
+            return;
+        }
+}
+
+static void drop(struct CUstream_st *s) {
+    for (int i = 0; i < MAX; i++)
+        if (capturing[i] == s)
+            capturing[i] = NULL;
+}
+
+/* filter: 0 every active capture, 1 global-mode ones, 2 the calling
+ * thread's non-relaxed ones. */
+static int invalidate(int filter) {
+    int hit = 0;
+    for (int i = 0; i < MAX; i++) {
+        struct CUstream_st *s = capturing[i];
+        if (!s || s->status != ACTIVE)
+            continue;
+        if ((filter == 1 && s->mode != GLOBAL) || (filter == 2 && (s->owner != me() || s->mode == RELAXED)))
+            continue;
+        s->status = INVALIDATED;
+        hit = 1;
+    }
+    return hit;
+}
+
+/* "Potentially unsafe" calls: a global-mode thread is barred while any
+ * global capture runs or while it has a non-relaxed capture of its own; a
+ * thread-local one only by its own. */
+static int unsafe_call(void) {
+    if (thread_mode == RELAXED)
+        return 0;
+    int hit = invalidate(2);
+    if (thread_mode == GLOBAL)
+        hit |= invalidate(1);
+    return hit;
+}
+
+static mt_CUresult locked(mt_CUresult (*fn)(void *), void *arg) {
+    pthread_mutex_lock(&mu);
+    mt_CUresult r = fn(arg);
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+static mt_CUresult stream_check(void *arg) {
+    struct CUstream_st *s = arg;
+    if (s && s->status == ACTIVE) {
+        s->status = INVALIDATED;
+        return UNSUPPORTED;
+    }
+    if (s && s->status == INVALIDATED)
+        return UNSUPPORTED;
+    return unsafe_call() ? UNSUPPORTED : OK;
+}
+
+static mt_CUresult event_check(void *arg) {
+    struct CUevent_st *e = arg;
+    if (e->captured_in && e->captured_in->status == ACTIVE) {
+        e->captured_in->status = INVALIDATED;
+        return CAPTURED_EVENT;
+    }
+    return e->recorded && unsafe_call() ? UNSUPPORTED : OK;
+}
+
+static mt_CUresult unsafe(void *arg) {
+    (void)arg;
+    return unsafe_call() ? UNSUPPORTED : OK;
+}
+
+static mt_CUresult device_sync(void *arg) {
+    (void)arg;
+    return invalidate(0) ? UNSUPPORTED : OK;
+}
+
+static mt_CUresult enqueue(void *arg) {
+    struct CUstream_st *s = arg;
+    if (s && s->status == ACTIVE)
+        s->nodes++;
+    else if (s && s->status == INVALIDATED)
+        return INVALIDATED_ERR;
+    return OK;
+}
+
+/* ---- the driver API ---- */
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT mt_CUresult cuInit(unsigned int flags) {
+    static int done;
+    (void)flags;
+    if (!done) {
+        done = 1;
+        const char *path = getenv("CUDA_INJECTION64_PATH");
+        if (path && path[0]) {
+            void *h = dlopen(path, RTLD_NOW);
+            int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+            if (init)
+                init();
+        }
+    }
+    return OK;
+}
+
+EXPORT mt_CUresult cuStreamCreate(mt_CUstream *ps, unsigned int flags) {
+    struct { mt_CUstream *phStream; unsigned int Flags; } p = {ps, flags};
+    CALL(10, "cuStreamCreate", p, (*ps = calloc(1, sizeof **ps), OK));
+}
+
+static mt_CUresult destroy(void *arg) {
+    drop(arg);
+    free(arg);
+    return OK;
+}
+
+EXPORT mt_CUresult cuStreamDestroy_v2(mt_CUstream s) {
+    mt_cuStreamQuery_params p = {s};
+    CALL(11, "cuStreamDestroy_v2", p, locked(destroy, s));
+}
+
+EXPORT mt_CUresult cuEventCreate(mt_CUevent *pe, unsigned int flags) {
+    struct { mt_CUevent *phEvent; unsigned int Flags; } p = {pe, flags};
+    CALL(12, "cuEventCreate", p, (*pe = calloc(1, sizeof **pe), OK));
+}
+
+static mt_CUresult record(void *arg) {
+    mt_cuEventRecord_params *p = arg;
+    mt_CUresult r = enqueue(p->hStream);
+    if (r == OK) {
+        p->hEvent->captured_in = p->hStream && p->hStream->status == ACTIVE ? p->hStream : NULL;
+        p->hEvent->recorded = 1;
+    }
+    return r;
+}
+
+EXPORT mt_CUresult cuEventRecord(mt_CUevent e, mt_CUstream s) {
+    mt_cuEventRecord_params p = {e, s};
+    CALL(13, "cuEventRecord", p, locked(record, &p));
+}
+
+EXPORT mt_CUresult cuEventQuery(mt_CUevent e) {
+    mt_cuEventQuery_params p = {e};
+    CALL(14, "cuEventQuery", p, locked(event_check, e));
+}
+
+EXPORT mt_CUresult cuEventSynchronize(mt_CUevent e) {
+    mt_cuEventQuery_params p = {e};
+    CALL(15, "cuEventSynchronize", p, locked(event_check, e));
+}
+
+EXPORT mt_CUresult cuStreamQuery(mt_CUstream s) {
+    mt_cuStreamQuery_params p = {s};
+    CALL(16, "cuStreamQuery", p, locked(stream_check, s));
+}
+
+EXPORT mt_CUresult cuStreamSynchronize(mt_CUstream s) {
+    mt_cuStreamQuery_params p = {s};
+    CALL(17, "cuStreamSynchronize", p, locked(stream_check, s));
+}
+
+/* Past the observer's callback-id cache: classified by name each time. */
+EXPORT mt_CUresult cuCtxSynchronize(void) {
+    struct { int unused; } p = {0};
+    CALL(5000, "cuCtxSynchronize_v2", p, locked(device_sync, NULL));
+}
+
+EXPORT mt_CUresult cuMemAlloc_v2(mt_CUdeviceptr *dptr, size_t size) {
+    struct { mt_CUdeviceptr *dptr; size_t bytesize; } p = {dptr, size};
+    mt_CUresult r = OK;
+    fire(MT_CUPTI_API_ENTER, 18, "cuMemAlloc_v2", &p, &r);
+    r = locked(unsafe, NULL);
+    if (r == OK)
+        *dptr = (mt_CUdeviceptr)(uintptr_t)malloc(size ? size : 1);
+    fire(MT_CUPTI_API_EXIT, 18, "cuMemAlloc_v2", &p, &r);
+    return r;
+}
+
+EXPORT mt_CUresult cuMemFree_v2(mt_CUdeviceptr dptr) {
+    struct { mt_CUdeviceptr dptr; } p = {dptr};
+    mt_CUresult r = OK;
+    fire(MT_CUPTI_API_ENTER, 19, "cuMemFree_v2", &p, &r);
+    r = locked(unsafe, NULL);
+    if (r == OK)
+        free((void *)(uintptr_t)dptr);
+    fire(MT_CUPTI_API_EXIT, 19, "cuMemFree_v2", &p, &r);
+    return r;
+}
+
+/* Allowed while non-blocking streams capture. */
+EXPORT mt_CUresult cuMemcpyHtoD_v2(mt_CUdeviceptr dst, const void *src, size_t n) {
+    struct { mt_CUdeviceptr dstDevice; const void *srcHost; size_t ByteCount; } p = {dst, src, n};
+    CALL(20, "cuMemcpyHtoD_v2", p, (memmove((void *)(uintptr_t)dst, src, n), OK));
+}
+
+EXPORT mt_CUresult cuLaunchKernel(mt_CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                  unsigned int by, unsigned int bz, unsigned int shared, mt_CUstream s, void **params,
+                                  void **extra) {
+    mt_cuLaunchKernel_params p = {f, gx, gy, gz, bx, by, bz, shared, s, params, extra};
+    CALL(21, "cuLaunchKernel", p, locked(enqueue, s));
+}
+
+static mt_CUresult begin(void *arg) {
+    mt_cuStreamBeginCapture_v2_params *p = arg;
+    struct CUstream_st *s = p->hStream;
+    if (!s || s == (void *)1)
+        return UNSUPPORTED;
+    if (p->mode > RELAXED)
+        return INVALID_VALUE;
+    if (s->status != NONE)
+        return ILLEGAL_STATE;
+    s->status = ACTIVE;
+    s->mode = (int)p->mode;
+    s->owner = me();
+    s->nodes = 0;
+    add(s);
+    return OK;
+}
+
+EXPORT mt_CUresult cuStreamBeginCapture_v2(mt_CUstream s, mt_CUstreamCaptureMode mode) {
+    mt_cuStreamBeginCapture_v2_params p = {s, mode};
+    CALL(22, "cuStreamBeginCapture_v2", p, locked(begin, &p));
+}
+
+static mt_CUresult end(void *arg) {
+    mt_cuStreamEndCapture_params *p = arg;
+    struct CUstream_st *s = p->hStream;
+    if (!s || s->status == NONE)
+        return ILLEGAL_STATE;
+    drop(s);
+    int status = s->status;
+    s->status = NONE;
+    *p->phGraph = NULL;
+    if (s->mode != RELAXED && s->owner != me())
+        return WRONG_THREAD; /* CUDA tears the capture down */
+    if (status == INVALIDATED)
+        return INVALIDATED_ERR;
+    *p->phGraph = calloc(1, sizeof **p->phGraph);
+    (*p->phGraph)->nodes = s->nodes;
+    return OK;
+}
+
+EXPORT mt_CUresult cuStreamEndCapture(mt_CUstream s, mt_CUgraph *graph) {
+    mt_cuStreamEndCapture_params p = {s, graph};
+    CALL(23, "cuStreamEndCapture", p, locked(end, &p));
+}
+
+static mt_CUresult exchange(void *arg) {
+    mt_CUstreamCaptureMode *mode = arg;
+    if (!mode || *mode > RELAXED)
+        return INVALID_VALUE;
+    int old = thread_mode;
+    thread_mode = (int)*mode;
+    *mode = (mt_CUstreamCaptureMode)old;
+    return OK;
+}
+
+EXPORT mt_CUresult cuThreadExchangeStreamCaptureMode(mt_CUstreamCaptureMode *mode) {
+    mt_cuThreadExchangeStreamCaptureMode_params p = {mode};
+    CALL(24, "cuThreadExchangeStreamCaptureMode", p, exchange(mode));
+}
+
+EXPORT mt_CUresult cuGraphDestroy(mt_CUgraph g) {
+    struct { mt_CUgraph hGraph; } p = {g};
+    CALL(25, "cuGraphDestroy", p, (free(g), OK));
+}

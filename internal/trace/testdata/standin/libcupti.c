@@ -1,0 +1,52 @@
+/*
+ * A stand-in libcupti.so.13 for the trace tests: the few functions the
+ * observer calls. A subscription hands the callback to the stand-in
+ * libcuda, which fires it around each driver call. With
+ * STANDIN_CUPTI_BUSY=1 in the environment, cuptiSubscribe answers as CUPTI
+ * does when another client (a profiler) holds it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../observer/mt_abi.h"
+
+void standin_cupti_attach(mt_CUpti_CallbackFunc fn, void *userdata);
+void standin_cupti_enable(int on);
+
+#define EXPORT __attribute__((visibility("default")))
+#define MULTIPLE_SUBSCRIBERS 39
+
+struct CUpti_Subscriber_st {
+    int unused;
+};
+static struct CUpti_Subscriber_st the_subscriber;
+
+EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+                                     void *userdata) {
+    const char *busy = getenv("STANDIN_CUPTI_BUSY");
+    if (busy && strcmp(busy, "1") == 0)
+        return MULTIPLE_SUBSCRIBERS;
+    *subscriber = &the_subscriber;
+    standin_cupti_attach(callback, userdata);
+    return MT_CUPTI_SUCCESS;
+}
+
+EXPORT mt_CUptiResult cuptiEnableDomain(uint32_t enable, mt_CUpti_SubscriberHandle subscriber,
+                                        mt_CUpti_CallbackDomain domain) {
+    if (subscriber != &the_subscriber || domain != MT_CUPTI_CB_DOMAIN_DRIVER_API)
+        return 1;
+    standin_cupti_enable((int)enable);
+    return MT_CUPTI_SUCCESS;
+}
+
+EXPORT mt_CUptiResult cuptiUnsubscribe(mt_CUpti_SubscriberHandle subscriber) {
+    (void)subscriber;
+    standin_cupti_attach(NULL, NULL);
+    standin_cupti_enable(0);
+    return MT_CUPTI_SUCCESS;
+}
+
+EXPORT mt_CUptiResult cuptiGetResultString(mt_CUptiResult result, const char **str) {
+    *str = result == MULTIPLE_SUBSCRIBERS ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" : "CUPTI_ERROR";
+    return MT_CUPTI_SUCCESS;
+}

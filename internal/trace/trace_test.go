@@ -1,0 +1,456 @@
+package trace
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"miotool/internal/hip"
+	"miotool/internal/report"
+	"miotool/internal/rules"
+)
+
+// runtimes are the two ways the test program is built: against the HIP
+// stand-in (the interposer observes it) and against the CUDA stand-in (the
+// CUPTI injection observes it).
+type runtimeCase struct {
+	name    string
+	prog    func(*kit) string
+	sync    string // the device-wide synchronize
+	query   string
+	event   string
+	end     string
+	malloc  string
+	dialect hip.Dialect
+}
+
+var runtimes = []runtimeCase{
+	{"hip", func(k *kit) string { return k.hipProg }, "hipDeviceSynchronize", "hipStreamQuery", "hipEventQuery",
+		"hipStreamEndCapture", "hipMalloc", hip.DialectHIP},
+	{"cuda", func(k *kit) string { return k.cudaProg }, "cuCtxSynchronize", "cuStreamQuery", "cuEventQuery",
+		"cuStreamEndCapture", "cuMemAlloc", hip.DialectCUDA},
+}
+
+// firstNamed is the first caller with a name.
+func firstNamed(fs []Frame) Frame {
+	for _, f := range fs {
+		if f.Symbol != "" {
+			return f
+		}
+	}
+	return Frame{}
+}
+
+// wantOutput is what prog.c prints on stdout for a scenario, line by line.
+func wantOutput(scenario string, lines ...string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s: %s\n", scenario, l)
+	}
+	return b.String()
+}
+
+// TestTraceNamesTheCulprit runs each failing scenario against both
+// stand-in runtimes: the verdict, the call, its thread and its caller (the
+// program's own function), the capture it broke and how that ended, and
+// the program's own output and exit status, untouched.
+func TestTraceNamesTheCulprit(t *testing.T) {
+	k := standIns(t)
+	for _, rt := range runtimes {
+		cases := []struct {
+			scenario    string
+			culprit     string
+			result      hip.Code
+			otherThread bool
+			caller      string
+			end         hip.Code // -1: never ended
+			stdout      string
+			exitSignal  syscall.Signal
+		}{
+			{"sync-other-thread", rt.sync, 900, true, "worker_synchronize", 901,
+				wantOutput("sync-other-thread", "begin 0", "launch 0", "device synchronize 900", "launch after 901",
+					"end capture 901"), 0},
+			{"query-capturing", rt.query, 900, false, "query_own_stream", 901,
+				wantOutput("query-capturing", "begin 0", "launch 0", "query own stream 900", "end capture 901"), 0},
+			{"captured-event-query", rt.event, 907, false, "main", 901,
+				wantOutput("captured-event-query", "begin 0", "record 0", "query captured event 907", "end capture 901"), 0},
+			{"crash", rt.query, 900, false, "query_own_stream", -1,
+				wantOutput("crash", "begin 0", "query own stream 900"), syscall.SIGSEGV},
+		}
+		for _, c := range cases {
+			t.Run(rt.name+"/"+c.scenario, func(t *testing.T) {
+				tr := k.trace(t, false, rt.prog(k), []string{c.scenario})
+				r, j := tr.r, tr.j
+				if j.Verdict != report.Fail {
+					t.Fatalf("verdict %s, want FAIL: %s", j.Verdict, j.Headline())
+				}
+				if j.Culprit == nil || j.Capture == nil {
+					t.Fatalf("no culprit named: %s", j.Headline())
+				}
+				cp, call := j.Capture, j.Culprit
+				if BaseName(call.Name) != c.culprit || call.Result != c.result || call.API != rt.dialect {
+					t.Errorf("culprit %s (%s) → %d, want %s → %d", call.Name, call.API, call.Result, c.culprit, c.result)
+				}
+				if (call.TID != cp.TID) != c.otherThread || call.PID != cp.PID {
+					t.Errorf("culprit on thread %d of %d, capture by thread %d of %d; want another thread: %v",
+						call.TID, call.PID, cp.TID, cp.PID, c.otherThread)
+				}
+				if f := firstNamed(call.Callers); f.Symbol != c.caller || f.Module != rt.prog(k) {
+					t.Errorf("first named caller %v (%s, from %s), want %s in %s; all: %v", f, f.Module, f.Source,
+						c.caller, rt.prog(k), call.Callers)
+				}
+				for _, f := range call.Callers {
+					if strings.Contains(f.Module, "libmiotool-observer") || strings.Contains(f.Module, "libcupti") ||
+						strings.Contains(f.Module, "libamdhip64") || strings.Contains(f.Module, "libcuda.so") {
+						t.Errorf("the callers include the runtime's or the observer's own frame %v", f)
+					}
+				}
+				if cp.Mode != hip.CaptureModeGlobal || cp.Stream == 0 || !cp.Ran() {
+					t.Errorf("capture %+v, want a global-mode one on a stream", cp)
+				}
+				switch {
+				case c.end < 0 && cp.End != nil:
+					t.Errorf("the capture ended (%d); the program crashed inside it", cp.End.Result)
+				case c.end >= 0 && (cp.End == nil || cp.End.Result != c.end || cp.End.TID != cp.TID):
+					t.Errorf("capture end %+v, want %d on the capturing thread", cp.End, c.end)
+				}
+				if !strings.Contains(j.Summary, c.culprit+" from thread "+fmt.Sprint(call.TID)) ||
+					!strings.Contains(j.Summary, c.caller) || !strings.Contains(j.Summary, fmt.Sprintf("%#x", cp.Stream)) {
+					t.Errorf("headline %q does not name the call, thread, caller and stream", j.Headline())
+				}
+				if tr.stdout != c.stdout || tr.stderr != "stderr: "+c.scenario+"\n" {
+					t.Errorf("the program's output changed:\nstdout %q\nwant   %q\nstderr %q", tr.stdout, c.stdout, tr.stderr)
+				}
+				if r.Exit.Signal != c.exitSignal || (c.exitSignal == 0 && r.Exit.Code != 0) {
+					t.Errorf("exit %+v, want signal %v", r.Exit, c.exitSignal)
+				}
+				if r.Malformed != 0 || len(r.Processes) != 1 {
+					t.Errorf("%d malformed records, %d processes", r.Malformed, len(r.Processes))
+				}
+			})
+		}
+	}
+}
+
+// TestTraceVerdicts covers the other outcomes against both runtimes.
+func TestTraceVerdicts(t *testing.T) {
+	k := standIns(t)
+	for _, rt := range runtimes {
+		cases := []struct {
+			scenario string
+			strict   bool
+			verdict  report.Verdict
+			summary  string // a part of the headline
+			hazards  int
+			check    func(t *testing.T, tr traced)
+		}{
+			{"clean", false, report.Pass, "1 capture ended with success, nothing refused", 0, func(t *testing.T, tr traced) {
+				if c := tr.r.Captures[0]; !c.EndedWell() || c.Calls != 3 || c.ByName["cuLaunchKernel"]+c.ByName["hipLaunchKernel"] != 3 {
+					t.Errorf("capture %+v, want 3 launches counted", c)
+				}
+			}},
+			{"none", false, report.Skip, "no capture began: nothing to check", 0, nil},
+			{"exit3", false, report.Fail, "every capture ended well (1), but the program exited with status 3", 0, nil},
+			{"crash-after", false, report.Fail, "but the program was killed by signal SIGSEGV", 0, nil},
+			{"never-end", false, report.Fail, "never ended: the program exited with status 0", 0, nil},
+			{"relaxed-other-query", false, report.Pass, "1 latent hazard", 1, func(t *testing.T, tr traced) {
+				h := tr.r.Hazards[0]
+				if h.Cell.Action != rules.QueryOtherStream || h.Cell.Capture != hip.CaptureModeRelaxed || !h.Cell.Other ||
+					h.Strict.Capture != hip.CaptureModeGlobal || h.Would.Returns != 900 || h.Would.End != 901 {
+					t.Errorf("hazard %+v", h)
+				}
+				if f := firstNamed(h.Call.Callers); f.Symbol != "worker_query" {
+					t.Errorf("hazard caller %v, want worker_query", f)
+				}
+				if !strings.Contains(h.Because(), "relaxed mode") {
+					t.Errorf("because %q", h.Because())
+				}
+			}},
+			{"relaxed-other-query", true, report.Fail, "(--strict; 1 hazard)", 1, nil},
+			{"relaxed-thread-malloc", false, report.Pass, "had switched itself to relaxed mode", 2, func(t *testing.T, tr traced) {
+				h := tr.r.Hazards[0]
+				if BaseName(h.Call.Name) != rt.malloc || h.Cell.Mode != hip.CaptureModeRelaxed || h.Cell.Capture != hip.CaptureModeGlobal {
+					t.Errorf("hazard %+v, want %s by a thread in relaxed mode", h, rt.malloc)
+				}
+			}},
+			{"wrong-thread-end", false, report.Fail, rt.end + " from thread", 0, func(t *testing.T, tr traced) {
+				if tr.j.Culprit.Result != hip.ErrStreamCaptureWrongThread || tr.j.Culprit.Action != rules.EndCaptureOtherThread {
+					t.Errorf("culprit %+v", tr.j.Culprit)
+				}
+			}},
+			{"fork", false, report.Fail, rt.sync + " from thread", 0, func(t *testing.T, tr traced) {
+				ps := tr.r.Processes
+				if len(ps) != 2 || !ps[1].Forked || ps[1].PPID != ps[0].PID || tr.j.Capture.PID != ps[1].PID {
+					t.Errorf("processes %+v, capture in %d: want the capture in the forked child", ps, tr.j.Capture.PID)
+				}
+				if !strings.Contains(tr.stdout, "fork: child exited 0") {
+					t.Errorf("stdout %q", tr.stdout)
+				}
+			}},
+			{"exec", false, report.Fail, rt.query + " from thread", 0, func(t *testing.T, tr traced) {
+				if len(tr.r.Processes) != 1 || tr.stderr != "stderr: exec\nstderr: query-capturing\n" {
+					t.Errorf("processes %+v, stderr %q", tr.r.Processes, tr.stderr)
+				}
+			}},
+		}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%s/strict=%v", rt.name, c.scenario, c.strict), func(t *testing.T) {
+				tr := k.trace(t, c.strict, rt.prog(k), []string{c.scenario})
+				if tr.j.Verdict != c.verdict || !strings.Contains(tr.j.Summary, c.summary) {
+					t.Fatalf("%s\nwant %s with %q", tr.j.Headline(), c.verdict, c.summary)
+				}
+				if len(tr.r.Hazards) != c.hazards {
+					t.Errorf("%d hazards, want %d: %+v", len(tr.r.Hazards), c.hazards, tr.r.Hazards)
+				}
+				if c.check != nil {
+					c.check(t, tr)
+				}
+			})
+		}
+	}
+}
+
+// TestTraceKeepsTheInnermostCallers: a stack deeper than one record
+// holds keeps its innermost callers, in order, and counts the rest.
+func TestTraceKeepsTheInnermostCallers(t *testing.T) {
+	k := standIns(t)
+	for _, rt := range runtimes {
+		tr := k.trace(t, false, rt.prog(k), []string{"deep"})
+		c := tr.j.Culprit
+		if c == nil || tr.r.Malformed != 0 {
+			t.Fatalf("%s: %s (%d malformed)", rt.name, tr.j.Headline(), tr.r.Malformed)
+		}
+		if c.Omitted == 0 || len(c.Callers) < 10 {
+			t.Errorf("%s: %d callers kept, %d omitted; want a full record and a count of the rest", rt.name, len(c.Callers), c.Omitted)
+		}
+		for i, f := range c.Callers {
+			if f.Symbol != "descend_and_query" {
+				t.Errorf("%s: caller %d is %v, want descend_and_query (the innermost frames)", rt.name, i, f)
+				break
+			}
+		}
+	}
+}
+
+// TestTraceNamesCallersWithoutDynamicSymbols: a program linked without
+// -rdynamic has no dynamic symbol for its own functions; the trace names
+// them from the file's symbol table.
+func TestTraceNamesCallersWithoutDynamicSymbols(t *testing.T) {
+	k := standIns(t)
+	tr := k.trace(t, false, k.hipNoDyn, []string{"sync-other-thread"})
+	if tr.j.Culprit == nil {
+		t.Fatalf("no culprit: %s", tr.j.Headline())
+	}
+	f := firstNamed(tr.j.Culprit.Callers)
+	if f.Symbol != "worker_synchronize" || f.Source != "elf" || f.Module != k.hipNoDyn {
+		t.Errorf("first named caller %+v, want worker_synchronize from the ELF symbol table of %s", f, k.hipNoDyn)
+	}
+}
+
+// TestTraceFindsARuntimeLoadedLocally: a library loaded with RTLD_LOCAL,
+// as Python loads an extension, reaches the runtime through the
+// interposer, which finds the runtime outside the global scope.
+func TestTraceFindsARuntimeLoadedLocally(t *testing.T) {
+	k := standIns(t)
+	tr := k.trace(t, false, k.loader, []string{k.helper})
+	if tr.stdout != "loader: helper end capture 901\n" {
+		t.Fatalf("stdout %q: the helper's calls did not reach the runtime", tr.stdout)
+	}
+	if tr.j.Verdict != report.Fail || tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != "hipStreamQuery" {
+		t.Fatalf("%s", tr.j.Headline())
+	}
+	if f := firstNamed(tr.j.Culprit.Callers); f.Symbol != "helper_capture_query" || f.Object() != "libhelper.so" {
+		t.Errorf("caller %+v", f)
+	}
+}
+
+// TestTraceSurvivesAProgramThatClosesItsDescriptors: the program closes
+// every descriptor above stderr (the observer's socket too) and opens a
+// file of its own, which takes the socket's number; the events still
+// arrive and nothing is written into the program's file.
+func TestTraceSurvivesAProgramThatClosesItsDescriptors(t *testing.T) {
+	k := standIns(t)
+	for _, rt := range runtimes {
+		t.Run(rt.name, func(t *testing.T) {
+			own := filepath.Join(t.TempDir(), "own")
+			tr := k.trace(t, false, rt.prog(k), []string{"closefds", own})
+			if tr.j.Verdict != report.Fail || tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != rt.query {
+				t.Fatalf("%s", tr.j.Headline())
+			}
+			data, err := os.ReadFile(own)
+			if err != nil || len(data) != 0 {
+				t.Fatalf("the program's own file holds %q (%v): the observer wrote into it", data, err)
+			}
+			if !strings.Contains(tr.stdout, "own file fd 3 size 0") {
+				t.Errorf("stdout %q: want the file on the socket's old number, empty", tr.stdout)
+			}
+			tr = k.trace(t, false, rt.prog(k), []string{"closefds-tcp"})
+			if strings.Contains(tr.stdout, "no loopback TCP") {
+				t.Skip("no loopback TCP here")
+			}
+			if tr.j.Verdict != report.Fail || tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != rt.query {
+				t.Fatalf("%s", tr.j.Headline())
+			}
+			if !strings.Contains(tr.stdout, "own socket fd 3, peer received 0") {
+				t.Errorf("stdout %q: want the program's socket on the old number, nothing sent through it", tr.stdout)
+			}
+		})
+	}
+}
+
+// TestTracePassesStdinThrough: the program reads its standard input.
+func TestTracePassesStdinThrough(t *testing.T) {
+	k := standIns(t)
+	in := "line one\nline two\n\x00binary\xff\n"
+	tr := k.trace(t, false, k.hipProg, []string{"echo"}, withStdin(in))
+	want := in + wantOutput("echo", "begin 0", "end capture 0")
+	if tr.stdout != want || tr.j.Verdict != report.Pass {
+		t.Fatalf("stdout %q, want %q; %s", tr.stdout, want, tr.j.Headline())
+	}
+}
+
+// TestTraceWatchdog: a program that hangs inside a capture is killed with
+// its group after the timeout; the verdict says it hung.
+func TestTraceWatchdog(t *testing.T) {
+	k := standIns(t)
+	tr := k.trace(t, false, k.hipProg, []string{"hang"}, withTimeout(500*time.Millisecond))
+	if !tr.r.Exit.TimedOut || tr.r.Exit.Signal != syscall.SIGKILL || tr.j.Verdict != report.Fail ||
+		!strings.Contains(tr.j.Summary, "never ended: the program hung: the watchdog killed it after 500ms") {
+		t.Fatalf("exit %+v: %s", tr.r.Exit, tr.j.Headline())
+	}
+}
+
+// TestTraceInterrupted: when miotool's context ends, the program's group
+// gets SIGINT; one that ignores it is killed after the grace; either way
+// the result is INTERRUPTED with what was seen.
+func TestTraceInterrupted(t *testing.T) {
+	k := standIns(t)
+	cases := []struct {
+		name   string
+		prog   string
+		args   []string
+		signal syscall.Signal
+	}{
+		{"program exits on SIGINT", k.hipProg, []string{"hang"}, syscall.SIGINT},
+		{"program ignores SIGINT", "/bin/sh", []string{"-c", "trap '' INT; echo ready; while :; do sleep 1; done"}, syscall.SIGKILL},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ready := make(chan int, 1)
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			o := Options{Program: c.prog, Args: c.args, Observer: k.observer, Stdout: pw, Stderr: pw, Timeout: limit,
+				Grace: 300 * time.Millisecond, Started: func(pid int) { ready <- pid }}
+			// Cancel once the program has written its first line (it is in
+			// its capture, or past the trap).
+			go func() {
+				buf := make([]byte, 1)
+				if _, err := pr.Read(buf); err == nil {
+					cancel()
+				}
+			}()
+			r, err := Run(ctx, o)
+			pw.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantGone(t, <-ready)
+			j := Judge(r, false)
+			if !r.Exit.Interrupted || r.Exit.Forwarded != syscall.SIGINT || r.Exit.Signal != c.signal ||
+				j.Verdict != report.Interrupted || !strings.HasPrefix(j.Summary, "interrupted: the program was stopped by miotool (SIGINT)") {
+				t.Fatalf("exit %+v: %s", r.Exit, j.Headline())
+			}
+		})
+	}
+}
+
+// TestTraceUnobservedCUDA: when CUPTI cannot be subscribed to (a profiler
+// holds it), the trace says why it saw nothing.
+func TestTraceUnobservedCUDA(t *testing.T) {
+	k := standIns(t)
+	tr := k.trace(t, false, k.cudaProg, []string{"clean"}, withEnv("STANDIN_CUPTI_BUSY=1"))
+	if tr.j.Verdict != report.Skip || !strings.Contains(tr.j.Summary, "were not observed: cuptiSubscribe") ||
+		!strings.Contains(tr.j.Summary, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") {
+		t.Fatalf("%s", tr.j.Headline())
+	}
+	if tr.stdout != wantOutput("clean", "begin 0", "end capture 0") {
+		t.Errorf("stdout %q", tr.stdout)
+	}
+}
+
+// TestTraceProgramErrors: a program that cannot be run is a usage error,
+// said in one line.
+func TestTraceProgramErrors(t *testing.T) {
+	k := standIns(t)
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ prog, observer, want string }{
+		{"/nonexistent/prog", k.observer, "program /nonexistent/prog: no such file or directory"},
+		{"no-such-program-anywhere", k.observer, "program no-such-program-anywhere: not found in $PATH"},
+		{plain, k.observer, "permission denied (not executable)"},
+		{dir, k.observer, "is a directory"},
+		{"true", filepath.Join(dir, "none.so"), "trace observer " + filepath.Join(dir, "none.so") + ": no such file"},
+	}
+	for _, c := range cases {
+		_, err := Run(context.Background(), Options{Program: c.prog, Observer: c.observer})
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want a one-line usage error with %q", c.prog, err, c.want)
+		}
+	}
+}
+
+// TestTheProgramDiesWithMiotool: a stand-in miotool (this test binary)
+// traces a program that hangs in a capture and is killed with SIGKILL,
+// which it cannot catch; the kernel kills the program with it.
+func TestTheProgramDiesWithMiotool(t *testing.T) {
+	k := standIns(t)
+	parent := exec.Command(os.Args[0])
+	parent.Env = append(os.Environ(), helperEnv+"="+k.hipProg, helperArgsEnv+"=hang", helperObserver+"="+k.observer)
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	var pid int
+	select {
+	case l := <-lines:
+		if _, err := fmt.Sscanf(l, "program %d", &pid); err != nil {
+			t.Fatalf("the stand-in miotool said %q", l)
+		}
+	case <-time.After(limit):
+		t.Fatalf("the stand-in miotool did not start the program within %v", limit)
+	}
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	wantGone(t, pid)
+}
