@@ -11,7 +11,8 @@
 # must not compile. Each CHECK.c given is compiled too, with
 # -I/usr/local/cuda/include and CUPTI's include folder ($CUPTI_INCLUDE,
 # /usr/local/cuda/extras/CUPTI/include or the nvidia.cuda_cupti wheel's),
-# for checks of other bindings (such as the trace observer's CUPTI calls).
+# for checks of other bindings (such as the trace observer's CUPTI calls);
+# one that has a MIOTOOL_MUST_FAIL case must fail to compile with it.
 #
 # cudnn.h is looked for in $CUDNN_INCLUDE, then in PyTorch's cuDNN wheel
 # (python3 -c 'import nvidia.cudnn'), then under site-packages/nvidia/cudnn,
@@ -27,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 say() { echo "abi-check-cuda: $*"; }
 
-case ${1:-} in -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case ${1:-} in -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 for f in "$@"; do
 	if [ ! -f "$f" ]; then
 		echo "abi-check-cuda: $f is not a file" >&2
@@ -117,7 +118,16 @@ for f in "$@"; do
 		say "FAIL: $f does not compile against the CUDA headers (${extra_includes[*]}); cuDNN check passed ($about)"
 		exit 1
 	fi
-	extras+=("$(basename "$f")")
+	# A check file with a deliberately wrong case must fail with it.
+	if grep -q MIOTOOL_MUST_FAIL "$f"; then
+		if gcc "${flags[@]}" "${extra_includes[@]}" -DMIOTOOL_MUST_FAIL -o "$scratch/extra.o" "$f" 2>"$scratch/extra.log"; then
+			say "FAIL: $f compiled with -DMIOTOOL_MUST_FAIL, so it proves nothing; cuDNN check passed ($about)"
+			exit 1
+		fi
+		extras+=("$(basename "$f") (and its wrong case failed)")
+	else
+		extras+=("$(basename "$f")")
+	fi
 done
 
 say "PASS: $bound, $numbers numbers and the perf struct's layout agree with the $about; a wrong declaration fails${extras:+; also compiled: ${extras[*]}}"
