@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"miotool/internal/testutil"
 )
 
 // processLimit bounds every wait of these tests: wide for a loaded
@@ -98,9 +100,17 @@ func wantNoSurvivor(t *testing.T, pgrp, pid int) {
 	}
 }
 
+// miotoolRun is a started miotool; its Wait runs on a goroutine of its
+// own from the start, whose result arrives on exited.
+type miotoolRun struct {
+	*exec.Cmd
+	exited chan error
+}
+
 // startMiotool starts the built binary in the module root with an
-// environment of its own.
-func startMiotool(t *testing.T, bin string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+// environment of its own. When the test ends, the process is killed and
+// its waiting goroutine joined.
+func startMiotool(t *testing.T, bin string, args ...string) (*miotoolRun, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command(bin, args...)
@@ -111,22 +121,25 @@ func startMiotool(t *testing.T, bin string, args ...string) (*exec.Cmd, *bytes.B
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, &out, &errOut
+	run := &miotoolRun{Cmd: cmd, exited: make(chan error, 1)}
+	waited := testutil.Go(t, processLimit, func() { run.exited <- cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-waited
+	})
+	return run, &out, &errOut
 }
 
-// waitExit waits for cmd within processLimit and returns its exit status.
-func waitExit(t *testing.T, cmd *exec.Cmd, errOut *bytes.Buffer) int {
+// waitExit waits for run within processLimit and returns its exit status.
+func waitExit(t *testing.T, run *miotoolRun, errOut *bytes.Buffer) int {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
+	case err := <-run.exited:
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
 			t.Fatal(err)
 		}
-		return cmd.ProcessState.ExitCode()
+		return run.ProcessState.ExitCode()
 	case <-time.After(processLimit):
 		t.Fatalf("miotool did not exit within %v of the signal; stderr:\n%s", processLimit, errOut)
 	}

@@ -81,8 +81,13 @@ $Lspin:
 }
 `
 
-// flagTwin is the simulator's kernel: a timer (the simulated stream stays
-// busy without burning a core), then an atomic store the watcher can load.
+// flagTwin is the simulator's kernel: a wait of ns, then an atomic store
+// the watcher can load. Up to a millisecond it spins on the clock, as the
+// GPU kernel does: a Go timer that short fires late where every thread of
+// the process sleeps (the runtime then waits for timers in whole
+// milliseconds), which would make the kernel end long after its Abandon.
+// Longer waits take a timer, so the simulated stream stays busy without
+// burning a core.
 func flagTwin(mem hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) error {
 	ns, ok1 := args[0].(uint64)
 	flag, ok2 := args[1].(hip.DevPtr)
@@ -94,8 +99,13 @@ func flagTwin(mem hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTimer(time.Duration(ns))
-	<-t.C
+	if d := time.Duration(ns); d <= time.Millisecond {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+		}
+	} else {
+		t := time.NewTimer(d)
+		<-t.C
+	}
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[0])), value)
 	twinEnd.at.Store(benchClock.now())
 	twinEnd.value.Store(value)
@@ -190,13 +200,23 @@ const hopsKernel = 50 * time.Microsecond
 // callback thread starting (the floor: the tracker's own callback under
 // worker; a bare host function queued after the done event under poller),
 // the reclaim thread awake with work (worker woken by the callback; poller
-// seeing the done event), the deallocator starting, and the scratch freed.
-// Medians and p90 in µs. worker-futex is the worker without its spin: the
-// futex wake alone. The isolated variants pause before each Abandon until
-// the worker has gone to sleep: worker-isolated, where Abandon wakes it
-// (paying a system call, see BenchmarkPaired), and worker-isolated-nowake
-// (streams.Options.NoAbandonWake), where the callback does. On the
-// simulator t0 is stamped by the kernel's Go twin itself (see twinEnd).
+// seeing the done event), the deallocator starting, and the scratch freed;
+// abandon is the Abandon call itself, before t0 (negative) as in a find
+// that gives up on work still running, and woken the reclaim thread's last
+// wake before the free (the poller's by its Abandon, the worker's by the
+// callback): a poller woken after t0 was asleep when the work ended.
+// Medians and p90 in µs. worker-futex
+// is the worker without its spin: the futex wake alone. The isolated
+// variants pause before each evaluation's launch until the reclaim thread
+// (and the driver's callback thread) have gone to sleep, as after any idle
+// period, and then launch, record and abandon at once, so the kernel still
+// runs when it is abandoned: worker-isolated, where Abandon wakes the
+// worker (paying a system call, see BenchmarkPaired),
+// worker-isolated-nowake (streams.Options.NoAbandonWake), where the
+// callback does, and poller-isolated, where Abandon wakes the sleeping
+// poller to spin on the done event. BenchmarkColdReclaim pairs the first
+// and the last in one loop. On the simulator t0 is stamped by the kernel's
+// Go twin itself (see twinEnd).
 func BenchmarkHops(b *testing.B) {
 	for _, v := range []struct {
 		name   string
@@ -209,16 +229,114 @@ func BenchmarkHops(b *testing.B) {
 		{"worker-isolated", streams.Worker, streams.Options{}, true},
 		{"worker-isolated-nowake", streams.Worker, streams.Options{NoAbandonWake: true}, true},
 		{"poller", streams.Poller, streams.Options{}, false},
+		{"poller-isolated", streams.Poller, streams.Options{}, true},
 	} {
-		b.Run(v.name, func(b *testing.B) { benchHops(b, v.policy, v.opts, v.pause) })
+		b.Run(v.name, func(b *testing.B) {
+			r := newHopRig(b)
+			tr := r.tracker(b, v.policy, v.opts)
+			var hops hopSeries
+			for b.Loop() {
+				hops.add(r.once(b, tr, v.pause, hopsKernel))
+			}
+			hops.report(b, "")
+		})
 	}
 }
 
-// workerAsleep is how long after its last work the worker is surely
+// BenchmarkColdReclaim is the realistic case of a find that abandons one
+// evaluation long after the last: worker-isolated and poller-isolated of
+// BenchmarkHops, turn about in one loop (so both see the same machine),
+// each on its own tracker, each evaluation launched after a pause in which
+// every reclaim thread and the driver's callback thread went to sleep.
+// ratio-worker/poller is the worker's median kernel-end-to-free-start over
+// the poller's, computed in this run. The overrun is how long the kernel
+// runs after its Abandon: 50 µs ends within the reclaim threads' spin
+// (Options.Spin), 2 ms long after it, when the poller polls at its
+// backed-off pace (up to Options.PollSleepMax apart) and the worker sleeps
+// until the callback wakes it.
+func BenchmarkColdReclaim(b *testing.B) {
+	for _, v := range []struct {
+		name    string
+		overrun time.Duration
+	}{{"overrun-50us", hopsKernel}, {"overrun-2ms", 2 * time.Millisecond}} {
+		overrun := v.overrun
+		b.Run(v.name, func(b *testing.B) {
+			r := newHopRig(b)
+			worker := r.tracker(b, streams.Worker, streams.Options{})
+			poller := r.tracker(b, streams.Poller, streams.Options{})
+			var w, p hopSeries
+			turn := 0
+			for b.Loop() {
+				if turn++; turn%2 == 1 {
+					w.add(r.once(b, worker, true, overrun))
+					p.add(r.once(b, poller, true, overrun))
+				} else {
+					p.add(r.once(b, poller, true, overrun))
+					w.add(r.once(b, worker, true, overrun))
+				}
+			}
+			w.report(b, "worker-")
+			p.report(b, "poller-")
+			if pf := quantile(p[hopFreeStart], 0.5); pf > 0 {
+				b.ReportMetric(quantile(w[hopFreeStart], 0.5)/pf, "ratio-worker/poller")
+			}
+		})
+	}
+}
+
+// workerAsleep is how long after its last work a reclaim thread is surely
 // asleep: a benchmark's pause, not a synchronization.
 const workerAsleep = 4 * streams.DefaultSpin
 
-func benchHops(b *testing.B, policy streams.Policy, opts streams.Options, pause bool) {
+// The hops of one evaluation, in µs from the kernel's end.
+const (
+	hopAbandon = iota
+	hopWoken
+	hopCallback
+	hopAwake
+	hopFreeStart
+	hopFreed
+	numHops
+)
+
+var hopNames = [numHops]string{"abandon", "woken", "callback", "awake", "free-start", "freed"}
+
+type hopSeries [numHops][]float64
+
+func (h *hopSeries) add(one [numHops]float64) {
+	for i, v := range one {
+		h[i] = append(h[i], v)
+	}
+}
+
+// report gives p50 and p90 of every hop (the Abandon's p50 only).
+func (h *hopSeries) report(b *testing.B, prefix string) {
+	for i, name := range hopNames {
+		b.ReportMetric(quantile(h[i], 0.5), "us-"+prefix+name+"-p50")
+		if i != hopAbandon {
+			b.ReportMetric(quantile(h[i], 0.9), "us-"+prefix+name+"-p90")
+		}
+	}
+}
+
+// hopRig is what a reclaim-latency measurement needs: the device, a flag
+// in host-mapped memory the kernel writes last, the kernel, an allocator
+// that stamps the free, the flag's watcher (on a GPU) and the moments the
+// trackers' traces stamp. Its measurements run one at a time.
+type hopRig struct {
+	d     hip.Device
+	hm    hip.HostMapped
+	flag  *atomic.Uint32
+	kern  hip.Function
+	onSim bool
+	w     *watcher
+	alloc *handle.Allocator
+	value uint32
+
+	woken, callback, awake, freeStart, freed atomic.Int64
+}
+
+func newHopRig(b *testing.B) *hopRig {
 	d := device(b)
 	mapper, ok := d.(hip.HostMapper)
 	if !ok {
@@ -229,81 +347,87 @@ func benchHops(b *testing.B, policy streams.Policy, opts streams.Options, pause 
 		b.Skipf("host-mapped memory: %v", err)
 	}
 	b.Cleanup(func() { _ = mapper.HostFreeMapped(hm) })
-	flag := (*atomic.Uint32)(hm.Host)
-	flag.Store(0)
+	r := &hopRig{d: d, hm: hm, flag: (*atomic.Uint32)(hm.Host), onSim: d.Props().Backend == "sim"}
+	r.flag.Store(0)
 	m, err := d.ModuleLoad(flagSource())
 	must(b, err)
 	b.Cleanup(func() { _ = d.ModuleUnload(m) })
-	kern, err := d.ModuleGetFunction(m, flagKernel)
+	r.kern, err = d.ModuleGetFunction(m, flagKernel)
 	must(b, err)
-
 	c := benchClock
-	onSim := d.Props().Backend == "sim"
-	var callback, awake, freeStart, freed atomic.Int64
-	alloc := &handle.Allocator{
+	r.alloc = &handle.Allocator{
 		Alloc: d.Malloc,
 		Free: func(p hip.DevPtr) error {
-			freeStart.Store(c.now())
+			r.freeStart.Store(c.now())
 			err := d.Free(p)
-			freed.Store(c.now())
+			r.freed.Store(c.now())
 			return err
 		},
 	}
-	trace := &streams.Trace{
-		CallbackEntered: func() { callback.Store(c.now()) },
-		Awake:           func() { awake.Store(c.now()) },
+	if !r.onSim {
+		r.w = watch(c, r.flag)
+		b.Cleanup(r.w.close)
 	}
-	opts.Policy, opts.MaxDraining, opts.Trace = policy, 2, trace
-	tr, err := streams.New(d, opts)
+	return r
+}
+
+// tracker makes a tracker of policy whose trace stamps the rig's moments.
+// It closes before the rig's device does.
+func (r *hopRig) tracker(b *testing.B, policy streams.Policy, opts streams.Options) *streams.Tracker {
+	c := benchClock
+	opts.Policy, opts.MaxDraining = policy, 2
+	opts.Trace = &streams.Trace{
+		CallbackEntered: func() { r.callback.Store(c.now()) },
+		Awake:           func() { r.awake.Store(c.now()) },
+		Woken:           func() { r.woken.Store(c.now()) },
+	}
+	tr, err := streams.New(r.d, opts)
 	must(b, err)
 	b.Cleanup(func() { _ = tr.Close() })
-	var w *watcher
-	if !onSim {
-		w = watch(c, flag)
-		defer w.close()
-	}
+	return tr
+}
 
-	var hops [4][]float64
-	value := flag.Load()
-	for b.Loop() {
-		value++
-		callback.Store(0)
-		scratch, err := alloc.Alloc(1 << 20)
-		must(b, err)
-		slot, err := tr.Acquire(context.Background())
-		must(b, err)
-		p := &freedPin{free: alloc.Free, ptr: scratch, done: make(chan struct{})}
-		tr.Pin(slot, p)
-		must(b, d.LaunchKernel(kern, hip.D1(1), hip.D1(1), 0, slot.Stream(), uint64(hopsKernel), hm.Dev, value))
-		ev, err := d.EventCreate(hip.EventDisableTiming)
-		must(b, err)
-		must(b, d.EventRecord(ev, slot.Stream()))
-		if policy == streams.Poller {
-			must(b, d.LaunchHostFunc(slot.Stream(), func() { callback.Store(c.now()) }))
-		}
-		if pause {
-			time.Sleep(workerAsleep)
-		}
-		tr.Abandon(slot, ev)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			b.Fatal("scratch not freed within 30 s")
-		}
-		t0 := w.endOf(b, value, onSim)
-		for deadline := time.Now().Add(30 * time.Second); callback.Load() == 0; runtime.Gosched() {
-			if time.Now().After(deadline) {
-				b.Fatal("the host function never ran")
-			}
-		}
-		for i, at := range []int64{callback.Load(), awake.Load(), freeStart.Load(), freed.Load()} {
-			hops[i] = append(hops[i], float64(at-t0)/1e3)
+// once abandons one evaluation on tr about overrun before its kernel ends,
+// waits for its scratch to be freed and returns the hops. pause first
+// lets every reclaim thread fall asleep.
+func (r *hopRig) once(b *testing.B, tr *streams.Tracker, pause bool, overrun time.Duration) [numHops]float64 {
+	c, d := benchClock, r.d
+	r.value++
+	r.callback.Store(0)
+	scratch, err := r.alloc.Alloc(1 << 20)
+	must(b, err)
+	slot, err := tr.Acquire(context.Background())
+	must(b, err)
+	p := &freedPin{free: r.alloc.Free, ptr: scratch, done: make(chan struct{})}
+	tr.Pin(slot, p)
+	if pause {
+		time.Sleep(workerAsleep)
+	}
+	must(b, d.LaunchKernel(r.kern, hip.D1(1), hip.D1(1), 0, slot.Stream(), uint64(overrun), r.hm.Dev, r.value))
+	ev, err := d.EventCreate(hip.EventDisableTiming)
+	must(b, err)
+	must(b, d.EventRecord(ev, slot.Stream()))
+	if tr.Policy() == streams.Poller {
+		must(b, d.LaunchHostFunc(slot.Stream(), func() { r.callback.Store(c.now()) }))
+	}
+	abandoned := c.now()
+	tr.Abandon(slot, ev)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		b.Fatal("scratch not freed within 30 s")
+	}
+	t0 := r.w.endOf(b, r.value, r.onSim)
+	for deadline := time.Now().Add(30 * time.Second); r.callback.Load() == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			b.Fatal("the host function never ran")
 		}
 	}
-	for i, name := range []string{"callback", "awake", "free-start", "freed"} {
-		b.ReportMetric(quantile(hops[i], 0.5), "us-"+name+"-p50")
-		b.ReportMetric(quantile(hops[i], 0.9), "us-"+name+"-p90")
+	var out [numHops]float64
+	for i, at := range [numHops]int64{abandoned, r.woken.Load(), r.callback.Load(), r.awake.Load(), r.freeStart.Load(), r.freed.Load()} {
+		out[i] = float64(at-t0) / 1e3
 	}
+	return out
 }
 
 // freedPin is a scratch buffer pinned by the benchmark; done closes once
@@ -504,7 +628,12 @@ const pollerDrain = 200 * time.Millisecond
 // simulator). pct-core-* is the whole process's CPU time, which also counts
 // the Go runtime's own threads and the driver's; pct-thread-* is the
 // poller's own OS thread alone (Linux: its schedstat), which tells the
-// poller's idle cost from the process's background.
+// poller's idle cost from the process's background. Between the two
+// windows the poller spins on its wake word for Options.Spin after the
+// slot went home, then sleeps: the idle window starts after a settling
+// pause that covers it, and us-thread-per-drain is the poller's CPU time
+// from the Abandon to the end of that pause, the spin that keeps a run of
+// Abandons from waking it (see BenchmarkHops/poller) included.
 func BenchmarkPollerCPU(b *testing.B) {
 	d := device(b)
 	k := load(b, d)
@@ -513,7 +642,7 @@ func BenchmarkPollerCPU(b *testing.B) {
 		Trace: &streams.Trace{Started: func() { tid.Store(int64(syscall.Gettid())) }}})
 	must(b, err)
 	defer tr.Close()
-	var draining, idle, threadDraining, threadIdle []float64
+	var draining, idle, threadDraining, threadIdle, perDrain []float64
 	for b.Loop() {
 		s, err := tr.Acquire(context.Background())
 		must(b, err)
@@ -532,6 +661,10 @@ func BenchmarkPollerCPU(b *testing.B) {
 		if th0 >= 0 {
 			threadDraining = append(threadDraining, 100*float64(threadCPU(tid.Load())-th0)/elapsed)
 		}
+		time.Sleep(workerAsleep) // the spin after the drain: a pause, not a synchronization
+		if th0 >= 0 {
+			perDrain = append(perDrain, float64(threadCPU(tid.Load())-th0)/1e3)
+		}
 		cpu0, th0, t0 = processCPU(b), threadCPU(tid.Load()), time.Now()
 		time.Sleep(pollerDrain) // measuring idle cost: nothing to wait for
 		elapsed = float64(time.Since(t0))
@@ -545,6 +678,7 @@ func BenchmarkPollerCPU(b *testing.B) {
 	if len(threadIdle) > 0 {
 		b.ReportMetric(quantile(threadDraining, 0.5), "pct-thread-draining")
 		b.ReportMetric(quantile(threadIdle, 0.5), "pct-thread-idle")
+		b.ReportMetric(quantile(perDrain, 0.5), "us-thread-per-drain")
 	}
 	b.ReportMetric(float64(tr.Counters().Polls)/float64(b.N), "polls/drain")
 }

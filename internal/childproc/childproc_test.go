@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"miotool/internal/testutil"
 )
 
 // fakeEnv makes this test binary, re-executed, a fake child (see TestMain).
@@ -142,6 +144,22 @@ func wantGone(t *testing.T, pgid, pid int) {
 	}
 }
 
+// killAtCleanup kills process pid, a fake child this test binary started
+// (or one it started), when t ends, so that a failing assertion leaves
+// nothing running: pid is killed only while it still runs this binary, not
+// a process that took its number after it ended.
+func killAtCleanup(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		self, err := os.Stat("/proc/self/exe")
+		if err != nil {
+			return
+		}
+		if exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && os.SameFile(self, exe) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
 // sleeperPID reads the "sleeper PID" line a fake child printed.
 func sleeperPID(t *testing.T, out []byte) int {
 	t.Helper()
@@ -162,10 +180,11 @@ func TestAChildThatExitsIsReportedAndItsGroupKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sleeper := sleeperPID(t, res.Stdout.Data)
+	killAtCleanup(t, sleeper)
 	if res.ExitCode() != 0 || res.TimedOut || res.PipeHeld || !bytes.Contains(res.Stdout.Data, []byte("result ok\n")) {
 		t.Fatalf("%s, timed out %v, pipe held %v, stdout %q", res.ExitText(), res.TimedOut, res.PipeHeld, res.Stdout.Data)
 	}
-	sleeper := sleeperPID(t, res.Stdout.Data)
 	wantGone(t, res.PID, 0)
 	wantGone(t, 0, sleeper)
 }
@@ -180,6 +199,7 @@ func TestAnEscapedDescendantCostsOnlyTheGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	sleeper := sleeperPID(t, res.Stdout.Data)
+	killAtCleanup(t, sleeper)
 	// It is out of the group's reach by construction; the test ends it.
 	if err := syscall.Kill(sleeper, syscall.SIGKILL); err != nil {
 		t.Errorf("killing the escaped sleeper %d: %v", sleeper, err)
@@ -309,21 +329,23 @@ func TestTheChildDiesWithItsParent(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
 	lines := make(chan string, 1)
-	go func() {
+	testutil.Go(t, limit, func() {
 		s := bufio.NewScanner(out)
 		for s.Scan() {
 			lines <- s.Text()
 		}
 		close(lines)
-	}()
+	})
+	// Killing the parent closes the pipe, which ends the reader.
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
 	var child int
 	select {
 	case l := <-lines:
 		if _, err := fmt.Sscanf(l, "child %d", &child); err != nil {
 			t.Fatalf("the parent said %q", l)
 		}
+		killAtCleanup(t, child)
 	case <-time.After(limit):
 		t.Fatalf("the parent did not start its child within %v", limit)
 	}

@@ -27,6 +27,70 @@ TEXT ·hasAVX2(SB), NOSPLIT, $0-1
 no:
 	RET
 
+// func hasAVX512() bool: AVX-512 Foundation, with the OS saving the opmask
+// and ZMM state (XCR0 bits 5 to 7) as well as XMM and YMM (bits 1, 2).
+TEXT ·hasAVX512(SB), NOSPLIT, $0-1
+	MOVB $0, ret+0(FP)
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	ANDL $0x08000000, CX // OSXSAVE
+	JZ   no512
+	XORL CX, CX
+	XGETBV
+	ANDL $0xe6, AX
+	CMPL AX, $0xe6
+	JNE  no512
+	// AVX512F: CPUID.(EAX=7, ECX=0):EBX bit 16.
+	MOVL $7, AX
+	XORL CX, CX
+	CPUID
+	ANDL $0x10000, BX
+	JZ   no512
+	MOVB $1, ret+0(FP)
+no512:
+	RET
+
+// func conv2x2RowAVX512(top, bot, out *float32, n int, coef *[5]float32)
+//
+// conv2x2RowAVX2 sixteen outputs at a time, n a multiple of 16: the same
+// multiplies and adds, with the same operands first.
+TEXT ·conv2x2RowAVX512(SB), NOSPLIT, $0-40
+	MOVQ top+0(FP), SI
+	MOVQ bot+8(FP), DI
+	MOVQ out+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ coef+32(FP), AX
+	VBROADCASTSS 0(AX), Z0
+	VBROADCASTSS 4(AX), Z1
+	VBROADCASTSS 8(AX), Z2
+	VBROADCASTSS 12(AX), Z3
+	VBROADCASTSS 16(AX), Z4
+	VPXORD       Z5, Z5, Z5
+	SHRQ         $4, CX
+	JZ           done512
+
+loop512:
+	VMULPS  0(SI), Z0, Z6
+	VADDPS  Z6, Z5, Z6
+	VMULPS  4(SI), Z1, Z7
+	VADDPS  Z7, Z6, Z6
+	VMULPS  0(DI), Z2, Z7
+	VADDPS  Z7, Z6, Z6
+	VMULPS  4(DI), Z3, Z7
+	VADDPS  Z7, Z6, Z6
+	VMULPS  Z6, Z4, Z6
+	VMOVUPS Z6, 0(DX)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	ADDQ    $64, DX
+	DECQ    CX
+	JNZ     loop512
+
+done512:
+	VZEROUPPER
+	RET
+
 // func conv2x2RowAVX2(top, bot, out *float32, n int, coef *[5]float32)
 //
 // out[i] = alpha * ((((0 + top[i]*w0) + top[i+1]*w1) + bot[i]*w2) + bot[i+1]*w3)

@@ -3,6 +3,7 @@ package conv
 import (
 	"testing"
 
+	"miotool/internal/hip"
 	"miotool/internal/testutil"
 )
 
@@ -15,5 +16,25 @@ func TestCommittedPTXMatchesTheSource(t *testing.T) {
 func TestStalePTXIsNotUsed(t *testing.T) {
 	if ptxFor(kernelText+"// changed\n") != "" {
 		t.Fatal("PTX generated from another source text was handed out")
+	}
+}
+
+// Every committed cubin must come from the committed kernels.cu: after
+// changing the source, run scripts/gen-cubin.sh on a machine with nvcc (or
+// delete the cubins); a stale one would not be used anyway.
+func TestCommittedCubinsMatchTheSource(t *testing.T) {
+	cubins, checks := hip.MatchingCubins(kernelFiles, "kernels.cu", kernelText)
+	if len(checks) == 0 {
+		t.Skip("no cubin is committed beside kernels.cu (scripts/gen-cubin.sh makes them)")
+	}
+	for _, c := range checks {
+		if c.Problem != "" {
+			t.Errorf("%s: %s", c.File, c.Problem)
+		}
+	}
+	for _, src := range []*hip.KernelSource{Source(), DirectSource()} {
+		if len(src.Cubins) != len(cubins) {
+			t.Errorf("%s carries %d cubins, want the %d committed", src.Name, len(src.Cubins), len(cubins))
+		}
 	}
 }

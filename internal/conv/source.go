@@ -1,7 +1,7 @@
 package conv
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,14 +9,29 @@ import (
 	"miotool/internal/hip"
 )
 
-//go:embed kernels.cu
-var kernelText string
+// kernelFiles are kernels.cu, its PTX and whatever cubins were compiled
+// from it (kernels.sm_XY.cubin and their sidecars, scripts/gen-cubin.sh).
+//
+//go:embed kernels.*
+var kernelFiles embed.FS
+
+var kernelText = mustRead(kernelFiles, "kernels.cu")
 
 // kernelPTX is kernels.cu compiled by NVRTC (tools/gen-ptx), for machines
 // without a runtime compiler. Its first line names the source's hash.
-//
-//go:embed kernels.ptx
-var kernelPTX string
+var kernelPTX = mustRead(kernelFiles, "kernels.ptx")
+
+// kernelCubins are the cubins compiled from this kernels.cu, by arch.
+var kernelCubins, _ = hip.MatchingCubins(kernelFiles, "kernels.cu", kernelText)
+
+// mustRead is an embedded file's text; the embed pattern guarantees it.
+func mustRead(files embed.FS, name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // PTXArch is the virtual architecture the committed PTX files are compiled for:
 // the oldest NVRTC 13 accepts; the driver compiles it for the device.
@@ -68,6 +83,7 @@ var source = sync.OnceValue(func() *hip.KernelSource {
 		Kernels: []string{NaiveKernel, DirectThinKernel},
 		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
 		PTX:     ptxFor(kernelText),
+		Cubins:  kernelCubins,
 	}
 	for _, t := range tileShapes {
 		src.Kernels = append(src.Kernels, t.kernel())
@@ -90,8 +106,9 @@ var directSource = sync.OnceValue(func() *hip.KernelSource {
 		Text:    text,
 		Kernels: []string{NaiveKernel, DirectThinKernel},
 		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
-		// The whole file's PTX has these entry points too.
-		PTX: ptxFor(kernelText),
+		// The whole file's PTX and cubins have these entry points too.
+		PTX:    ptxFor(kernelText),
+		Cubins: kernelCubins,
 	}
 })
 

@@ -92,3 +92,11 @@ func conv2x2RowGo(top, bot, out []float32, coef *[5]float32) {
 		out[i] = alpha * acc
 	}
 }
+
+// Conv2x2Row computes one output row of the conv2x2 shape exactly as the
+// naive and direct thin twins do: out[i] = alpha * (0 + top[i]*w0 +
+// top[i+1]*w1 + bot[i]*w2 + bot[i+1]*w3), added left to right in fp32,
+// coef = {w0, w1, w2, w3, alpha}, top and bot holding len(out)+1 values.
+// It is for callers that run several such launches fused on the simulator
+// (hip.Fusion) and must leave the bits those launches would.
+func Conv2x2Row(top, bot, out []float32, coef *[5]float32) { conv2x2Row(top, bot, out, coef) }

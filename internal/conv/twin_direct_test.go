@@ -86,8 +86,18 @@ func runWith(t *testing.T, p Problem, x, w []float32, launches []Launch) []float
 }
 
 // The vector row is the scalar row, bit for bit, at every length and
-// alignment, with special values among the inputs and weights.
+// alignment, with special values among the inputs and weights, at every
+// vector width this CPU has.
 func TestConv2x2RowVectorMatchesScalar(t *testing.T) {
+	for _, w := range vectorWidths() {
+		t.Run(w.name, func(t *testing.T) {
+			defer w.use()()
+			checkConv2x2RowMatchesScalar(t)
+		})
+	}
+}
+
+func checkConv2x2RowMatchesScalar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -1e-45, 3.4e38, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1}
 	value := func() float32 {
@@ -96,7 +106,7 @@ func TestConv2x2RowVectorMatchesScalar(t *testing.T) {
 		}
 		return float32(rng.NormFloat64())
 	}
-	for n := 0; n < 70; n++ {
+	for n := 0; n < 100; n++ {
 		for off := 0; off < 3; off++ {
 			top, bot := make([]float32, n+1+off), make([]float32, n+1+off)
 			for i := range top {

@@ -164,6 +164,36 @@ type KernelSource struct {
 	// PTX, when set, is precompiled code the CUDA backend may load where no
 	// runtime compiler is available (keyed by entry-point set, not by arch).
 	PTX string
+	// Cubins maps an exact CUDA architecture ("sm_90") to machine code
+	// precompiled from Text's source file (see MatchingCubins): the CUDA
+	// backend loads the one for its device's architecture as it is, with
+	// no runtime compiler and no driver JIT.
+	Cubins map[string][]byte
+	// Fusion, when set, lets the simulator run several of this source's
+	// launches queued back to back on one stream at once. A source whose
+	// twins differ from the ones Fusion was written for must not carry it.
+	Fusion *Fusion
+}
+
+// Fusion runs a run of launches as one pass where running them one after
+// another would stream the same buffers through memory again and again.
+// The simulator offers Run the kernel launches queued back to back on one
+// stream, the first from a source that carries this Fusion; Run either
+// runs launches[:n] (n >= 2) completely, leaving memory exactly as running
+// them in order would, and returns n, or runs nothing and returns 0. It
+// checks every launch it takes before it starts, so it never fails
+// halfway.
+type Fusion struct {
+	Run func(mem Memory, launches []FusedLaunch) int
+}
+
+// FusedLaunch is one kernel launch offered to a Fusion: the Fusion of the
+// source its kernel comes from (nil: none), the entry point, and the launch.
+type FusedLaunch struct {
+	Fusion      *Fusion
+	Kernel      string
+	Grid, Block Dim3
+	Args        []KernelArg
 }
 
 // Device is a runtime bound to one device. Its methods follow the HIP calls

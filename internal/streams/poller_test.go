@@ -3,6 +3,7 @@ package streams
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"miotool/internal/hip"
 	"miotool/internal/streams/streamtest"
@@ -106,4 +107,90 @@ func TestThePollerAndTheBackstopRetireEachSlotOnce(t *testing.T) {
 		t.Errorf("ReclaimedByPoller %d + ReclaimedByBackstop %d != %d abandoned", c.ReclaimedByPoller, c.ReclaimedByBackstop, rounds)
 	}
 	wantCounters(t, c, map[string]int64{"ScratchFreed": rounds, "FreeErrors": 0, "Draining": 0, "ScratchBytesPinned": 0})
+}
+
+// A poller asleep since its last slot went home is woken by the next
+// Abandon itself. Nothing else could start its poll here: the idle sleep
+// has no deadline, the test makes no Acquire and no launch after the
+// Abandon, and the tracker is not closed until the scratch is back.
+func TestAColdAbandonWakesTheSleepingPoller(t *testing.T) {
+	f := newFixture(t, Options{Policy: Poller, MaxDraining: 2, Spin: time.Millisecond})
+	first := f.abandonGated(t, f.acquire(t), f.buffer(8), true)
+	first.gate.Open()
+	streamtest.Recv(t, "first scratch freed", first.buf.Freed())
+	f.untilWorkerAsleep(t)
+
+	slot := f.acquire(t)
+	before := f.tr.Counters()
+	second := f.abandonGated(t, slot, f.buffer(8), true)
+	second.gate.Open()
+	streamtest.Recv(t, "second scratch freed by the poller the Abandon woke", second.buf.Freed())
+	after := f.tr.Counters()
+	if got := after.AbandonWakes - before.AbandonWakes; got != 1 {
+		t.Errorf("the Abandon made %d wakes of the sleeping poller, want 1", got)
+	}
+	if after.WorkerWakeups <= before.WorkerWakeups {
+		t.Errorf("the poller's wake-ups went from %d to %d: it did not wake for the Abandon", before.WorkerWakeups, after.WorkerWakeups)
+	}
+	wantCounters(t, after, map[string]int64{"ReclaimedByPoller": 2, "ReclaimedByBackstop": 0, "Draining": 0})
+}
+
+// After its last slot went home the poller spins on its wake word for
+// Spin before it sleeps, so an Abandon soon after finds it awake and makes
+// no system call; one after Spin finds it asleep and wakes it. Both slots
+// come home by the poller.
+func TestAnAbandonWakesThePollerOnlyOnceItSleeps(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		spin      time.Duration
+		sleepHere bool
+		wakes     int64
+	}{
+		// A minute: the poller spins until Close stops it.
+		{"spinning poller", time.Minute, false, 0},
+		{"sleeping poller", time.Millisecond, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A poller seen asleep may be awake again by the time the
+			// Abandon looks (a futex wait can return early; it then spins
+			// before sleeping again), and that Abandon rightly makes no
+			// wake: a wake that is wanted gets a few tries, each on a fresh
+			// tracker.
+			tries := 1
+			if c.wakes > 0 {
+				tries = 5
+			}
+			var got int64
+			for try := 0; try < tries; try++ {
+				if got = pollerAbandonTwice(t, c.spin, c.sleepHere); got == c.wakes {
+					break
+				}
+			}
+			if got != c.wakes {
+				t.Errorf("the second Abandon woke the poller %d times (in each of %d tries), want %d", got, tries, c.wakes)
+			}
+		})
+	}
+}
+
+// pollerAbandonTwice abandons one gated slot and, once it is home (and the
+// poller asleep, when sleepHere), another; it returns how many times the
+// second Abandon woke the poller.
+func pollerAbandonTwice(t *testing.T, spin time.Duration, sleepHere bool) int64 {
+	t.Helper()
+	f := newFixture(t, Options{Policy: Poller, MaxDraining: 2, Spin: spin})
+	first := f.abandonGated(t, f.acquire(t), f.buffer(8), true)
+	first.gate.Open()
+	streamtest.Recv(t, "first scratch freed", first.buf.Freed())
+	if sleepHere {
+		f.untilWorkerAsleep(t)
+	}
+	slot := f.acquire(t)
+	before := f.tr.Counters().AbandonWakes
+	second := f.abandonGated(t, slot, f.buffer(8), true)
+	wakes := f.tr.Counters().AbandonWakes - before
+	second.gate.Open()
+	streamtest.Recv(t, "second scratch freed", second.buf.Freed())
+	wantCounters(t, f.tr.Counters(), map[string]int64{"ReclaimedByPoller": 2, "ReclaimedByBackstop": 0})
+	return wakes
 }

@@ -240,7 +240,7 @@ func (r *reclaimThread) runWorker() {
 			return
 		}
 		if r.wake.waitWatching(r.spin, 0, &t.c.abandoned) {
-			t.c.wakeups.Add(1)
+			t.woken()
 		}
 	}
 }
@@ -282,11 +282,29 @@ func (r *reclaimThread) workerBatch() {
 	}
 }
 
-// runPoller is the poller policy's loop. With nothing draining it sleeps
-// until Abandon hands it a slot. While slots drain it queries their done
-// events (a stream query for a slot abandoned without one): back to back
-// for Spin after a slot arrives or retires, then with sleeps that double
-// from 10 µs up to PollSleepMax. It never touches the launch path.
+// runPoller is the poller policy's loop. While slots drain it queries
+// their done events (a stream query for a slot abandoned without one):
+// back to back for Spin after a slot arrives or retires, then with sleeps
+// that double from 10 µs up to PollSleepMax. With nothing draining it
+// spins on its wake word for Spin, then sleeps with no deadline until an
+// Abandon wakes it. It never touches the launch path.
+//
+// Why it spins before it idles: a poller that slept the moment its last
+// slot retired made every Abandon a cold wake, and a thread woken by
+// futexWake runs when the scheduler gets to it: within a few µs on an
+// awake core, tens of µs later where its CPU went idle (on a virtual
+// machine, a halted vCPU the host must first run again). That is the
+// likeliest reading of the H200's figures: one benchmark run in ten
+// reclaimed 41 µs after the kernel's end where the others took 4 µs, the
+// kernel ending ~45 µs after its Abandon; each run makes a new tracker and
+// so a new thread, which tends to keep its CPU from one sleep to the next,
+// so a slow wake sticks to a whole run. (BenchmarkHops reports the Abandon
+// and the poller's wake against the kernel's end, so a run shows which it
+// was.) The spin keeps a run of Abandons, each soon after the last slot
+// went home, from paying the wake at all. The first Abandon after an idle
+// period still does (BenchmarkHops/poller-isolated). The spin costs at
+// most Spin of one core after each drain; idle, the poller still sleeps
+// with no deadline.
 func (r *reclaimThread) runPoller() {
 	t := r.t
 	var active []*abandonment
@@ -313,8 +331,10 @@ func (r *reclaimThread) runPoller() {
 			if t.beforeIdle != nil {
 				t.beforeIdle()
 			}
-			if r.wake.wait(0, 0) {
-				t.c.wakeups.Add(1)
+			// An Abandon always signals the word (handToPoller), so the
+			// spin needs to watch nothing else.
+			if r.wake.wait(r.spin, 0) {
+				t.woken()
 			}
 			continue
 		}
@@ -327,7 +347,7 @@ func (r *reclaimThread) runPoller() {
 			continue
 		}
 		if r.wake.wait(0, sleep) {
-			t.c.wakeups.Add(1)
+			t.woken()
 		}
 		sleep = min(2*sleep, r.maxSleep)
 	}
@@ -419,11 +439,26 @@ func (t *Tracker) onCallback(a *abandonment) {
 	r.wake.signal()
 }
 
-// handToPoller is the poller policy's step of Abandon.
+// handToPoller is the poller policy's step of Abandon: the slot goes into
+// the poller's inbox, and a sleeping poller is woken (one system call on
+// the caller's thread) to spin on it; one still spinning since its last
+// work sees the inbox at once.
 func (t *Tracker) handToPoller(a *abandonment) {
 	r := t.startThread()
 	r.inbox.push(a)
+	if r.wake.asleep() {
+		t.c.abandonWakes.Add(1)
+	}
 	r.wake.signal()
+}
+
+// woken counts a wake of the reclaim thread (its wake word found set) and
+// tells the trace.
+func (t *Tracker) woken() {
+	t.c.wakeups.Add(1)
+	if t.trace != nil && t.trace.Woken != nil {
+		t.trace.Woken()
+	}
 }
 
 // lockSpinning takes the tracker lock, spinning for a short while before

@@ -62,8 +62,9 @@ type Counters struct {
 	// streams were still busy at its deadline: still on the device.
 	LeakedBytes   int64
 	WorkerWakeups int64 // wake-ups of the worker or the poller
-	// AbandonWakes counts Abandons that found the worker asleep and woke
-	// it: a system call on the caller's thread (see Options.Spin).
+	// AbandonWakes counts Abandons that found the worker or the poller
+	// asleep and woke it: a system call on the caller's thread (see
+	// Options.Spin).
 	AbandonWakes int64
 	Polls        int64 // done-event (or stream) queries made by the poller
 	// LastAbandonedFor is, for the slot retired last, the time from its
@@ -127,9 +128,10 @@ type Options struct {
 	// (10 ms when zero).
 	RetestEvery time.Duration
 	// Spin is how long the reclaim thread spins before it sleeps: the
-	// worker on its wake word after its last Abandon, callback or wake,
-	// the poller querying back to back after a slot arrives or retires.
-	// Zero means DefaultSpin; negative means never spin.
+	// worker on its wake word after its last Abandon, callback or wake;
+	// the poller querying back to back after a slot arrives or retires,
+	// and on its wake word once nothing drains. Zero means DefaultSpin;
+	// negative means never spin.
 	//
 	// For the worker it is a trade between the caller of Abandon and the
 	// reclaim's latency. An Abandon that finds the worker spinning costs
@@ -181,6 +183,10 @@ type Trace struct {
 	// slot: the worker woken by a callback's delivery, the poller seeing a
 	// done event complete.
 	Awake func()
+	// Woken is called on the reclaim thread each time it finds its wake
+	// word set, spinning or back from a sleep: an Abandon's hand-over (the
+	// poller), a callback's or an Abandon's wake (the worker).
+	Woken func()
 	// Started is called on the reclaim thread (worker or poller), locked
 	// to its OS thread, once it is set up: a benchmark can learn which
 	// thread's CPU time is the reclaim's own.
@@ -234,7 +240,8 @@ type Tracker struct {
 	// was late, and how many pins (done events included) it released.
 	afterDrain func(late []bool, pins int)
 	// beforeIdle, set by tests, is called when the poller, with nothing
-	// draining, goes to sleep with no deadline.
+	// draining, begins its idle wait (a spin, then a sleep with no
+	// deadline).
 	beforeIdle func()
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"miotool/internal/hip"
 )
@@ -61,4 +62,29 @@ func CommittedPTX(t testing.TB, file, text, ptx string, kernels []string, carrie
 	if carried == "" {
 		t.Errorf("the source of %s does not carry its PTX", file)
 	}
+}
+
+// Go runs f on a goroutine of its own and joins it when t ends: after the
+// test's deferred calls and the cleanups registered after this call (which
+// release whatever f may be waiting on), it waits for f to return, and
+// fails t if f has not returned within limit. A test that stops early on a
+// failed assertion so leaves no goroutine of its own running. The channel
+// is closed when f returns.
+func Go(t testing.TB, limit time.Duration, f func()) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t.Cleanup(func() {
+		timer := time.NewTimer(limit)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			t.Errorf("a goroutine of the test was still running %v after the test ended", limit)
+		}
+	})
+	return done
 }

@@ -19,11 +19,26 @@ const DriverSoname = "libcuda.so.1"
 // primary context, so buffers and streams from a hip.Device of that backend
 // are valid in cuDNN calls made after MakeCurrent.
 type Context struct {
-	setCurrent, release uintptr
-	st                  gpulib.StatusMapper
-	dev                 int32
-	ctx                 uintptr
-	Ordinal             int
+	drv     driverAPI
+	st      gpulib.StatusMapper
+	dev     int32
+	ctx     uintptr
+	Ordinal int
+}
+
+// driverAPI holds the address of every driver function Context calls.
+type driverAPI struct {
+	init, deviceGet, retain, release, setCurrent uintptr
+}
+
+func (d *driverAPI) symbols() []dl.Symbol {
+	return []dl.Symbol{
+		{Name: "cuInit", Addr: &d.init},
+		{Name: "cuDeviceGet", Addr: &d.deviceGet},
+		{Name: "cuDevicePrimaryCtxRetain", Addr: &d.retain},
+		{Name: "cuDevicePrimaryCtxRelease_v2", Addr: &d.release},
+		{Name: "cuCtxSetCurrent", Addr: &d.setCurrent},
+	}
 }
 
 // DriverPath is the CUDA driver dev loaded (its "libcuda" library record),
@@ -35,24 +50,17 @@ func DriverPath(dev hip.Device) string { return dnnlib.LoadedPath(dev, "libcuda"
 // context of device ordinal. Errors are *hip.Error values in the CUDA
 // dialect, or the loader's message for a library that does not open.
 func OpenContext(path string, ordinal int) (*Context, error) {
-	var initFn, deviceGet, retain uintptr
 	c := &Context{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectCUDA}}
-	if err := dnnlib.BindRuntime("the CUDA driver", path, ordinal, []dl.Symbol{
-		{Name: "cuInit", Addr: &initFn},
-		{Name: "cuDeviceGet", Addr: &deviceGet},
-		{Name: "cuDevicePrimaryCtxRetain", Addr: &retain},
-		{Name: "cuDevicePrimaryCtxRelease_v2", Addr: &c.release},
-		{Name: "cuCtxSetCurrent", Addr: &c.setCurrent},
-	}); err != nil {
+	if err := dnnlib.BindRuntime("the CUDA driver", path, ordinal, c.drv.symbols()); err != nil {
 		return nil, err
 	}
-	if st := dl.Call(initFn, 0); st != 0 {
+	if st := dl.Call(c.drv.init, 0); st != 0 {
 		return nil, c.st.Err("Init", st)
 	}
-	if st := dl.Call(deviceGet, uintptr(unsafe.Pointer(&c.dev)), uintptr(ordinal)); st != 0 {
+	if st := dl.Call(c.drv.deviceGet, uintptr(unsafe.Pointer(&c.dev)), uintptr(ordinal)); st != 0 {
 		return nil, c.st.Err("DeviceGet", st)
 	}
-	if st := dl.Call(retain, uintptr(unsafe.Pointer(&c.ctx)), uintptr(c.dev)); st != 0 {
+	if st := dl.Call(c.drv.retain, uintptr(unsafe.Pointer(&c.ctx)), uintptr(c.dev)); st != 0 {
 		return nil, c.st.Err("DevicePrimaryCtxRetain", st)
 	}
 	return c, nil
@@ -64,7 +72,7 @@ func (c *Context) MakeCurrent() error {
 	if c.ctx == 0 {
 		return errors.New("the CUDA context was released")
 	}
-	return c.st.Err("CtxSetCurrent", dl.Call(c.setCurrent, c.ctx))
+	return c.st.Err("CtxSetCurrent", dl.Call(c.drv.setCurrent, c.ctx))
 }
 
 // Close releases the reference OpenContext retained.
@@ -73,5 +81,5 @@ func (c *Context) Close() error {
 		return nil
 	}
 	c.ctx = 0
-	return c.st.Err("DevicePrimaryCtxRelease", dl.Call(c.release, uintptr(c.dev)))
+	return c.st.Err("DevicePrimaryCtxRelease", dl.Call(c.drv.release, uintptr(c.dev)))
 }

@@ -11,8 +11,9 @@ import (
 
 // Enumerations passed to cuDNN (cudnn_graph.h, cudnn_cnn.h).
 const (
-	dataFloat  = 0 // CUDNN_DATA_FLOAT
-	formatNCHW = 0 // CUDNN_TENSOR_NCHW
+	dataFloat     = 0 // CUDNN_DATA_FLOAT
+	formatNCHW    = 0 // CUDNN_TENSOR_NCHW
+	deterministic = 1 // CUDNN_DETERMINISTIC, a perf result's determinism
 )
 
 // ConvMode is a cudnnConvolutionMode_t.
@@ -296,7 +297,7 @@ func (h *Handle) rank(op string, fn uintptr, x *TensorDesc, w *FilterDesc, conv 
 	out := make([]AlgoPerf, got)
 	for i, r := range raw[:got] {
 		out[i] = AlgoPerf{Algo: FwdAlgo(r.algo), Status: Status(r.status), TimeMs: r.time, Memory: r.memory,
-			Deterministic: r.determinism == 1, MathType: MathType(r.mathType)}
+			Deterministic: r.determinism == deterministic, MathType: MathType(r.mathType)}
 	}
 	return out, nil
 }

@@ -28,10 +28,14 @@ type DeviceSelector struct {
 // already loaded returns the same instance) and binds hipSetDevice.
 func OpenDeviceSelector(path string, ordinal int) (*DeviceSelector, error) {
 	s := &DeviceSelector{Ordinal: ordinal, st: gpulib.StatusMapper{Dialect: hip.DialectHIP}}
-	if err := dnnlib.BindRuntime("the HIP runtime", path, ordinal, []dl.Symbol{{Name: "hipSetDevice", Addr: &s.setDevice}}); err != nil {
+	if err := dnnlib.BindRuntime("the HIP runtime", path, ordinal, s.symbols()); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+func (s *DeviceSelector) symbols() []dl.Symbol {
+	return []dl.Symbol{{Name: "hipSetDevice", Addr: &s.setDevice}}
 }
 
 // Select makes the device current on the calling OS thread; the caller has

@@ -89,10 +89,11 @@ const (
 )
 
 // The R0600 hipDeviceProp_t is read only for gcnArchName, the one property
-// no attribute gives. Its offset is the C compiler's for the 6.x/7.x
-// header's field list (the stand-in library checks it); the buffer is far
-// larger than the 1472-byte struct so that a longer future struct cannot
-// write past it.
+// no attribute gives. Its offset, length and size are the C compiler's for
+// the 6.x/7.x header's field list (TestStandInDeclarationsMatchRealHeaders
+// checks them against the HIP 6.3 header and any installed 6.x or later);
+// the buffer is far larger than the 1472-byte struct so that a longer
+// future struct cannot write past it.
 const (
 	propsGCNArchNameOffset = 1160
 	propsGCNArchNameLen    = 256

@@ -225,40 +225,139 @@ func TestHIPCCWarningsAreErrors(t *testing.T) {
 }
 
 // TestStandInDeclarationsMatchRealHeaders compiles testdata/hipapi_check.c
-// against the installed HIP headers: the stand-ins' declaration of every
-// function miotool binds, the R0600 layout the backend reads (HIP 6 and
-// later), the status codes it names and the capture modes and states it
-// passes must be the header's. A deliberately wrong declaration must fail.
+// against the installed HIP headers (Debian's 5.2, or a ROCm install) and
+// against the HIP 6.3 reference headers beside the module: the stand-ins'
+// declaration of every function miotool binds, marked by the version that
+// first declared it so, the R0600 layout the backend reads (HIP 6 and
+// later), the status codes it names and the capture modes, states and
+// device attributes it passes must be the header's. Wrong declarations,
+// marks and offsets must fail.
 func TestStandInDeclarationsMatchRealHeaders(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc is not on PATH")
+	for _, h := range []struct {
+		name  string
+		flags func(t *testing.T) []string
+		major int // 0: whatever is installed
+	}{
+		{"installed", installedHIPFlags, 0},
+		{"reference-6.3", func(t *testing.T) []string { return testutil.HIPReferenceIncludes(t) }, testutil.HIPReferenceMajor},
+	} {
+		t.Run(h.name, func(t *testing.T) {
+			gcc, err := exec.LookPath("gcc")
+			if err != nil {
+				t.Skip("gcc is not on PATH")
+			}
+			flags := h.flags(t)
+			codes := filepath.Join(t.TempDir(), "codes.h")
+			if err := os.WriteFile(codes, []byte(hipNumbersAsserts()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"-std=gnu11", "-fsyntax-only", "-Wall", "-Werror", fmt.Sprintf("-DMIOTOOL_HIP_CODES=%q", codes)}, flags...)
+			check := func(layout map[string]int, extra ...string) (string, error) {
+				a := append([]string(nil), args...)
+				for _, name := range []string{"MIOTOOL_GCN_ARCH_NAME_OFFSET", "MIOTOOL_GCN_ARCH_NAME_LEN", "MIOTOOL_PROPS_SIZE", "MIOTOOL_PROPS_BUFFER"} {
+					a = append(a, fmt.Sprintf("-D%s=%d", name, layout[name]))
+				}
+				out, err := exec.Command(gcc, append(append(a, extra...), "testdata/hipapi_check.c")...).CombinedOutput()
+				return string(out), err
+			}
+			major, err := hipHeaderMajor(gcc, flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("HIP %d headers, flags %q", major, flags)
+			if h.major != 0 && major != h.major {
+				t.Fatalf("the headers say HIP %d, want %d", major, h.major)
+			}
+			if out, err := check(backendLayout()); err != nil {
+				t.Fatalf("the stand-ins or the backend disagree with the real headers: %v\n%s", err, out)
+			}
+
+			// The check can fail: a wrong declaration, a mark too new for
+			// the header, and (HIP 6 and later) each layout constant off.
+			mustFail := []mustFailCheck{
+				{what: "a wrong declaration", define: "-DMIOTOOL_MUST_FAIL", want: "hipStreamQuery: the stand-in declares another type than the real header"},
+			}
+			if major < 7 {
+				mustFail = append(mustFail, mustFailCheck{what: "a HIP7 mark on a declaration older headers share", define: "-DMIOTOOL_MUST_FAIL_MARK",
+					want: "hipStreamSynchronize: this header already declares it as the stand-ins do"})
+			}
+			if major >= 6 {
+				for name, want := range map[string]string{
+					"MIOTOOL_GCN_ARCH_NAME_OFFSET": "the backend reads gcnArchName at another offset",
+					"MIOTOOL_GCN_ARCH_NAME_LEN":    "the backend reads another length of gcnArchName",
+					"MIOTOOL_PROPS_SIZE":           "hipDeviceProp_tR0600 is not the size the backend knows",
+				} {
+					off := backendLayout()
+					off[name]++
+					mustFail = append(mustFail, mustFailCheck{what: name + " one off", layout: off, want: want})
+				}
+			}
+			for _, f := range mustFail {
+				layout := f.layout
+				if layout == nil {
+					layout = backendLayout()
+				}
+				var extra []string
+				if f.define != "" {
+					extra = append(extra, f.define)
+				}
+				out, err := check(layout, extra...)
+				if err == nil || !strings.Contains(out, f.want) {
+					t.Errorf("%s passed the check, or failed without %q: %v\n%s", f.what, f.want, err, out)
+				}
+			}
+		})
 	}
+}
+
+// mustFailCheck is a wrong input hipapi_check.c must refuse: a layout
+// other than the backend's, or a define that adds a wrong check, and the
+// message the refusal must carry.
+type mustFailCheck struct {
+	what   string
+	layout map[string]int
+	define string
+	want   string
+}
+
+// installedHIPFlags are the flags that compile against the installed HIP
+// headers; t is skipped where there are none.
+func installedHIPFlags(t *testing.T) []string {
 	include := requireHIPHeaders(t)
-	codes := filepath.Join(t.TempDir(), "codes.h")
-	if err := os.WriteFile(codes, []byte(hipNumbersAsserts()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"-std=gnu11", "-fsyntax-only", "-Wall", "-Werror", "-D__HIP_PLATFORM_AMD__",
-		fmt.Sprintf("-DMIOTOOL_GCN_ARCH_NAME_OFFSET=%d", propsGCNArchNameOffset),
-		fmt.Sprintf("-DMIOTOOL_PROPS_SIZE=%d", propsStructSize),
-		fmt.Sprintf("-DMIOTOOL_HIP_CODES=%q", codes)}
+	flags := []string{"-D__HIP_PLATFORM_AMD__"}
 	if include != "/usr/include" {
-		args = append(args, "-isystem", include)
+		flags = append(flags, "-isystem", include)
 	}
-	check := func(extra ...string) (string, error) {
-		out, err := exec.Command(gcc, append(append(args, extra...), "testdata/hipapi_check.c")...).CombinedOutput()
-		return string(out), err
+	return flags
+}
+
+// backendLayout is how the backend reads hipDeviceProp_tR0600, by the
+// names hipapi_check.c gives the numbers.
+func backendLayout() map[string]int {
+	return map[string]int{
+		"MIOTOOL_GCN_ARCH_NAME_OFFSET": propsGCNArchNameOffset,
+		"MIOTOOL_GCN_ARCH_NAME_LEN":    propsGCNArchNameLen,
+		"MIOTOOL_PROPS_SIZE":           propsStructSize,
+		"MIOTOOL_PROPS_BUFFER":         propsBufferSize,
 	}
-	version, _ := os.ReadFile(filepath.Join(include, "hip", "hip_version.h"))
-	t.Logf("headers in %s: %q", include, regexp.MustCompile(`#define HIP_VERSION_(MAJOR|MINOR|PATCH) \d+`).FindAllString(string(version), -1))
-	if out, err := check(); err != nil {
-		t.Fatalf("the stand-ins disagree with the real headers: %v\n%s", err, out)
+}
+
+// hipHeaderMajor is HIP_VERSION_MAJOR of the headers flags select, as the
+// preprocessor sees it.
+func hipHeaderMajor(gcc string, flags []string) (int, error) {
+	cmd := exec.Command(gcc, append(append([]string{"-E", "-P", "-x", "c"}, flags...), "-")...)
+	cmd.Stdin = strings.NewReader("#include <hip/hip_version.h>\nmiotool_hip_major HIP_VERSION_MAJOR\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("reading hip_version.h: %v\n%s", err, out)
 	}
-	out, err := check("-DMIOTOOL_MUST_FAIL")
-	if err == nil || !strings.Contains(out, "hipStreamQuery: the stand-in declares another type than the real header") {
-		t.Fatalf("a wrong declaration of hipStreamQuery passed the check: %v\n%s", err, out)
+	m := regexp.MustCompile(`miotool_hip_major (\d+)`).FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("hip_version.h gives no HIP_VERSION_MAJOR:\n%s", out)
 	}
+	var major int
+	fmt.Sscan(string(m[1]), &major)
+	return major, nil
 }
 
 // notInHIPHeaders are codes hip names that hipError_t has no enumerator
@@ -267,8 +366,8 @@ func TestStandInDeclarationsMatchRealHeaders(t *testing.T) {
 var notInHIPHeaders = map[hip.Code]bool{hip.ErrNotPermitted: true}
 
 // hipNumbersAsserts states, as C assertions, that the status codes hip
-// names and the capture modes and states it passes by number have HIP's
-// values.
+// names, the capture modes and states it passes by number and the device
+// attributes the backend reads have HIP's values.
 func hipNumbersAsserts() string {
 	var b strings.Builder
 	for c := hip.Success; c <= hip.ErrUnknown; c++ {
@@ -282,6 +381,12 @@ func hipNumbersAsserts() string {
 	}
 	for s, name := range map[hip.CaptureStatus]string{hip.CaptureStatusNone: "None", hip.CaptureStatusActive: "Active", hip.CaptureStatusInvalidated: "Invalidated"} {
 		fmt.Fprintf(&b, "_Static_assert(hipStreamCaptureStatus%s == %d, \"capture status %s\");\n", name, int(s), name)
+	}
+	for _, a := range []struct {
+		name  string
+		value int
+	}{{"ClockRate", attrClockRate}, {"MultiprocessorCount", attrMultiprocessors}, {"WarpSize", attrWarpSize}} {
+		fmt.Fprintf(&b, "_Static_assert(hipDeviceAttribute%s == %d, \"device attribute %s\");\n", a.name, a.value, a.name)
 	}
 	return b.String()
 }

@@ -5,7 +5,9 @@
 // shares; this package supplies libcuda's symbol names and attribute
 // numbers, the primary context as the thing each call makes current
 // (cuCtxSetCurrent), the architecture from the compute capability, and
-// NVRTC with its CUBIN, PTX and precompiled-PTX choices. Errors are
+// how kernels are loaded: a source's precompiled cubin for the device's
+// exact architecture, else NVRTC with its CUBIN and PTX choices, else the
+// source's precompiled PTX. Errors are
 // *hip.Error values in the CUDA dialect.
 package cuda
 
@@ -42,6 +44,9 @@ type device struct {
 	nv  *nvrtcLib
 	dev int32   // CUdevice
 	ctx uintptr // the retained primary context
+	// useCubins: ModuleLoad takes a source's precompiled cubin for the
+	// device's architecture (EnvCubin).
+	useCubins bool
 }
 
 func openDevice(opts hip.OpenOptions, drv *driverLib, nv *nvrtcLib) (*device, error) {
@@ -49,7 +54,7 @@ func openDevice(opts hip.OpenOptions, drv *driverLib, nv *nvrtcLib) (*device, er
 	if err := drv.CheckOrdinal(opts.Ordinal, libs...); err != nil {
 		return nil, err
 	}
-	d := &device{drv: drv, nv: nv}
+	d := &device{drv: drv, nv: nv, useCubins: cubinsWanted()}
 	if st := dl.Call(drv.api.deviceGet, uintptr(unsafe.Pointer(&d.dev)), uintptr(opts.Ordinal)); st != 0 {
 		return nil, drv.Unavailable(drv.Status.Err("DeviceGet", st).Error(), libs...)
 	}

@@ -1,12 +1,14 @@
 package cuda
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 
 	"miotool/internal/dl"
 	"miotool/internal/hip"
@@ -207,4 +209,65 @@ func TestMockEndCaptureFromAnotherThread(t *testing.T) {
 	if st := gputest.EndCaptureFromAnotherThread(t, kit(openMock(t, nil))); st != hip.CaptureStatusNone {
 		t.Fatalf("stream status after a wrong-thread EndCapture %v, want none", st)
 	}
+}
+
+var cubinRuns atomic.Int32
+
+// A source's precompiled cubin for the device's exact architecture is
+// loaded as it is, without NVRTC; a cubin for another architecture, one
+// the driver refuses, or any with MIOTOOL_CUBIN=off leaves the source to
+// NVRTC. (Each case's text is new, so NVRTC's process-wide cache cannot
+// hide a compile.)
+func TestMockCubins(t *testing.T) {
+	compiles := func() int { return int(dl.Call(mockCtl.compiles)) }
+	// The mock driver reads an image up to its NUL, and finds kernels by
+	// name in it.
+	cubin := []byte("MOCKCUBIN precompiled vadd inc\x00")
+	for _, tt := range []struct {
+		name     string
+		cubins   map[string][]byte
+		off      bool
+		compiled int
+	}{
+		{"for the device's architecture", map[string][]byte{"sm_90": cubin}, false, 0},
+		{"for another architecture only", map[string][]byte{"sm_80": cubin}, false, 1},
+		{"refused by the driver", map[string][]byte{"sm_90": []byte("not an image\x00")}, false, 1},
+		{"switched off", map[string][]byte{"sm_90": cubin}, true, 1},
+		{"none", nil, false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.off {
+				t.Setenv(EnvCubin, "off")
+			}
+			d := openMock(t, nil)
+			src := testSource()
+			src.Name = "mock-cubin"
+			src.Text += fmt.Sprintf("\n// cubin run %d\n", cubinRuns.Add(1))
+			src.Cubins = tt.cubins
+			before := compiles()
+			gputest.VectorAdd(t, d, src, 100)
+			if got := compiles() - before; got != tt.compiled {
+				t.Fatalf("NVRTC compiled %d times, want %d", got, tt.compiled)
+			}
+		})
+	}
+}
+
+// A cubin whose sidecar records another source text is never handed to the
+// backend: with no NVRTC the source's PTX is loaded instead. Had the stale
+// cubin been loaded, its missing kernel would fail the launch.
+func TestMockStaleCubinLoadsThePTX(t *testing.T) {
+	const text = testKernels
+	stale := []byte("MOCKCUBIN stale, without the kernels\x00")
+	side := hip.CubinSidecarHeader + "\narch: sm_90\nsource: k.cu sha256 " + hip.SourceSHA256(text+"// an older edit\n") +
+		"\nptx: k.ptx absent\ncubin: k.sm_90.cubin sha256 " + fmt.Sprintf("%x", sha256.Sum256(stale)) + "\n"
+	files := fstest.MapFS{"k.sm_90.cubin": {Data: stale}, "k.sm_90.cubin.txt": {Data: []byte(side)}}
+	cubins, checks := hip.MatchingCubins(files, "k.cu", text)
+	if len(cubins) != 0 || len(checks) != 1 || !strings.Contains(checks[0].Problem, "records source") {
+		t.Fatalf("a stale cubin was taken: cubins %d, checks %+v", len(cubins), checks)
+	}
+	missing := loadNVRTC(dl.SearchSpec{Name: "libnvrtc", Sonames: []string{"libnvrtc.so.13"}, Dirs: []string{t.TempDir()}, SkipLoaderPath: true})
+	d := openMock(t, missing)
+	src := &hip.KernelSource{Name: "mock-stale-cubin", Text: text, PTX: "//MOCKPTX compute_52\n.entry vadd\n", Cubins: cubins}
+	gputest.VectorAdd(t, d, src, 100)
 }

@@ -291,12 +291,22 @@ func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
 	if err != nil {
 		return 0, err
 	}
+	return d.ModuleLoadImage(src.Name, image, how)
+}
+
+// ModuleLoadImage loads code the runtime's module loader takes as it is
+// (a cubin, a code object, NUL-terminated PTX); name and how (e.g. "as
+// precompiled PTX") say in a failure's detail what was loaded.
+func (d *Device) ModuleLoadImage(name string, image []byte, how string) (hip.Module, error) {
+	if len(image) == 0 {
+		return 0, d.invalid("ModuleLoad", "kernel source %q: the image to load is empty", name)
+	}
 	var m uintptr
-	err = d.call("ModuleLoad", d.funcs.ModuleLoadData, uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&image[0])))
+	err := d.call("ModuleLoad", d.funcs.ModuleLoadData, uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&image[0])))
 	if err != nil {
 		var he *hip.Error
 		if errors.As(err, &he) && he.Detail == "" {
-			he.Detail = fmt.Sprintf("loading kernel source %q %s", src.Name, how)
+			he.Detail = fmt.Sprintf("loading kernel source %q %s", name, how)
 		}
 		return 0, err
 	}

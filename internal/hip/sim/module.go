@@ -9,10 +9,11 @@ import (
 
 // module is a loaded kernel source: its entry points bound to Go twins.
 type module struct {
-	id    hip.Module
-	name  string
-	twins map[string]hip.GoKernel
-	funcs map[string]hip.Function
+	id     hip.Module
+	name   string
+	twins  map[string]hip.GoKernel
+	fusion *hip.Fusion
+	funcs  map[string]hip.Function
 }
 
 type function struct {
@@ -40,10 +41,11 @@ func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
 		return 0, err
 	}
 	m := &module{
-		id:    hip.Module(d.newHandleLocked()),
-		name:  src.Name,
-		twins: make(map[string]hip.GoKernel, len(src.Kernels)),
-		funcs: make(map[string]hip.Function),
+		id:     hip.Module(d.newHandleLocked()),
+		name:   src.Name,
+		twins:  make(map[string]hip.GoKernel, len(src.Kernels)),
+		fusion: src.Fusion,
+		funcs:  make(map[string]hip.Function),
 	}
 	// Bind the twins now so that later edits to src change nothing.
 	for _, k := range src.Kernels {
@@ -135,12 +137,14 @@ func (d *Device) LaunchKernel(fh hip.Function, grid, block hip.Dim3, sharedMem u
 		name = fmt.Sprintf("%s.%s", f.mod.name, f.name)
 	}
 	n := &node{
-		kind:  nodeKernel,
-		name:  name,
-		twin:  f.twin,
-		grid:  grid,
-		block: block,
-		args:  append([]hip.KernelArg(nil), args...),
+		kind:   nodeKernel,
+		name:   name,
+		kernel: f.name,
+		twin:   f.twin,
+		fusion: f.mod.fusion,
+		grid:   grid,
+		block:  block,
+		args:   append([]hip.KernelArg(nil), args...),
 	}
 	return d.submitLocked(op, st, n)
 }

@@ -23,6 +23,9 @@
 //     skipped (CUDA does not call host functions after a context error).
 //   - Free first waits for every stream of the device to drain, as
 //     hipFree/cuMemFree do.
+//   - Kernel launches queued back to back on one stream may run as one pass
+//     where their source carries a hip.Fusion (FuseLaunches): the same
+//     results, fewer trips of the same buffers through the host's memory.
 //
 // A fault injector (Device.Faults) lets tests fail queries, frees, event
 // creates and records, stream creates and mallocs, and drop, hold or delay
@@ -69,6 +72,11 @@ type Device struct {
 	faults  *Faults
 	runner  *callbackRunner
 	mem     *memory
+
+	// noFusion turns hip.Fusion off (FuseLaunches); fused counts the
+	// launches that ran fused.
+	noFusion atomic.Bool
+	fused    atomic.Int64
 
 	sticky    atomic.Pointer[stickyFault]
 	closing   atomic.Bool

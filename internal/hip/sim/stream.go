@@ -41,9 +41,13 @@ func (q *hwQueue) acquire(ticket uint64) {
 }
 
 // release passes the queue to the next ticket.
-func (q *hwQueue) release() {
+func (q *hwQueue) release() { q.releaseN(1) }
+
+// releaseN passes the queue on past n tickets: the one held and the n-1
+// after it, which a fused run of tasks took at once.
+func (q *hwQueue) releaseN(n int) {
 	q.mu.Lock()
-	q.serving++
+	q.serving += uint64(n)
 	q.cond.Broadcast()
 	q.mu.Unlock()
 }
@@ -69,7 +73,9 @@ const (
 type node struct {
 	kind        nodeKind
 	name        string // kernel name, for fault messages
+	kernel      string // the entry point, as its source names it
 	twin        hip.GoKernel
+	fusion      *hip.Fusion // the kernel source's, if any
 	grid, block hip.Dim3
 	args        []hip.KernelArg
 	dst, src    hip.DevPtr
@@ -161,18 +167,103 @@ func (s *stream) serve() {
 			return
 		}
 		t := s.tasks[0]
+		var behind []task
+		if t.node.kind == nodeKernel && t.node.fusion != nil && !s.dev.noFusion.Load() {
+			behind = s.fusableLocked()
+		}
 		s.tasks[0] = task{}
 		s.tasks = s.tasks[1:]
 		s.mu.Unlock()
 
-		s.execute(t)
+		ran := 1
+		if len(behind) > 0 {
+			ran = s.executeFused(t, behind)
+		} else {
+			s.execute(t)
+		}
 
 		s.mu.Lock()
-		s.pending--
+		// The tasks a fused run took are still at the front: only this
+		// goroutine takes tasks.
+		clear(s.tasks[:ran-1])
+		s.tasks = s.tasks[ran-1:]
+		s.pending -= ran
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
 }
+
+// maxFused bounds the launches one fused run is offered.
+const maxFused = 64
+
+// fusableLocked copies the kernel tasks queued right behind the first,
+// whose tickets follow its own: no other stream's work and no copy, record,
+// wait or host function of this stream comes between them.
+func (s *stream) fusableLocked() []task {
+	first := s.tasks[0]
+	var out []task
+	for i := 1; i < len(s.tasks) && i < maxFused; i++ {
+		t := s.tasks[i]
+		if t.node.kind != nodeKernel || t.ticket != first.ticket+uint64(i) {
+			break
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// executeFused offers first and the kernels behind it to first's source's
+// Fusion, holding the hardware queue for all of them, and returns how many
+// ran: those the Fusion took, or first alone, run as execute runs it. A
+// Fusion that panics is a launch failure of first; the device is faulted,
+// so what it did not take never runs.
+func (s *stream) executeFused(first task, behind []task) int {
+	d := s.dev
+	s.queue.acquire(first.ticket)
+	if d.faulted() {
+		s.queue.release()
+		return 1
+	}
+	launches := make([]hip.FusedLaunch, 0, 1+len(behind))
+	for _, t := range append([]task{first}, behind...) {
+		n := t.node
+		launches = append(launches, hip.FusedLaunch{Fusion: n.fusion, Kernel: n.kernel, Grid: n.grid, Block: n.block,
+			Args: append([]hip.KernelArg(nil), n.args...)})
+	}
+	ran, err := d.runFused(first.node.fusion, launches)
+	switch {
+	case err != nil:
+		d.setSticky(faultOf(first.node, err))
+		ran = 1
+	case ran >= 2 && ran <= len(launches):
+		d.fused.Add(int64(ran))
+	default:
+		ran = 1
+		if err := d.run(first.node); err != nil {
+			d.setSticky(faultOf(first.node, err))
+		}
+	}
+	s.queue.releaseN(ran)
+	return ran
+}
+
+// runFused calls a Fusion, turning a panic into a launch failure.
+func (d *Device) runFused(f *hip.Fusion, launches []hip.FusedLaunch) (ran int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &hip.Error{Op: "LaunchKernel", Code: hip.ErrLaunchFailure, Dialect: d.dialect,
+				Detail: fmt.Sprintf("panicked in a fused run of %d launches: %v", len(launches), r)}
+		}
+	}()
+	return f.Run(d.mem, launches), nil
+}
+
+// FuseLaunches turns the running of launches fused (hip.Fusion) on, as it
+// is when a device opens, or off: tests compare the two, bit for bit.
+func (d *Device) FuseLaunches(on bool) { d.noFusion.Store(!on) }
+
+// FusedLaunches is how many kernel launches have run fused so far.
+func (d *Device) FusedLaunches() int64 { return d.fused.Load() }
 
 func (d *Device) workerExited(s *stream) {
 	d.mu.Lock()

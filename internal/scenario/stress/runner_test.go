@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"miotool/internal/aiheur/cache"
+	"miotool/internal/testutil"
 )
 
 // fakeChildEnv makes this test binary, re-executed, behave as one stress
@@ -213,11 +214,11 @@ func TestRunStressRunsCancel(t *testing.T) {
 	gatePath := gate(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
-	go func() {
+	testutil.Go(t, time.Minute, func() {
 		_, err := RunProcesses(ctx, fakeChild(t, "hang", fakeGateEnv+"="+gatePath), RunnerOptions{Runs: 4, Jobs: 2, Timeout: time.Hour,
 			Log: func(string, ...any) {}})
 		result <- err
-	}()
+	})
 	cancel()
 	select {
 	case err := <-result:
@@ -288,11 +289,13 @@ func TestRunStressRunsInterrupted(t *testing.T) {
 		err  error
 	}
 	done := make(chan result, 1)
-	go func() {
+	// The deferred cancel ends the runner, and so this goroutine, on every
+	// path out of the test.
+	testutil.Go(t, time.Minute, func() {
 		runs, err := RunProcesses(ctx, fakeChild(t, "first-passes", fakeGateEnv+"="+gatePath, fakeDirEnv+"="+dir),
 			RunnerOptions{Runs: 4, Jobs: 1, Timeout: time.Hour})
 		done <- result{runs, err}
-	}()
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "waiting")); err == nil {

@@ -39,8 +39,9 @@ func outputSize(args []hip.KernelArg) int {
 	return int(args[3].(int32)) * int(args[7].(int32)) * int(args[10].(int32)) * int(args[11].(int32))
 }
 
-// A convolution that does not run, runs short, runs without its alpha, or
-// writes the wrong place makes the run's result wrong, whatever the parity
+// A convolution that does not run, runs short, leaves an element
+// unwritten, runs without its alpha, or writes the wrong place makes the
+// run's result wrong, whatever the parity
 // of the iteration count (with an even count the final output lands in the
 // buffer that held the input ones), while the same sources unbroken pass.
 func TestStressCheckCatchesBrokenConvolutions(t *testing.T) {
@@ -75,6 +76,23 @@ func TestStressCheckCatchesBrokenConvolutions(t *testing.T) {
 				return err
 			}
 		}, "element after the output was written", false},
+		// The per-iteration guards poison a few elements only: an interior
+		// element no convolution writes is caught by the trial's poison fill.
+		{"leaves an interior element unwritten", func(k hip.GoKernel) hip.GoKernel {
+			return func(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error {
+				n := outputSize(args)
+				y, err := mem.Float32s(args[2].(hip.DevPtr), n)
+				if err != nil {
+					return err
+				}
+				kept := y[n/3]
+				if err := k(mem, grid, block, args); err != nil {
+					return err
+				}
+				y[n/3] = kept
+				return nil
+			}
+		}, "poison", false},
 		{"computes only the first rows", func(k hip.GoKernel) hip.GoKernel {
 			return func(mem hip.Memory, grid, block hip.Dim3, args []hip.KernelArg) error {
 				half := append([]hip.KernelArg(nil), args...)

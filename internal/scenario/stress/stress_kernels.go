@@ -1,7 +1,7 @@
 package stress
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,15 +10,28 @@ import (
 	"miotool/internal/hip"
 )
 
-//go:embed stress_kernels.cu
-var stressKernelText string
+// stressKernelFiles are stress_kernels.cu, its PTX and whatever cubins were
+// compiled from it (stress_kernels.sm_XY.cubin and their sidecars,
+// scripts/gen-cubin.sh). The pattern leaves out this Go file.
+//
+//go:embed stress_kernels.[cps]*
+var stressKernelFiles embed.FS
+
+var stressKernelText = mustRead("stress_kernels.cu")
 
 // stressKernelPTX is stress_kernels.cu compiled by NVRTC (tools/gen-ptx),
 // for machines without a runtime compiler. Its first line names the
 // source's hash.
-//
-//go:embed stress_kernels.ptx
-var stressKernelPTX string
+var stressKernelPTX = mustRead("stress_kernels.ptx")
+
+// mustRead is an embedded file's text; the embed pattern guarantees it.
+func mustRead(name string) string {
+	b, err := stressKernelFiles.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // The entry points of stress_kernels.cu.
 const (
@@ -36,8 +49,13 @@ var stressSource = sync.OnceValue(func() *hip.KernelSource {
 		Kernels: []string{FillKernel, GuardKernel},
 		Twins:   map[string]hip.GoKernel{FillKernel: fillTwin, GuardKernel: guardTwin},
 		PTX:     hip.MatchingPTX("stress_kernels.cu", stressKernelText, stressKernelPTX),
+		Cubins:  stressKernelCubins,
+		Fusion:  stressFusion,
 	}
 })
+
+// stressKernelCubins are the cubins compiled from this stress_kernels.cu.
+var stressKernelCubins, _ = hip.MatchingCubins(stressKernelFiles, "stress_kernels.cu", stressKernelText)
 
 // Source is the stress scenario's own kernel source (fill and guard).
 // It returns the same pointer on every call.
@@ -133,6 +151,8 @@ var stressConvSource = sync.OnceValue(func() *hip.KernelSource {
 		Kernels: append([]string(nil), base.Kernels...),
 		Twins:   make(map[string]hip.GoKernel, len(base.Twins)),
 		PTX:     base.PTX,
+		Cubins:  base.Cubins,
+		Fusion:  stressFusion,
 	}
 	for name, twin := range base.Twins {
 		src.Twins[name] = twin
@@ -209,5 +229,199 @@ func fastNaive2x2(naive, direct hip.GoKernel) hip.GoKernel {
 		}
 		whole := hip.Dim3{X: uint32((a.wo + stressBlock - 1) / stressBlock), Y: uint32(a.ho), Z: uint32(a.n * a.k)}
 		return direct(mem, whole, hip.D1(stressBlock), args)
+	}
+}
+
+// The simulated run's iterations, fused.
+//
+// A thread's iterations are a chain on its stream: guard(next), then
+// conv(cur -> next) of a side x side image into (side-1) x (side-1), the
+// two buffers swapping roles each time. Run one launch at a time, every
+// iteration streams both 16 MB buffers through the host's memory once, and
+// that traffic, not the arithmetic, is most of a simulated run's CPU time
+// (a machine with half the memory bandwidth takes about twice as long).
+// stressFusion runs up to maxFusedIterations of them as a wavefront over
+// output rows instead: step t computes row t of the first convolution, row
+// t-1 of the second, and so on, so each row is read back from the cache
+// moments after it was written. It computes every element with
+// conv.Conv2x2Row, as the twins do, and leaves each guard's poison where
+// the sequence of launches would, so memory ends bit for bit as running
+// the launches one by one leaves it (the stress tests compare the two).
+//
+// Why the wavefront is safe in two buffers: row r of convolution j reads
+// rows r and r+1 of its input, written by convolution j-1 one step before,
+// and writes elements [r*(S-1), (r+1)*(S-1)) of the buffer convolution j-1
+// reads, whose rows (of the wider side S+1) up to r+1 it has finished with;
+// convolution j-2 writes that buffer only at rows past r+2. The outputs
+// shrink by one each iteration, so every write lands behind every pending
+// read.
+var stressFusion = new(hip.Fusion)
+
+func init() { stressFusion.Run = fuseIterations }
+
+// maxFusedIterations bounds one wavefront: a few rows of each of its
+// convolutions (8 KB each at 2048) stay in the cache.
+const maxFusedIterations = 32
+
+// fusedConv is one convolution of a chain, with the guard launched before
+// it, if any.
+type fusedConv struct {
+	x, y, w hip.DevPtr
+	side    int // the input's; the output is side-1 square
+	alpha   float32
+	guard   bool
+	guardN  int     // elements the guard writes: the first min(4, block.X) of 0, n/2, n-1, n (the one after the output)
+	poison  float32 // what the guard writes
+}
+
+// fuseIterations is stressFusion's Run: it takes the longest chain at the
+// front of launches (at least two convolutions, at most
+// maxFusedIterations) and runs it, or returns 0.
+func fuseIterations(mem hip.Memory, launches []hip.FusedLaunch) int {
+	chain, taken := parseChain(launches)
+	if len(chain) < 2 {
+		return 0
+	}
+	a, b, coefs, ok := chainMemory(mem, chain)
+	if !ok {
+		return 0
+	}
+	runWavefront(chain, [2][]float32{a, b}, coefs)
+	return taken
+}
+
+// parseChain reads a chain of [guard] conv launches of the scenario's own
+// sources, stopping at the first launch that does not continue it (a
+// guard not followed by its convolution is left out), and returns it with
+// the number of launches it spans.
+func parseChain(launches []hip.FusedLaunch) ([]fusedConv, int) {
+	var chain []fusedConv
+	taken := 0
+	for i := 0; i < len(launches) && len(chain) < maxFusedIterations; {
+		var guard hip.FusedLaunch
+		if l := launches[i]; l.Fusion == stressFusion && l.Kernel == GuardKernel {
+			guard = l
+			if i++; i == len(launches) {
+				break
+			}
+		}
+		c, ok := parseFusedConv(launches[i])
+		if !ok || (guard.Kernel != "" && !c.takeGuard(guard)) {
+			break
+		}
+		if len(chain) > 0 {
+			prev := chain[len(chain)-1]
+			if c.x != prev.y || c.y != prev.x || c.side != prev.side-1 {
+				break
+			}
+		}
+		chain = append(chain, c)
+		i++
+		taken = i
+	}
+	return chain, taken
+}
+
+// takeGuard records g as the guard launched before c, if it guards c's
+// output as the scenario's guard does: y and n of c's output.
+func (c *fusedConv) takeGuard(g hip.FusedLaunch) bool {
+	y, n, value, err := fillArgs(GuardKernel, g.Block, g.Args)
+	if err != nil || y != c.y || int(n) != (c.side-1)*(c.side-1) {
+		return false
+	}
+	c.guard, c.guardN, c.poison = true, min(4, int(g.Block.X)), value
+	return true
+}
+
+// parseFusedConv reads one convolution launch that a chain can hold: the
+// fast shape on a single plane (N = K = C = 1), launched so that it
+// computes every output element, as the scenario's own naive or direct
+// thin kernel.
+func parseFusedConv(l hip.FusedLaunch) (fusedConv, bool) {
+	if l.Fusion != stressFusion || (l.Kernel != conv.NaiveKernel && l.Kernel != conv.DirectThinKernel) {
+		return fusedConv{}, false
+	}
+	a, ok := parseConvShape(l.Args)
+	if !ok || !a.fast2x2() || a.n != 1 || a.k != 1 || a.c != 1 {
+		return fusedConv{}, false
+	}
+	switch l.Kernel {
+	case conv.NaiveKernel:
+		ok = coversNaive(a, l.Grid, l.Block)
+	default:
+		n := l.Block.Count()
+		ok = n > 0 && n <= stressBlock && uint64(l.Grid.X)*uint64(l.Block.X) >= uint64(a.wo) &&
+			int(l.Grid.Y) >= a.ho && l.Grid.Z >= 1
+	}
+	if !ok {
+		return fusedConv{}, false
+	}
+	return fusedConv{x: l.Args[0].(hip.DevPtr), w: l.Args[1].(hip.DevPtr), y: l.Args[2].(hip.DevPtr),
+		side: a.h, alpha: l.Args[conv.NumConvArgs-1].(float32)}, true
+}
+
+// chainMemory fetches the chain's two buffers, each as long as its longest
+// use, and every convolution's weights. ok is false when any is out of
+// bounds (the launches one by one then report it) or when the buffers
+// overlap each other or a convolution's weights.
+func chainMemory(mem hip.Memory, chain []fusedConv) (a, b []float32, coefs [][5]float32, ok bool) {
+	var need [2]int
+	for j, c := range chain {
+		out := (c.side - 1) * (c.side - 1)
+		if c.guard {
+			out++
+		}
+		need[j%2] = max(need[j%2], c.side*c.side)
+		need[(j+1)%2] = max(need[(j+1)%2], out)
+	}
+	base := [2]hip.DevPtr{chain[0].x, chain[0].y}
+	end := [2]hip.DevPtr{base[0] + hip.DevPtr(4*need[0]), base[1] + hip.DevPtr(4*need[1])}
+	overlaps := func(p, q hip.DevPtr, i int) bool { return p < end[i] && base[i] < q }
+	if overlaps(base[1], end[1], 0) {
+		return nil, nil, nil, false
+	}
+	var err error
+	if a, err = mem.Float32s(base[0], need[0]); err != nil {
+		return nil, nil, nil, false
+	}
+	if b, err = mem.Float32s(base[1], need[1]); err != nil {
+		return nil, nil, nil, false
+	}
+	for _, c := range chain {
+		if overlaps(c.w, c.w+16, 0) || overlaps(c.w, c.w+16, 1) {
+			return nil, nil, nil, false
+		}
+		w, err := mem.Float32s(c.w, 4)
+		if err != nil {
+			return nil, nil, nil, false
+		}
+		coefs = append(coefs, [5]float32{w[0], w[1], w[2], w[3], c.alpha})
+	}
+	return a, b, coefs, true
+}
+
+// runWavefront runs the chain over bufs (the first convolution reads
+// bufs[0]). Every convolution finishes at the same step, as each has one
+// row fewer than the one before and starts a step later.
+func runWavefront(chain []fusedConv, bufs [2][]float32, coefs [][5]float32) {
+	s0 := chain[0].side
+	for t := 0; t <= s0-2; t++ {
+		for j := 0; j < len(chain) && j <= t; j++ {
+			r, s := t-j, s0-j
+			in, out := bufs[j%2], bufs[(j+1)%2]
+			wo := s - 1
+			conv.Conv2x2Row(in[r*s:][:s], in[(r+1)*s:][:s], out[r*wo:][:wo], &coefs[j])
+		}
+	}
+	// A guard's elements inside its convolution's output need no write:
+	// the convolution covers every element and overwrites them before any
+	// launch reads them. The element after the output it must write, now:
+	// the convolution before the guard has read it, and no later launch of
+	// the chain reads or writes it.
+	for j, c := range chain {
+		if c.guard && c.guardN == 4 {
+			n := (c.side - 1) * (c.side - 1)
+			bufs[(j+1)%2][n] = c.poison
+		}
 	}
 }

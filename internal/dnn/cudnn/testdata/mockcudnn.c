@@ -2,29 +2,48 @@
  * Stand-in for libcudnn.so.9 (and the few libcuda.so.1 calls Context
  * makes), built by the tests with gcc. It exports the cuDNN 9 symbols the
  * Go binding uses with the C signatures of cudnn_graph.h, cudnn_ops.h and
- * cudnn_cnn.h, logs every call with its argument values, and computes the
- * convolution and the scaling on host memory so that the Go side's
- * argument order can be checked by results as well as by the log.
+ * cudnn_cnn.h (mockcudnn_api.h lists them, and cudnn_check.c holds the
+ * lists to the real headers), logs every call with its argument values,
+ * and computes the convolution and the scaling on host memory so that the
+ * Go side's argument order can be checked by results as well as by the
+ * log.
  *
  * Beside the controls of dnnstandin.h (the log, injected failures,
  * computing on or off), mock_* let a test set the version the library
  * reports, count retained contexts, read the thread's current context and
  * read the struct layout the C compiler chose.
  */
-#define STANDIN_BAD_PARAM 2000 /* CUDNN_STATUS_BAD_PARAM */
+#include "mockcudnn_api.h"
+
+/* The enumerators of cudnn.h and cuda.h the stand-in uses. */
+#define MOCK_NUMBER(name, value) MOCK_##name = value,
+enum { MOCKCUDNN_NUMBERS(MOCK_NUMBER) MOCKCUDNN_DRIVER_NUMBERS(MOCK_NUMBER) };
+
+#define STANDIN_BAD_PARAM MOCK_CUDNN_STATUS_BAD_PARAM
 #include "../../dnnlib/dnntest/dnnstandin.h"
 
+/* The headers' types as the stand-in spells them: enums as int (their C
+ * ABI), handles and descriptors as pointers to dnnstandin.h's objects
+ * (filters are tensors of the FILTER kind). */
 typedef int cudnnStatus_t;
+typedef int cudnnTensorFormat_t;
+typedef int cudnnDataType_t;
+typedef int cudnnConvolutionMode_t;
+typedef int cudnnMathType_t;
+typedef int cudnnConvolutionFwdAlgo_t;
+typedef void *cudaStream_t;
+typedef handle_t *cudnnHandle_t;
+typedef tensor_t *cudnnTensorDescriptor_t;
+typedef tensor_t *cudnnFilterDescriptor_t;
+typedef conv_t *cudnnConvolutionDescriptor_t;
+typedef mockcudnn_fwd_algo_perf cudnnConvolutionFwdAlgoPerf_t;
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
 
-typedef struct {
-    int algo;
-    cudnnStatus_t status;
-    float time;
-    size_t memory;
-    int determinism;
-    int mathType;
-    int reserved[3];
-} cudnnConvolutionFwdAlgoPerf_t;
+#define MOCK_DECLARE(ret, name, params) ret name params;
+MOCKCUDNN_API(MOCK_DECLARE)
+MOCKCUDNN_DRIVER_API(MOCK_DECLARE)
 
 static size_t version = 91400;
 static __thread void *current_ctx;
@@ -50,31 +69,31 @@ void mock_perf_layout(int *out) {
 
 /* ---- the CUDA driver calls Context makes ---- */
 
-int cuInit(unsigned flags) {
+CUresult cuInit(unsigned int flags) {
     logf_("cuInit flags=%u", flags);
     return 0;
 }
 
-int cuDeviceGet(int *dev, int ordinal) {
+CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
     if (ordinal < 0 || ordinal >= device_count)
-        return 101; /* CUDA_ERROR_INVALID_DEVICE */
+        return MOCK_CUDA_ERROR_INVALID_DEVICE;
     *dev = 100 + ordinal;
     return 0;
 }
 
-int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
     *ctx = (void *)(uintptr_t)(0xC0000 + dev);
     __sync_fetch_and_add(&ctx_retains, 1);
     return 0;
 }
 
-int cuDevicePrimaryCtxRelease_v2(int dev) {
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     (void)dev;
     __sync_fetch_and_sub(&ctx_retains, 1);
     return 0;
 }
 
-int cuCtxSetCurrent(void *ctx) {
+CUresult cuCtxSetCurrent(CUcontext ctx) {
     current_ctx = ctx;
     return 0;
 }
@@ -86,11 +105,11 @@ size_t cudnnGetCudartVersion(void) { return 12080; }
 
 const char *cudnnGetErrorString(cudnnStatus_t st) {
     switch (st) {
-    case 0: return "CUDNN_STATUS_SUCCESS";
-    case 1001: return "CUDNN_STATUS_NOT_INITIALIZED";
-    case 2000: return "CUDNN_STATUS_BAD_PARAM";
-    case 3000: return "CUDNN_STATUS_NOT_SUPPORTED";
-    case 5001: return "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER";
+    case MOCK_CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
+    case MOCK_CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case MOCK_CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case MOCK_CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case MOCK_CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER: return "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER";
     }
     return "CUDNN_STATUS_UNKNOWN";
 }
@@ -112,10 +131,10 @@ void cudnnGetLastErrorString(char *message, size_t max_size) {
     last_error[0] = 0;
 }
 
-int cudnnCreate(handle_t **out) {
+cudnnStatus_t cudnnCreate(cudnnHandle_t *out) {
     FAIL_POINT("cudnnCreate");
     if (current_ctx == NULL)
-        return fail(1001, "stand-in: no CUDA context is current on this thread");
+        return fail(MOCK_CUDNN_STATUS_NOT_INITIALIZED, "stand-in: no CUDA context is current on this thread");
     handle_t *h = new_object(HANDLE, sizeof *h);
     h->ctx = current_ctx;
     *out = h;
@@ -123,103 +142,117 @@ int cudnnCreate(handle_t **out) {
     return 0;
 }
 
-int cudnnDestroy(handle_t *h) { return destroy_handle(h, "cudnnDestroy"); }
+cudnnStatus_t cudnnDestroy(cudnnHandle_t h) { return destroy_handle(h, "cudnnDestroy"); }
 
-int cudnnSetStream(handle_t *h, void *stream) {
+cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t stream) {
     FAIL_POINT("cudnnSetStream");
     return set_stream(h, stream, "cudnnSetStream");
 }
 
-int cudnnGetStream(handle_t *h, void **stream) { return get_stream(h, stream); }
+cudnnStatus_t cudnnGetStream(cudnnHandle_t h, cudaStream_t *stream) { return get_stream(h, stream); }
 
 /* ---- cudnn_ops.h ---- */
 
-int cudnnCreateTensorDescriptor(tensor_t **d) {
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d) {
     return create_desc((void **)d, TENSOR, sizeof(tensor_t), "cudnnCreateTensorDescriptor");
 }
 
-int cudnnDestroyTensorDescriptor(tensor_t *d) { return destroy_desc(d, TENSOR, "cudnnDestroyTensorDescriptor"); }
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) {
+    return destroy_desc(d, TENSOR, "cudnnDestroyTensorDescriptor");
+}
 
-int cudnnSetTensor4dDescriptor(tensor_t *d, int format, int dtype, int n, int c, int h, int w) {
+cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t format, cudnnDataType_t dtype,
+    int n, int c, int h, int w) {
     FAIL_POINT("cudnnSetTensor4dDescriptor");
     logf_("cudnnSetTensor4dDescriptor desc=%p format=%d dtype=%d n=%d c=%d h=%d w=%d", (void *)d, format, dtype, n, c, h, w);
     if (!live(d, TENSOR) || n < 1 || c < 1 || h < 1 || w < 1)
-        return fail(2000, "stand-in: bad tensor");
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: bad tensor");
     d->format = format, d->dtype = dtype, d->n = n, d->c = c, d->h = h, d->w = w;
     return 0;
 }
 
-int cudnnCreateFilterDescriptor(tensor_t **d) {
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *d) {
     return create_desc((void **)d, FILTER, sizeof(tensor_t), "cudnnCreateFilterDescriptor");
 }
 
-int cudnnDestroyFilterDescriptor(tensor_t *d) { return destroy_desc(d, FILTER, "cudnnDestroyFilterDescriptor"); }
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) {
+    return destroy_desc(d, FILTER, "cudnnDestroyFilterDescriptor");
+}
 
-int cudnnSetFilter4dDescriptor(tensor_t *d, int dtype, int format, int k, int c, int h, int w) {
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t dtype, cudnnTensorFormat_t format,
+    int k, int c, int h, int w) {
     FAIL_POINT("cudnnSetFilter4dDescriptor");
     logf_("cudnnSetFilter4dDescriptor desc=%p dtype=%d format=%d k=%d c=%d h=%d w=%d", (void *)d, dtype, format, k, c, h, w);
     if (!live(d, FILTER) || k < 1 || c < 1 || h < 1 || w < 1)
-        return fail(2000, "stand-in: bad filter");
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: bad filter");
     d->format = format, d->dtype = dtype, d->n = k, d->c = c, d->h = h, d->w = w;
     return 0;
 }
 
 /* ---- cudnn_cnn.h ---- */
 
-int cudnnCreateConvolutionDescriptor(conv_t **d) {
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d) {
     return create_desc((void **)d, CONV, sizeof(conv_t), "cudnnCreateConvolutionDescriptor");
 }
 
-int cudnnDestroyConvolutionDescriptor(conv_t *d) { return destroy_desc(d, CONV, "cudnnDestroyConvolutionDescriptor"); }
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) {
+    return destroy_desc(d, CONV, "cudnnDestroyConvolutionDescriptor");
+}
 
-int cudnnSetConvolution2dDescriptor(conv_t *d, int pad_h, int pad_w, int u, int v, int dil_h, int dil_w, int mode, int ctype) {
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h, int pad_w, int u, int v,
+    int dil_h, int dil_w, cudnnConvolutionMode_t mode, cudnnDataType_t ctype) {
     FAIL_POINT("cudnnSetConvolution2dDescriptor");
     logf_("cudnnSetConvolution2dDescriptor desc=%p pad=%dx%d stride=%dx%d dilation=%dx%d mode=%d compute=%d",
           (void *)d, pad_h, pad_w, u, v, dil_h, dil_w, mode, ctype);
     if (!live(d, CONV) || pad_h < 0 || pad_w < 0 || u < 1 || v < 1 || dil_h < 1 || dil_w < 1)
-        return fail(2000, "stand-in: bad convolution");
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: bad convolution");
     d->pad_h = pad_h, d->pad_w = pad_w, d->u = u, d->v = v, d->dil_h = dil_h, d->dil_w = dil_w;
     d->mode = mode, d->ctype = ctype;
     return 0;
 }
 
-int cudnnSetConvolutionMathType(conv_t *d, int math) {
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t math) {
     logf_("cudnnSetConvolutionMathType desc=%p math=%d", (void *)d, math);
-    if (!live(d, CONV) || math < 0 || math > 3)
-        return 2000;
+    if (!live(d, CONV) || math < MOCK_CUDNN_DEFAULT_MATH || math > MOCK_CUDNN_FMA_MATH)
+        return MOCK_CUDNN_STATUS_BAD_PARAM;
     d->math = math;
     return 0;
 }
 
-int cudnnGetConvolution2dForwardOutputDim(const conv_t *cv, const tensor_t *x, const tensor_t *w, int *n, int *c, int *h, int *wd) {
+cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t cv,
+    const cudnnTensorDescriptor_t x, const cudnnFilterDescriptor_t w, int *n, int *c, int *h, int *wd) {
     return output_dim(cv, x, w, FILTER, n, c, h, wd);
 }
 
 /* check_problem validates the four descriptors of a forward convolution. */
 static int check_problem(const handle_t *h, const tensor_t *x, const tensor_t *w, const conv_t *cv, const tensor_t *y) {
     if (!live(h, HANDLE))
-        return fail(2000, "stand-in: bad handle");
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: bad handle");
     if (!live(x, TENSOR) || !live(w, FILTER) || !live(cv, CONV) || !live(y, TENSOR))
-        return fail(2000, "stand-in: a descriptor is not alive or of the wrong kind");
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: a descriptor is not alive or of the wrong kind");
     if (x->c != w->c)
-        return fail(2000, "stand-in: x has %d channels, w %d", x->c, w->c);
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: x has %d channels, w %d", x->c, w->c);
     int d[4];
     out_dims(cv, x, w, d);
     if (y->n != d[0] || y->c != d[1] || y->h != d[2] || y->w != d[3])
-        return fail(2000, "stand-in: y is %dx%dx%dx%d, want %dx%dx%dx%d", y->n, y->c, y->h, y->w, d[0], d[1], d[2], d[3]);
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: y is %dx%dx%dx%d, want %dx%dx%dx%d", y->n, y->c, y->h, y->w,
+                    d[0], d[1], d[2], d[3]);
     if (h->ctx != current_ctx)
-        return fail(5001, "stand-in: the handle's context is not current on this thread");
+        return fail(MOCK_CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER,
+                    "stand-in: the handle's context is not current on this thread");
     return 0;
 }
 
-int cudnnGetConvolutionForwardAlgorithmMaxCount(handle_t *h, int *count) {
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t h, int *count) {
     (void)h;
-    *count = 8;
+    *count = MOCK_CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
     return 0;
 }
 
 /* workspace_for is the stand-in's workspace need per algorithm. */
-static size_t workspace_for(int algo) { return algo == 1 ? 4096 : 0; }
+static size_t workspace_for(int algo) {
+    return algo == MOCK_CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ? 4096 : 0;
+}
 
 static void fill_perf(cudnnConvolutionFwdAlgoPerf_t *p, int algo, int status, float time, int det, int math) {
     p->algo = algo;
@@ -231,9 +264,9 @@ static void fill_perf(cudnnConvolutionFwdAlgoPerf_t *p, int algo, int status, fl
     p->reserved[0] = p->reserved[1] = p->reserved[2] = -7;
 }
 
-int cudnnFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t *x, const tensor_t *w, const conv_t *cv,
-                                         const tensor_t *y, const int requested, int *returned,
-                                         cudnnConvolutionFwdAlgoPerf_t *perf) {
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+    const cudnnFilterDescriptor_t w, const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t y,
+    const int requested, int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
     FAIL_POINT("cudnnFindConvolutionForwardAlgorithm");
     logf_("cudnnFindConvolutionForwardAlgorithm handle=%p x=%p w=%p conv=%p y=%p requested=%d stream=%p",
           (void *)h, (void *)x, (void *)w, (void *)cv, (void *)y, requested, h ? h->stream : NULL);
@@ -241,33 +274,39 @@ int cudnnFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t *x, const t
     if (st)
         return st;
     cudnnConvolutionFwdAlgoPerf_t all[3];
-    fill_perf(&all[0], 1, 0, 0.25f, 1, cv->math);
-    fill_perf(&all[1], 0, 0, 0.5f, 0, cv->math);
-    fill_perf(&all[2], 6, 3000, -1.0f, 1, 0);
+    fill_perf(&all[0], MOCK_CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, MOCK_CUDNN_STATUS_SUCCESS, 0.25f,
+              MOCK_CUDNN_DETERMINISTIC, cv->math);
+    fill_perf(&all[1], MOCK_CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, MOCK_CUDNN_STATUS_SUCCESS, 0.5f,
+              MOCK_CUDNN_NON_DETERMINISTIC, cv->math);
+    fill_perf(&all[2], MOCK_CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, MOCK_CUDNN_STATUS_NOT_SUPPORTED, -1.0f,
+              MOCK_CUDNN_DETERMINISTIC, MOCK_CUDNN_DEFAULT_MATH);
     int n = requested < 3 ? requested : 3;
     memcpy(perf, all, (size_t)n * sizeof *perf);
     *returned = n;
     return 0;
 }
 
-int cudnnGetConvolutionForwardAlgorithm_v7(handle_t *h, const tensor_t *x, const tensor_t *w, const conv_t *cv,
-                                           const tensor_t *y, const int requested, int *returned,
-                                           cudnnConvolutionFwdAlgoPerf_t *perf) {
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+    const cudnnFilterDescriptor_t w, const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t y,
+    const int requested, int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
     FAIL_POINT("cudnnGetConvolutionForwardAlgorithm_v7");
     logf_("cudnnGetConvolutionForwardAlgorithm_v7 handle=%p requested=%d h=%d", (void *)h, requested, x ? x->h : -1);
     int st = check_problem(h, x, w, cv, y);
     if (st)
         return st;
     if (requested < 2)
-        return 2000;
-    fill_perf(&perf[0], 0, 0, -1.0f, 1, cv->math);
-    fill_perf(&perf[1], 1, 0, -1.0f, 1, cv->math);
+        return MOCK_CUDNN_STATUS_BAD_PARAM;
+    fill_perf(&perf[0], MOCK_CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, MOCK_CUDNN_STATUS_SUCCESS, -1.0f,
+              MOCK_CUDNN_DETERMINISTIC, cv->math);
+    fill_perf(&perf[1], MOCK_CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, MOCK_CUDNN_STATUS_SUCCESS, -1.0f,
+              MOCK_CUDNN_DETERMINISTIC, cv->math);
     *returned = 2;
     return 0;
 }
 
-int cudnnGetConvolutionForwardWorkspaceSize(handle_t *h, const tensor_t *x, const tensor_t *w, const conv_t *cv,
-                                            const tensor_t *y, int algo, size_t *size) {
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h, const cudnnTensorDescriptor_t x,
+    const cudnnFilterDescriptor_t w, const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t y,
+    cudnnConvolutionFwdAlgo_t algo, size_t *size) {
     int st = check_problem(h, x, w, cv, y);
     if (st)
         return st;
@@ -276,9 +315,10 @@ int cudnnGetConvolutionForwardWorkspaceSize(handle_t *h, const tensor_t *x, cons
     return 0;
 }
 
-int cudnnConvolutionForward(handle_t *h, const void *alpha, const tensor_t *xd, const void *x, const tensor_t *wd,
-                            const void *w, const conv_t *cv, int algo, void *ws, size_t ws_size, const void *beta,
-                            const tensor_t *yd, void *y) {
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd,
+    const void *x, const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t cv,
+    cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_size, const void *beta, const cudnnTensorDescriptor_t yd,
+    void *y) {
     FAIL_POINT("cudnnConvolutionForward");
     float a = alpha ? *(const float *)alpha : -99, b = beta ? *(const float *)beta : -99;
     logf_("cudnnConvolutionForward handle=%p alpha=%g x=%p xdata=%p w=%p wdata=%p conv=%p algo=%d ws=%p ws_size=%zu "
@@ -289,25 +329,29 @@ int cudnnConvolutionForward(handle_t *h, const void *alpha, const tensor_t *xd, 
     if (st)
         return st;
     if (!alpha || !beta || !x || !w || !y)
-        return fail(2002, "stand-in: a pointer is NULL");
-    if (algo < 0 || algo > 7)
-        return fail(2000, "stand-in: algo %d", algo);
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "stand-in: a pointer is NULL");
+    if (algo < 0 || algo >= MOCK_CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: algo %d", algo);
     if (ws_size < workspace_for(algo) || (workspace_for(algo) && !ws))
-        return fail(2000, "stand-in: algo %d needs %zu workspace bytes, got %zu", algo, workspace_for(algo), ws_size);
-    if (cv->ctype != 0 || xd->dtype != 0 || xd->format != 0 || wd->format != 0)
-        return fail(3000, "stand-in: only NCHW fp32");
-    conv_host(cv, cv->mode == 0 /* CUDNN_CONVOLUTION flips the filter */, xd, x, wd, w, yd, y, a, b);
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: algo %d needs %zu workspace bytes, got %zu", algo,
+                    workspace_for(algo), ws_size);
+    if (cv->ctype != MOCK_CUDNN_DATA_FLOAT || xd->dtype != MOCK_CUDNN_DATA_FLOAT ||
+        xd->format != MOCK_CUDNN_TENSOR_NCHW || wd->format != MOCK_CUDNN_TENSOR_NCHW)
+        return fail(MOCK_CUDNN_STATUS_NOT_SUPPORTED, "stand-in: only NCHW fp32");
+    /* CUDNN_CONVOLUTION flips the filter; CUDNN_CROSS_CORRELATION does not. */
+    conv_host(cv, cv->mode == MOCK_CUDNN_CONVOLUTION, xd, x, wd, w, yd, y, a, b);
     return 0;
 }
 
-int cudnnScaleTensor(handle_t *h, const tensor_t *yd, void *y, const void *alpha) {
+cudnnStatus_t cudnnScaleTensor(cudnnHandle_t h, const cudnnTensorDescriptor_t yd, void *y, const void *alpha) {
     FAIL_POINT("cudnnScaleTensor");
     float a = alpha ? *(const float *)alpha : -99;
     logf_("cudnnScaleTensor handle=%p y=%p ydata=%p alpha=%g stream=%p", (void *)h, (void *)yd, y, a, h ? h->stream : NULL);
     if (!live(h, HANDLE) || !live(yd, TENSOR) || !y || !alpha)
-        return fail(2000, "stand-in: bad scale arguments");
+        return fail(MOCK_CUDNN_STATUS_BAD_PARAM, "stand-in: bad scale arguments");
     if (h->ctx != current_ctx)
-        return fail(5001, "stand-in: the handle's context is not current on this thread");
+        return fail(MOCK_CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER,
+                    "stand-in: the handle's context is not current on this thread");
     scale_host(yd, y, a);
     return 0;
 }

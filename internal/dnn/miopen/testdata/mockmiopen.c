@@ -1,37 +1,42 @@
 /*
  * Stand-in for libMIOpen.so.1 (and hipSetDevice from libamdhip64), built
  * by the tests with gcc. It exports the MIOpen symbols the Go binding uses
- * with the C signatures of miopen.h, logs every call with its arguments,
- * computes convolutions and scaling on host memory, and writes its perf
- * and solution structs with the layout the C compiler gives them, so that
- * the Go side's argument order and struct decoding are checked.
+ * with the C signatures of miopen.h (mockmiopen_api.h lists them, and
+ * miopen_check.cpp holds the lists to the real header), logs every call
+ * with its arguments, computes convolutions and scaling on host memory,
+ * and writes its perf and solution structs with the layout the C compiler
+ * gives them, so that the Go side's argument order and struct decoding
+ * are checked.
  *
  * At load it records the MIOpen variables of the environment, so a test
  * can tell whether the binding set them before the library initialised.
  */
-#define STANDIN_BAD_PARAM 3 /* miopenStatusBadParm */
+#include "mockmiopen_api.h"
+
+/* The enumerators of miopen.h (and hip_runtime_api.h) the stand-in uses. */
+#define MOCK_NUMBER(name, value) MOCK_##name = value,
+enum { MOCKMIOPEN_NUMBERS(MOCK_NUMBER) };
+
+#define STANDIN_BAD_PARAM MOCK_miopenStatusBadParm
 #include "../../dnnlib/dnntest/dnnstandin.h"
 
-#include <stdbool.h>
-
+/* miopen.h's types as the stand-in spells them: enums as int (their C
+ * ABI), handles and descriptors as pointers to dnnstandin.h's objects. */
 typedef int miopenStatus_t;
+typedef int miopenDataType_t;
+typedef int miopenConvolutionMode_t;
+typedef int miopenConvFwdAlgorithm_t;
+typedef int hipError_t;
+typedef void *miopenAcceleratorQueue_t;
+typedef handle_t *miopenHandle_t;
+typedef tensor_t *miopenTensorDescriptor_t;
+typedef conv_t *miopenConvolutionDescriptor_t;
+typedef mockmiopen_conv_algo_perf miopenConvAlgoPerf_t;
+typedef mockmiopen_conv_solution miopenConvSolution_t;
 
-typedef struct {
-    union {
-        int fwd_algo;
-        int bwd_weights_algo;
-        int bwd_data_algo;
-    };
-    float time;
-    size_t memory;
-} miopenConvAlgoPerf_t;
-
-typedef struct {
-    float time;
-    size_t workspace_size;
-    uint64_t solution_id;
-    int algorithm;
-} miopenConvSolution_t;
+#define MOCK_DECLARE(ret, name, params) ret name params;
+MOCKMIOPEN_API(MOCK_DECLARE)
+MOCKMIOPEN_HIP_API(MOCK_DECLARE)
 
 static __thread int thread_device;
 static char env_at_load[1024];
@@ -60,9 +65,9 @@ void mock_layout(int *out) {
 
 /* ---- the HIP call DeviceSelector makes ---- */
 
-int hipSetDevice(int ordinal) {
+hipError_t hipSetDevice(int ordinal) {
     if (ordinal < 0 || ordinal >= 2)
-        return 101; /* hipErrorInvalidDevice */
+        return MOCK_hipErrorInvalidDevice;
     thread_device = ordinal;
     return 0;
 }
@@ -78,15 +83,15 @@ miopenStatus_t miopenGetVersion(size_t *major, size_t *minor, size_t *patch) {
 
 const char *miopenGetErrorString(miopenStatus_t st) {
     switch (st) {
-    case 0: return "miopenStatusSuccess";
-    case 3: return "miopenStatusBadParm";
-    case 5: return "stand-in: the kernel failed to launch";
-    case 7: return "miopenStatusUnknownError";
+    case MOCK_miopenStatusSuccess: return "miopenStatusSuccess";
+    case MOCK_miopenStatusBadParm: return "miopenStatusBadParm";
+    case MOCK_miopenStatusInternalError: return "stand-in: the kernel failed to launch";
+    case MOCK_miopenStatusUnknownError: return "miopenStatusUnknownError";
     }
     return "miopenStatusUnknown";
 }
 
-miopenStatus_t miopenCreateWithStream(handle_t **out, void *stream) {
+miopenStatus_t miopenCreateWithStream(miopenHandle_t *out, miopenAcceleratorQueue_t stream) {
     FAIL_POINT("miopenCreateWithStream");
     handle_t *h = new_object(HANDLE, sizeof *h);
     h->stream = stream;
@@ -96,77 +101,82 @@ miopenStatus_t miopenCreateWithStream(handle_t **out, void *stream) {
     return 0;
 }
 
-miopenStatus_t miopenSetStream(handle_t *h, void *stream) { return set_stream(h, stream, "miopenSetStream"); }
+miopenStatus_t miopenSetStream(miopenHandle_t h, miopenAcceleratorQueue_t stream) {
+    return set_stream(h, stream, "miopenSetStream");
+}
 
-miopenStatus_t miopenGetStream(handle_t *h, void **stream) { return get_stream(h, stream); }
+miopenStatus_t miopenGetStream(miopenHandle_t h, miopenAcceleratorQueue_t *stream) { return get_stream(h, stream); }
 
-miopenStatus_t miopenDestroy(handle_t *h) { return destroy_handle(h, "miopenDestroy"); }
+miopenStatus_t miopenDestroy(miopenHandle_t h) { return destroy_handle(h, "miopenDestroy"); }
 
-miopenStatus_t miopenCreateTensorDescriptor(tensor_t **d) {
+miopenStatus_t miopenCreateTensorDescriptor(miopenTensorDescriptor_t *d) {
     return create_desc((void **)d, TENSOR, sizeof(tensor_t), "miopenCreateTensorDescriptor");
 }
 
-miopenStatus_t miopenDestroyTensorDescriptor(tensor_t *d) {
+miopenStatus_t miopenDestroyTensorDescriptor(miopenTensorDescriptor_t d) {
     return destroy_desc(d, TENSOR, "miopenDestroyTensorDescriptor");
 }
 
-miopenStatus_t miopenSet4dTensorDescriptor(tensor_t *d, int dtype, int n, int c, int h, int w) {
+miopenStatus_t miopenSet4dTensorDescriptor(miopenTensorDescriptor_t d, miopenDataType_t dtype, int n, int c, int h,
+    int w) {
     FAIL_POINT("miopenSet4dTensorDescriptor");
     logf_("miopenSet4dTensorDescriptor desc=%p dtype=%d n=%d c=%d h=%d w=%d", (void *)d, dtype, n, c, h, w);
     if (!live(d, TENSOR) || n < 1 || c < 1 || h < 1 || w < 1)
-        return 3;
+        return MOCK_miopenStatusBadParm;
     d->dtype = dtype, d->n = n, d->c = c, d->h = h, d->w = w;
     return 0;
 }
 
-miopenStatus_t miopenCreateConvolutionDescriptor(conv_t **d) {
+miopenStatus_t miopenCreateConvolutionDescriptor(miopenConvolutionDescriptor_t *d) {
     return create_desc((void **)d, CONV, sizeof(conv_t), "miopenCreateConvolutionDescriptor");
 }
 
-miopenStatus_t miopenDestroyConvolutionDescriptor(conv_t *d) {
+miopenStatus_t miopenDestroyConvolutionDescriptor(miopenConvolutionDescriptor_t d) {
     return destroy_desc(d, CONV, "miopenDestroyConvolutionDescriptor");
 }
 
-miopenStatus_t miopenInitConvolutionDescriptor(conv_t *d, int mode, int pad_h, int pad_w, int u, int v, int dil_h, int dil_w) {
+miopenStatus_t miopenInitConvolutionDescriptor(miopenConvolutionDescriptor_t d, miopenConvolutionMode_t mode, int pad_h,
+    int pad_w, int u, int v, int dil_h, int dil_w) {
     FAIL_POINT("miopenInitConvolutionDescriptor");
     logf_("miopenInitConvolutionDescriptor desc=%p mode=%d pad=%dx%d stride=%dx%d dilation=%dx%d", (void *)d, mode, pad_h,
           pad_w, u, v, dil_h, dil_w);
     if (!live(d, CONV) || pad_h < 0 || pad_w < 0 || u < 1 || v < 1 || dil_h < 1 || dil_w < 1)
-        return 3;
+        return MOCK_miopenStatusBadParm;
     d->mode = mode, d->pad_h = pad_h, d->pad_w = pad_w, d->u = u, d->v = v, d->dil_h = dil_h, d->dil_w = dil_w;
     return 0;
 }
 
-miopenStatus_t miopenGetConvolutionForwardOutputDim(conv_t *cv, const tensor_t *x, const tensor_t *w, int *n, int *c, int *h,
-                                                     int *wd) {
+miopenStatus_t miopenGetConvolutionForwardOutputDim(miopenConvolutionDescriptor_t cv, const miopenTensorDescriptor_t x,
+    const miopenTensorDescriptor_t w, int *n, int *c, int *h, int *wd) {
     return output_dim(cv, x, w, TENSOR, n, c, h, wd);
 }
 
-/* check_problem validates a forward problem; it returns 3 (BadParm) or 7
- * (UnknownError: called from a thread with another device selected). */
+/* check_problem validates a forward problem; it returns BadParm, or
+ * UnknownError when called from a thread with another device selected. */
 static int check_problem(const handle_t *h, const tensor_t *x, const tensor_t *w, const conv_t *cv, const tensor_t *y) {
     if (!live(h, HANDLE) || !live(x, TENSOR) || !live(w, TENSOR) || !live(cv, CONV) || !live(y, TENSOR))
-        return 3;
+        return MOCK_miopenStatusBadParm;
     if (x->c != w->c)
-        return 3;
+        return MOCK_miopenStatusBadParm;
     int d[4];
     out_dims(cv, x, w, d);
     if (y->n != d[0] || y->c != d[1] || y->h != d[2] || y->w != d[3]) {
         logf_("stand-in: y is %dx%dx%dx%d, want %dx%dx%dx%d", y->n, y->c, y->h, y->w, d[0], d[1], d[2], d[3]);
-        return 3;
+        return MOCK_miopenStatusBadParm;
     }
     if (h->device != thread_device) {
         logf_("stand-in: handle on device %d used from a thread on device %d", h->device, thread_device);
-        return 7;
+        return MOCK_miopenStatusUnknownError;
     }
     return 0;
 }
 
 /* The stand-in's algorithms: Direct needs no workspace, GEMM 2048 bytes. */
-static size_t workspace_for(int algo) { return algo == 0 ? 2048 : 0; }
+static size_t workspace_for(int algo) { return algo == MOCK_miopenConvolutionFwdAlgoGEMM ? 2048 : 0; }
 
-miopenStatus_t miopenConvolutionForwardGetWorkSpaceSize(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
-                                                         const tensor_t *y, size_t *size) {
+miopenStatus_t miopenConvolutionForwardGetWorkSpaceSize(miopenHandle_t h, const miopenTensorDescriptor_t w,
+    const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t cv, const miopenTensorDescriptor_t y,
+    size_t *size) {
     logf_("miopenConvolutionForwardGetWorkSpaceSize w=%p x=%p conv=%p y=%p", (void *)w, (void *)x, (void *)cv, (void *)y);
     int st = check_problem(h, x, w, cv, y);
     if (st)
@@ -175,14 +185,16 @@ miopenStatus_t miopenConvolutionForwardGetWorkSpaceSize(handle_t *h, const tenso
     return 0;
 }
 
-/* compute_ok: the stand-in computes miopenConvolution (mode 0, which does
- * not flip the filter) on fp32 (miopenFloat, 1) only. */
-static int compute_ok(const conv_t *cv, const tensor_t *x) { return cv->mode == 0 && x->dtype == 1; }
+/* compute_ok: the stand-in computes miopenConvolution (which does not flip
+ * the filter) on fp32 (miopenFloat) only. */
+static int compute_ok(const conv_t *cv, const tensor_t *x) {
+    return cv->mode == MOCK_miopenConvolution && x->dtype == MOCK_miopenFloat;
+}
 
-miopenStatus_t miopenFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t *xd, const void *x, const tensor_t *wd,
-                                                      const void *w, conv_t *cv, const tensor_t *yd, void *y,
-                                                      const int requested, int *returned, miopenConvAlgoPerf_t *perf,
-                                                      void *ws, size_t ws_size, bool exhaustive) {
+miopenStatus_t miopenFindConvolutionForwardAlgorithm(miopenHandle_t h, const miopenTensorDescriptor_t xd, const void *x,
+    const miopenTensorDescriptor_t wd, const void *w, const miopenConvolutionDescriptor_t cv,
+    const miopenTensorDescriptor_t yd, void *y, const int requested, int *returned, miopenConvAlgoPerf_t *perf,
+    void *ws, size_t ws_size, bool exhaustive) {
     FAIL_POINT("miopenFindConvolutionForwardAlgorithm");
     logf_("miopenFindConvolutionForwardAlgorithm handle=%p x=%p xdata=%p w=%p wdata=%p conv=%p y=%p ydata=%p "
           "requested=%d ws=%p ws_size=%zu exhaustive=%d stream=%p",
@@ -192,12 +204,13 @@ miopenStatus_t miopenFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t
     if (st)
         return st;
     if (!x || !w || !y || requested < 1 || !compute_ok(cv, xd))
-        return 3;
+        return MOCK_miopenStatusBadParm;
     miopenConvAlgoPerf_t all[2];
     memset(all, 0x5a, sizeof all); /* padding bytes the Go side must not read as data */
-    all[0].fwd_algo = 1, all[0].time = 0.125f, all[0].memory = 0;
-    all[1].fwd_algo = 0, all[1].time = 0.5f, all[1].memory = workspace_for(0);
-    int n = ws_size >= workspace_for(0) ? 2 : 1;
+    all[0].fwd_algo = MOCK_miopenConvolutionFwdAlgoDirect, all[0].time = 0.125f, all[0].memory = 0;
+    all[1].fwd_algo = MOCK_miopenConvolutionFwdAlgoGEMM, all[1].time = 0.5f;
+    all[1].memory = workspace_for(MOCK_miopenConvolutionFwdAlgoGEMM);
+    int n = ws_size >= all[1].memory ? 2 : 1;
     if (n > requested)
         n = requested;
     memcpy(perf, all, (size_t)n * sizeof *perf);
@@ -217,9 +230,10 @@ miopenStatus_t miopenFindConvolutionForwardAlgorithm(handle_t *h, const tensor_t
     return 0;
 }
 
-miopenStatus_t miopenConvolutionForward(handle_t *h, const void *alpha, const tensor_t *xd, const void *x,
-                                         const tensor_t *wd, const void *w, conv_t *cv, int algo, const void *beta,
-                                         const tensor_t *yd, void *y, void *ws, size_t ws_size) {
+miopenStatus_t miopenConvolutionForward(miopenHandle_t h, const void *alpha, const miopenTensorDescriptor_t xd,
+    const void *x, const miopenTensorDescriptor_t wd, const void *w, const miopenConvolutionDescriptor_t cv,
+    miopenConvFwdAlgorithm_t algo, const void *beta, const miopenTensorDescriptor_t yd, void *y, void *ws,
+    size_t ws_size) {
     FAIL_POINT("miopenConvolutionForward");
     float a = alpha ? *(const float *)alpha : -99, b = beta ? *(const float *)beta : -99;
     logf_("miopenConvolutionForward handle=%p alpha=%g x=%p xdata=%p w=%p wdata=%p conv=%p algo=%d beta=%g y=%p ydata=%p "
@@ -229,17 +243,18 @@ miopenStatus_t miopenConvolutionForward(handle_t *h, const void *alpha, const te
     int st = check_problem(h, xd, wd, cv, yd);
     if (st)
         return st;
-    if (!alpha || !beta || !x || !w || !y || (algo != 0 && algo != 1) || !compute_ok(cv, xd))
-        return 3;
+    int known = algo == MOCK_miopenConvolutionFwdAlgoGEMM || algo == MOCK_miopenConvolutionFwdAlgoDirect;
+    if (!alpha || !beta || !x || !w || !y || !known || !compute_ok(cv, xd))
+        return MOCK_miopenStatusBadParm;
     if (ws_size < workspace_for(algo) || (workspace_for(algo) && !ws))
-        return 3;
+        return MOCK_miopenStatusBadParm;
     conv_host(cv, 0, xd, x, wd, w, yd, y, a, b);
     return 0;
 }
 
 static const miopenConvSolution_t solutions[2] = {
-    {10.0f, 0, 85, 1},    /* synthetic TunaNet time of rank 1 */
-    {20.0f, 2048, 91, 0}, /* rank 2 */
+    {10.0f, 0, 85, MOCK_miopenConvolutionAlgoDirect},  /* synthetic TunaNet time of rank 1 */
+    {20.0f, 2048, 91, MOCK_miopenConvolutionAlgoGEMM}, /* rank 2 */
 };
 
 static const miopenConvSolution_t *solution_by_id(uint64_t id) {
@@ -249,8 +264,9 @@ static const miopenConvSolution_t *solution_by_id(uint64_t id) {
     return NULL;
 }
 
-miopenStatus_t miopenConvolutionForwardGetSolutionCount(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
-                                                         const tensor_t *y, size_t *count) {
+miopenStatus_t miopenConvolutionForwardGetSolutionCount(miopenHandle_t h, const miopenTensorDescriptor_t w,
+    const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t cv, const miopenTensorDescriptor_t y,
+    size_t *count) {
     FAIL_POINT("miopenConvolutionForwardGetSolutionCount");
     logf_("miopenConvolutionForwardGetSolutionCount w=%p x=%p conv=%p y=%p", (void *)w, (void *)x, (void *)cv, (void *)y);
     int st = check_problem(h, x, w, cv, y);
@@ -260,9 +276,9 @@ miopenStatus_t miopenConvolutionForwardGetSolutionCount(handle_t *h, const tenso
     return 0;
 }
 
-miopenStatus_t miopenConvolutionForwardGetSolution(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
-                                                    const tensor_t *y, const size_t max, size_t *count,
-                                                    miopenConvSolution_t *out) {
+miopenStatus_t miopenConvolutionForwardGetSolution(miopenHandle_t h, const miopenTensorDescriptor_t w,
+    const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t cv, const miopenTensorDescriptor_t y,
+    const size_t max, size_t *count, miopenConvSolution_t *out) {
     FAIL_POINT("miopenConvolutionForwardGetSolution");
     logf_("miopenConvolutionForwardGetSolution w=%p x=%p conv=%p y=%p max=%zu h=%d", (void *)w, (void *)x, (void *)cv,
           (void *)y, max, x ? x->h : -1);
@@ -281,32 +297,33 @@ miopenStatus_t miopenConvolutionForwardGetSolution(handle_t *h, const tensor_t *
     return 0;
 }
 
-miopenStatus_t miopenConvolutionForwardGetSolutionWorkspaceSize(handle_t *h, const tensor_t *w, const tensor_t *x,
-                                                                 conv_t *cv, const tensor_t *y, const uint64_t id,
-                                                                 size_t *size) {
+miopenStatus_t miopenConvolutionForwardGetSolutionWorkspaceSize(miopenHandle_t h, const miopenTensorDescriptor_t w,
+    const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t cv, const miopenTensorDescriptor_t y,
+    const uint64_t id, size_t *size) {
     int st = check_problem(h, x, w, cv, y);
     if (st)
         return st;
     const miopenConvSolution_t *s = solution_by_id(id);
     if (!s)
-        return 3;
+        return MOCK_miopenStatusBadParm;
     *size = s->workspace_size;
     logf_("miopenConvolutionForwardGetSolutionWorkspaceSize id=%llu size=%zu", (unsigned long long)id, *size);
     return 0;
 }
 
-miopenStatus_t miopenConvolutionForwardCompileSolution(handle_t *h, const tensor_t *w, const tensor_t *x, conv_t *cv,
-                                                        const tensor_t *y, const uint64_t id) {
+miopenStatus_t miopenConvolutionForwardCompileSolution(miopenHandle_t h, const miopenTensorDescriptor_t w,
+    const miopenTensorDescriptor_t x, const miopenConvolutionDescriptor_t cv, const miopenTensorDescriptor_t y,
+    const uint64_t id) {
     logf_("miopenConvolutionForwardCompileSolution id=%llu", (unsigned long long)id);
     int st = check_problem(h, x, w, cv, y);
     if (st)
         return st;
-    return solution_by_id(id) ? 0 : 3;
+    return solution_by_id(id) ? MOCK_miopenStatusSuccess : MOCK_miopenStatusBadParm;
 }
 
-miopenStatus_t miopenConvolutionForwardImmediate(handle_t *h, const tensor_t *wd, const void *w, const tensor_t *xd,
-                                                  const void *x, conv_t *cv, const tensor_t *yd, void *y, void *ws,
-                                                  size_t ws_size, const uint64_t id) {
+miopenStatus_t miopenConvolutionForwardImmediate(miopenHandle_t h, const miopenTensorDescriptor_t wd, const void *w,
+    const miopenTensorDescriptor_t xd, const void *x, const miopenConvolutionDescriptor_t cv,
+    const miopenTensorDescriptor_t yd, void *y, void *ws, size_t ws_size, const uint64_t id) {
     FAIL_POINT("miopenConvolutionForwardImmediate");
     logf_("miopenConvolutionForwardImmediate handle=%p w=%p wdata=%p x=%p xdata=%p conv=%p y=%p ydata=%p ws=%p "
           "ws_size=%zu id=%llu stream=%p",
@@ -317,18 +334,18 @@ miopenStatus_t miopenConvolutionForwardImmediate(handle_t *h, const tensor_t *wd
         return st;
     const miopenConvSolution_t *s = solution_by_id(id);
     if (!s || !x || !w || !y || ws_size < s->workspace_size || !compute_ok(cv, xd))
-        return 3;
+        return MOCK_miopenStatusBadParm;
     conv_host(cv, 0, xd, x, wd, w, yd, y, 1, 0);
     return 0;
 }
 
-miopenStatus_t miopenScaleTensor(handle_t *h, const tensor_t *yd, void *y, const void *alpha) {
+miopenStatus_t miopenScaleTensor(miopenHandle_t h, const miopenTensorDescriptor_t yd, void *y, const void *alpha) {
     FAIL_POINT("miopenScaleTensor");
     float a = alpha ? *(const float *)alpha : -99;
     logf_("miopenScaleTensor handle=%p y=%p ydata=%p alpha=%g stream=%p", (void *)h, (void *)yd, y, a,
           h ? h->stream : NULL);
     if (!live(h, HANDLE) || !live(yd, TENSOR) || !y || !alpha)
-        return 3;
+        return MOCK_miopenStatusBadParm;
     scale_host(yd, y, a);
     return 0;
 }

@@ -1,9 +1,11 @@
 /*
  * The HIP runtime and hiprtc functions miotool binds, as the stand-ins
  * declare them, in HIP's own type names: one X(since, return type, name,
- * parameters) per function. since is HIP5 where HIP 5.x declares the
- * function the same way, HIP6 where the declaration is HIP 6.x's and 5.x
- * differs (hipapi_check.c lists how).
+ * parameters) per function, in the newest headers' form. since is the
+ * first major version whose header declares it so: HIP5 where 5.x already
+ * does, HIP6 where the function is new in 6.0, HIP7 where 7.0 changed the
+ * declaration (hipapi_check.c lists each difference and checks the older
+ * form in older headers).
  *
  * mockhip.c and mockhiprtc.c declare every entry from these lists, so the
  * compiler holds their definitions to them; hipapi_check.c holds the lists
@@ -29,9 +31,9 @@
     X(HIP5, hipError_t, hipFree, (void *ptr)) \
     X(HIP5, hipError_t, hipMemset, (void *dst, int value, size_t sizeBytes)) \
     X(HIP5, hipError_t, hipMemsetAsync, (void *dst, int value, size_t sizeBytes, hipStream_t stream)) \
-    X(HIP6, hipError_t, hipMemcpyHtoD, (hipDeviceptr_t dst, const void *src, size_t sizeBytes)) \
+    X(HIP7, hipError_t, hipMemcpyHtoD, (hipDeviceptr_t dst, const void *src, size_t sizeBytes)) \
     X(HIP5, hipError_t, hipMemcpyDtoH, (void *dst, hipDeviceptr_t src, size_t sizeBytes)) \
-    X(HIP6, hipError_t, hipMemcpyHtoDAsync, (hipDeviceptr_t dst, const void *src, size_t sizeBytes, hipStream_t stream)) \
+    X(HIP7, hipError_t, hipMemcpyHtoDAsync, (hipDeviceptr_t dst, const void *src, size_t sizeBytes, hipStream_t stream)) \
     X(HIP5, hipError_t, hipMemcpyDtoHAsync, (void *dst, hipDeviceptr_t src, size_t sizeBytes, hipStream_t stream)) \
     X(HIP5, hipError_t, hipMemcpyDtoDAsync, (hipDeviceptr_t dst, hipDeviceptr_t src, size_t sizeBytes, hipStream_t stream)) \
     X(HIP5, hipError_t, hipStreamCreateWithFlags, (hipStream_t *stream, unsigned int flags)) \
