@@ -64,10 +64,12 @@ check's arguments and --format json), so a crash or a hang is an ERROR of that
 check, not the end of the suite.
 
 The output is the Testing Checklist of a pull request (Test | Command |
-Devices | Status) with statuses such as "Passed (20/20)", "Fails as expected
-(1/1)" or the check's own, e.g. "Fails with --reclaim=lazy, passes with
---reclaim=worker". --format json writes the miotool/suite/v2 document that
-"report merge" reads; --junit FILE also writes JUnit XML for CI systems.
+Devices | Status) with statuses such as "Passed", "Fails as expected" or the
+check's own, e.g. "Fails with --reclaim=lazy, passes with --reclaim=worker";
+a count in brackets is the sub-tests of one run ("(24/24)"), repetitions are
+counted in runs (", 20/20 runs"). --format json writes the miotool/suite/v3
+document that "report merge" reads; --junit FILE also writes JUnit XML for CI
+systems.
 
 --repeat runs every check N times; --shuffle runs each pass in a random order
 drawn from --seed (0, the default, draws a seed, which the result records);
@@ -309,8 +311,9 @@ func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *co
 		Use:   "merge RESULT.json...",
 		Short: "Merge the suite results of several hosts into one Testing Checklist",
 		Long: `merge reads suite results written by "miotool report --suite ... --format
-json" (schema miotool/suite/v2; v1 files are read too), typically one per host
-of a fleet, and prints one table: a check that ran on several hosts is one row
+json" (schema miotool/suite/v3; v2 and v1 files are read too), typically one per
+host of a fleet, and single checks' results ("miotool capture --format json"),
+each a suite of one check on its host, and prints one table: a check that ran on several hosts is one row
 whose Devices cell lists every device, with the host after a device name that
 more than one host has ("NVIDIA H200 (sm_90) on node07"), and whose status
 counts the runs of all hosts. --format json writes the merged result in the same schema, so merged
