@@ -1,4 +1,6 @@
-package main
+// Package stress is `miotool stress-threads`: its options, flags, the child
+// process each run is, and the rendering of the runs.
+package stress
 
 import (
 	"errors"
@@ -13,10 +15,11 @@ import (
 	"miotool/internal/aiheur"
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/cli"
+	"miotool/internal/cmd/libtarget"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/scenario/stress"
+	stressscen "miotool/internal/scenario/stress"
 
 	// The embedded model: the default where no ROCm model directory is.
 	_ "miotool/internal/aiheur/builtin"
@@ -35,14 +38,14 @@ type StressOptions struct {
 	// instead of miotool's handle and heuristic; Algo is how that library
 	// picks its algorithm.
 	Target target.Name
-	Algo   stress.AlgoSelection
+	Algo   stressscen.AlgoSelection
 	// Child makes this process one run: the workload, then one result
 	// line on stdout. The parent passes it to the processes it starts.
 	Child bool
 
 	// Executable is the program the runs re-execute with their arguments;
 	// os.Executable when nil. Tests put a stand-in there.
-	Executable func(args []string) (stress.ChildCommand, error)
+	Executable func(args []string) (stressscen.ChildCommand, error)
 }
 
 // NewCmdStress builds `miotool stress-threads`; runF, when set, replaces the run function.
@@ -106,9 +109,9 @@ demonstrations; it is off by default and printed with the result.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.Threads, "threads", stress.DefaultThreads, "threads, each with its own handle and stream")
-	fl.IntVar(&opts.Iters, "iters", stress.DefaultIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", stress.InputSize-1))
-	fl.IntVar(&opts.Trials, "trials", stress.DefaultTrials, "trials per run")
+	fl.IntVar(&opts.Threads, "threads", stressscen.DefaultThreads, "threads, each with its own handle and stream")
+	fl.IntVar(&opts.Iters, "iters", stressscen.DefaultIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", stressscen.InputSize-1))
+	fl.IntVar(&opts.Trials, "trials", stressscen.DefaultTrials, "trials per run")
 	fl.IntVar(&opts.Runs, "runs", 1, "runs, each in a fresh process")
 	fl.IntVar(&opts.Jobs, "jobs", 1, "runs at a time")
 	fl.Var(cli.NewEnumValue(&opts.Cache, cache.Locked, cache.Policies...), "cache", "model cache policy: unlocked (pre-fix), locked (the fix) or lockfree")
@@ -117,7 +120,7 @@ demonstrations; it is off by default and printed with the result.`,
 	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, "watchdog: a run still going after this is killed and counted as a hang")
 	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
 		"what runs the convolutions: builtin (miotool's handle and TunaNet heuristic), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
-	fl.Var(cli.NewEnumValue(&opts.Algo, stress.SelectHeuristic, stress.SelectHeuristic, stress.SelectFind), "algo",
+	fl.Var(cli.NewEnumValue(&opts.Algo, stressscen.SelectHeuristic, stressscen.SelectHeuristic, stressscen.SelectFind), "algo",
 		"with a library target: how it picks each convolution's algorithm, heuristic or find")
 	fl.BoolVar(&opts.Child, "child", false, "run the workload in this process and print one result line (used by the runs it starts)")
 	_ = fl.MarkHidden("child")
@@ -157,8 +160,8 @@ func (o *StressOptions) Validate() error {
 	switch {
 	case o.Threads < 1 || o.Threads > 1024:
 		return cli.UsageErrorf("--threads %d: want 1 to 1024", o.Threads)
-	case o.Iters < 1 || o.Iters >= stress.InputSize:
-		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, stress.InputSize-1, stress.InputSize, stress.InputSize)
+	case o.Iters < 1 || o.Iters >= stressscen.InputSize:
+		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, stressscen.InputSize-1, stressscen.InputSize, stressscen.InputSize)
 	case o.Trials < 1:
 		return cli.UsageErrorf("--trials %d: want 1 or more", o.Trials)
 	case o.Runs < 1:
@@ -224,12 +227,12 @@ func (o *StressOptions) childArgs(backend, modelDir string) []string {
 	return args
 }
 
-func osExecutable(args []string) (stress.ChildCommand, error) {
+func osExecutable(args []string) (stressscen.ChildCommand, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return stress.ChildCommand{}, fmt.Errorf("finding miotool's own executable to start the runs: %w", err)
+		return stressscen.ChildCommand{}, fmt.Errorf("finding miotool's own executable to start the runs: %w", err)
 	}
-	return stress.ChildCommand{Path: exe, Args: args}, nil
+	return stressscen.ChildCommand{Path: exe, Args: args}, nil
 }
 
 func runStress(opts *StressOptions) error {
@@ -240,7 +243,7 @@ func runStress(opts *StressOptions) error {
 	)
 	if opts.Target != target.Builtin {
 		var cleanup func()
-		dev, r, cleanup = openTarget(&opts.Scenario, "stress-threads", opts.Target, start)
+		dev, r, cleanup = libtarget.Open(&opts.Scenario, "stress-threads", opts.Target, start)
 		defer cleanup()
 	} else {
 		dev, r = opts.Open("stress-threads", start)
@@ -259,8 +262,8 @@ func runStress(opts *StressOptions) error {
 		return fmt.Errorf("closing the device: %w", err)
 	}
 	if opts.Target != target.Builtin {
-		return runStressProcesses(opts, r, stress.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
-			Size: stress.InputSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
+		return runStressProcesses(opts, r, stressscen.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+			Size: stressscen.InputSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
 			Library: fmt.Sprintf("%s, %s algorithm selection", opts.Target, opts.Algo)}, "")
 	}
 	dir, described, fsys, err := opts.models()
@@ -273,15 +276,15 @@ func runStress(opts *StressOptions) error {
 	if opts.ModelDir != "" {
 		badModels = cli.UsageError
 	}
-	arch, err := stress.CheckModels(fsys, props.Arch)
+	arch, err := stressscen.CheckModels(fsys, props.Arch)
 	if err != nil {
 		return badModels(fmt.Errorf("%s: %w", described, err))
 	}
-	cacheLine, err := stress.CacheLine(opts.Cache, opts.RaceWindow)
+	cacheLine, err := stressscen.CacheLine(opts.Cache, opts.RaceWindow)
 	if err != nil {
 		return err
 	}
-	setup := stress.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stress.InputSize,
+	setup := stressscen.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stressscen.InputSize,
 		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: cacheLine,
 		Models: described, Arch: arch, Timeout: opts.RunTimeout}
 	return runStressProcesses(opts, r, setup, dir)
@@ -289,7 +292,7 @@ func runStress(opts *StressOptions) error {
 
 // runStressProcesses starts the runs, each a fresh miotool process, and
 // writes their tally.
-func runStressProcesses(opts *StressOptions, r *report.Result, setup stress.Setup, modelDir string) error {
+func runStressProcesses(opts *StressOptions, r *report.Result, setup stressscen.Setup, modelDir string) error {
 	exe := opts.Executable
 	if exe == nil {
 		exe = osExecutable
@@ -301,7 +304,7 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup stress.Setu
 	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
 	update, done := opts.Progress("stress-threads: run")
 	update(0, opts.Runs)
-	runs, err := stress.RunProcesses(opts.Context, child, stress.RunnerOptions{
+	runs, err := stressscen.RunProcesses(opts.Context, child, stressscen.RunnerOptions{
 		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
 	})
 	done()
@@ -313,7 +316,7 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup stress.Setu
 		// The runs that finished are reported; the result says INTERRUPTED.
 		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
 	}
-	stress.Fill(r, setup, runs, words, opts.Now())
+	stressscen.Fill(r, setup, runs, libtarget.Words, opts.Now())
 	if err := cli.WriteResult(opts.IO, opts.Global.Format, r); err != nil {
 		return err
 	}
@@ -340,14 +343,14 @@ func runStressChild(opts *StressOptions) error {
 	if err != nil {
 		return cli.ToolError(err)
 	}
-	run, err := stress.RunHere(opts.Context, dev, stress.Options{
+	run, err := stressscen.RunHere(opts.Context, dev, stressscen.Options{
 		Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
 		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef,
 	})
 	if err != nil {
 		return cli.ToolError(err)
 	}
-	if err := stress.WriteResult(opts.IO.Out, run); err != nil {
+	if err := stressscen.WriteResult(opts.IO.Out, run); err != nil {
 		return cli.ToolError(err)
 	}
 	if !run.OK() {
@@ -364,16 +367,16 @@ func runTargetStressChild(opts *StressOptions, dev hip.Device) error {
 	}
 	defer target.Cleanup()
 	if err := target.Supports(opts.Target, dev); err != nil {
-		return &cli.ExitError{Code: cli.ExitSkipped, Err: withBackendHint(err)}
+		return &cli.ExitError{Code: cli.ExitSkipped, Err: libtarget.WithBackendHint(err)}
 	}
-	o := stress.DefaultTargetOptions(opts.Target)
+	o := stressscen.DefaultTargetOptions(opts.Target)
 	o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
-	res, err := stress.RunTarget(opts.Context, dev, o)
+	res, err := stressscen.RunTarget(opts.Context, dev, o)
 	if err != nil {
 		return cli.ToolError(err)
 	}
 	run := res.AsRunResult()
-	if err := stress.WriteResult(opts.IO.Out, run); err != nil {
+	if err := stressscen.WriteResult(opts.IO.Out, run); err != nil {
 		return cli.ToolError(err)
 	}
 	if !run.OK() {

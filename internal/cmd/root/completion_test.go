@@ -1,4 +1,4 @@
-package main
+package root
 
 import (
 	"bytes"
@@ -9,33 +9,49 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"miotool/internal/cmd/cmdtest"
+	"miotool/internal/cmd/genman"
+	"miotool/internal/testutil"
 )
 
 func TestCompletionScripts(t *testing.T) {
 	for shell, marker := range map[string]string{"bash": "__start_miotool", "zsh": "#compdef miotool", "fish": "complete -c miotool"} {
-		h := newHarness(t)
-		if code := h.run("completion", shell); code != 0 {
-			t.Fatalf("%s: exit %d: %s", shell, code, h.errOut)
+		h := cmdtest.New(t)
+		if code := h.Run(New, "completion", shell); code != 0 {
+			t.Fatalf("%s: exit %d: %s", shell, code, h.ErrOut)
 		}
-		if !strings.Contains(h.out.String(), marker) {
+		if !strings.Contains(h.Out.String(), marker) {
 			t.Errorf("%s completion lacks %q", shell, marker)
 		}
 	}
 	// The scripts ask the binary itself; it must answer with the commands.
-	h := newHarness(t)
-	if code := h.run("__complete", "rep"); code != 0 {
-		t.Fatalf("__complete: exit %d: %s", code, h.errOut)
+	h := cmdtest.New(t)
+	if code := h.Run(New, "__complete", "rep"); code != 0 {
+		t.Fatalf("__complete: exit %d: %s", code, h.ErrOut)
 	}
-	if !strings.Contains(h.out.String(), "report\t") {
-		t.Errorf("completing 'rep' does not offer report:\n%s", h.out)
+	if !strings.Contains(h.Out.String(), "report\t") {
+		t.Errorf("completing 'rep' does not offer report:\n%s", h.Out)
+	}
+}
+
+// A shell completion has no script for is a usage error.
+func TestCompletionRefusesAnUnknownShell(t *testing.T) {
+	h := cmdtest.New(t)
+	if code := h.Run(New, "completion", "tcsh"); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", code, h.ErrOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(h.ErrOut.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `invalid argument "tcsh"`) || lines[1] != "Run 'miotool completion --help' for usage." {
+		t.Errorf("stderr is not one line about the shell plus a hint:\n%s", h.ErrOut)
 	}
 }
 
 // man/ is what scripts/gen-man.sh writes from the current command tree.
 func TestManPagesAreCurrent(t *testing.T) {
-	committed := filepath.Join(moduleRoot(t), "man")
+	committed := filepath.Join(testutil.ModuleRoot(t), "man")
 	fresh := t.TempDir()
-	if err := GenManPages(newRootCmd(newHarness(t).f), fresh); err != nil {
+	if err := genman.GenManPages(New(cmdtest.New(t).F), fresh); err != nil {
 		t.Fatal(err)
 	}
 	list := func(dir string) []string {
@@ -80,7 +96,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(newRootCmd(newHarness(t).f))
+	walk(New(cmdtest.New(t).F))
 }
 
 // Every flag with a fixed set of values completes them, from the same lists
@@ -143,10 +159,10 @@ func TestFlagValuesComplete(t *testing.T) {
 // directive line.
 func complete(t *testing.T, args ...string) ([]string, string) {
 	t.Helper()
-	h := newHarness(t)
-	if code := h.run(append([]string{"__complete"}, args...)...); code != 0 {
-		t.Fatalf("__complete %q: exit %d: %s", args, code, h.errOut)
+	h := cmdtest.New(t)
+	if code := h.Run(New, append([]string{"__complete"}, args...)...); code != 0 {
+		t.Fatalf("__complete %q: exit %d: %s", args, code, h.ErrOut)
 	}
-	lines := strings.Split(strings.TrimSuffix(h.out.String(), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(h.Out.String(), "\n"), "\n")
 	return lines[:len(lines)-1], lines[len(lines)-1]
 }

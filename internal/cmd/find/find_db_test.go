@@ -1,4 +1,4 @@
-package main
+package find
 
 import (
 	"bytes"
@@ -18,10 +18,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
+	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/finddb"
 	"miotool/internal/finder"
 	"miotool/internal/testutil"
 )
+
+// tree is a command tree with the find command.
+var tree = cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdFind(f, nil) })
 
 // simDBFile is the user find-db the simulated device uses in dir.
 func simDBFile(dir string) string { return finddb.UserFile(dir, "sim", runtime.NumCPU(), "sim") }
@@ -93,10 +97,10 @@ func TestFindKeepsMIOpensFindDB(t *testing.T) {
 	}
 	env := map[string]string{"MIOPEN_USER_DB_PATH": dir}
 
-	h := newHarness(t)
-	h.f.LookupEnv = lookup(env)
-	if code := h.run("find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "4", "-W", "4", "-k", "1", "-y", "1", "-x", "1", "--samples", "1", "--no-progress"); code != 0 {
-		t.Fatalf("normal find: exit %d\n%s\n%s", code, h.out, h.errOut)
+	h := cmdtest.New(t)
+	h.F.LookupEnv = cmdtest.ScenarioEnv(env)
+	if code := h.Run(tree, "find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "4", "-W", "4", "-k", "1", "-y", "1", "-x", "1", "--samples", "1", "--no-progress"); code != 0 {
+		t.Fatalf("normal find: exit %d\n%s\n%s", code, h.Out, h.ErrOut)
 	}
 	got, _ := os.ReadFile(file)
 	checkKept(t, orig, string(got), sharedSmall)
@@ -105,18 +109,18 @@ func TestFindKeepsMIOpensFindDB(t *testing.T) {
 	if len(rec.Entries) < 5 || rec.Entries[0].Solver != "GemmFwd1x1_0_1" {
 		t.Fatalf("shared key after the normal find: %+v", rec)
 	}
-	if !strings.Contains(h.errOut.String(), "miotool: warning: find-db: ") {
-		t.Errorf("the garbage lines were not warned about on stderr:\n%s", h.errOut)
+	if !strings.Contains(h.ErrOut.String(), "miotool: warning: find-db: ") {
+		t.Errorf("the garbage lines were not warned about on stderr:\n%s", h.ErrOut)
 	}
 
-	h = newHarness(t)
-	h.f.LookupEnv = lookup(env)
-	if code := h.run("find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "8", "-W", "8", "-k", "1", "-y", "1", "-x", "1", "--find-mode", "fast", "--no-progress"); code != 0 {
-		t.Fatalf("fast find: exit %d\n%s\n%s", code, h.out, h.errOut)
+	h = cmdtest.New(t)
+	h.F.LookupEnv = cmdtest.ScenarioEnv(env)
+	if code := h.Run(tree, "find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "8", "-W", "8", "-k", "1", "-y", "1", "-x", "1", "--find-mode", "fast", "--no-progress"); code != 0 {
+		t.Fatalf("fast find: exit %d\n%s\n%s", code, h.Out, h.ErrOut)
 	}
 	const said = "find-db: 4 entries for this key, none for miotool's solvers: immediate-mode fallback chose "
-	if !strings.Contains(h.out.String(), said) || !strings.Contains(h.errOut.String(), said) {
-		t.Errorf("the fallback is not said on stdout and stderr:\n%s\n%s", h.out, h.errOut)
+	if !strings.Contains(h.Out.String(), said) || !strings.Contains(h.ErrOut.String(), said) {
+		t.Errorf("the fallback is not said on stdout and stderr:\n%s\n%s", h.Out, h.ErrOut)
 	}
 	again, _ := os.ReadFile(file)
 	if !bytes.Equal(again, got) {
@@ -158,20 +162,20 @@ func TestFindWithAFindDBItCannotWrite(t *testing.T) {
 	} {
 		for _, format := range []string{"text", "markdown", "json"} {
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
-				h := newHarness(t)
-				h.f.LookupEnv = lookup(map[string]string{"MIOPEN_USER_DB_PATH": tt.dir})
-				code := h.run("find", "--backend", "sim", "-n", "1", "-c", "2", "-H", "5", "-W", "5", "-k", "2", "-y", "1", "-x", "1", "--samples", "1", "--no-progress", "--format", format)
-				if code != tt.code || !strings.Contains(h.errOut.String(), tt.why) {
-					t.Fatalf("exit %d (want %d); stderr lacks %q?\n%s\n%s", code, tt.code, tt.why, h.out, h.errOut)
+				h := cmdtest.New(t)
+				h.F.LookupEnv = cmdtest.ScenarioEnv(map[string]string{"MIOPEN_USER_DB_PATH": tt.dir})
+				code := h.Run(tree, "find", "--backend", "sim", "-n", "1", "-c", "2", "-H", "5", "-W", "5", "-k", "2", "-y", "1", "-x", "1", "--samples", "1", "--no-progress", "--format", format)
+				if code != tt.code || !strings.Contains(h.ErrOut.String(), tt.why) {
+					t.Fatalf("exit %d (want %d); stderr lacks %q?\n%s\n%s", code, tt.code, tt.why, h.Out, h.ErrOut)
 				}
 				if tt.code == 2 {
-					if h.out.Len() != 0 {
-						t.Errorf("a usage error printed a result:\n%s", h.out)
+					if h.Out.Len() != 0 {
+						t.Errorf("a usage error printed a result:\n%s", h.Out)
 					}
 					return
 				}
-				if !strings.Contains(h.out.String(), "PASS") || !strings.Contains(h.out.String(), tt.why) {
-					t.Errorf("the result or its note is missing:\n%s", h.out)
+				if !strings.Contains(h.Out.String(), "PASS") || !strings.Contains(h.Out.String(), tt.why) {
+					t.Errorf("the result or its note is missing:\n%s", h.Out)
 				}
 			})
 		}
@@ -187,7 +191,7 @@ func TestFindWithAFindDBItCannotWrite(t *testing.T) {
 // is lost, no line is torn, every original line is kept, and the temporary
 // file a killed writer leaves is gone after the next write.
 func TestFindConcurrentWritersAndAKilledOne(t *testing.T) {
-	bin := buildMiotool(t)
+	bin := cmdtest.BuildMiotool(t)
 	dir := t.TempDir()
 	file := simDBFile(dir)
 	orig := userDB(t, 1000) // a tenth of it: each write re-reads the whole file
@@ -304,14 +308,14 @@ func TestFindModeFromTheEnvironment(t *testing.T) {
 		{"FAST", []string{"--find-mode", "dynamic-hybrid"}, finder.ModeDynamicHybrid},
 		{"3", []string{"--find-mode", "normal"}, finder.ModeNormal},
 	} {
-		h := newHarness(t)
+		h := cmdtest.New(t)
 		env := map[string]string{}
 		if tt.env != "" {
 			env["MIOPEN_FIND_MODE"] = tt.env
 		}
-		h.f.LookupEnv = lookup(env)
+		h.F.LookupEnv = cmdtest.ScenarioEnv(env)
 		var got finder.Mode
-		code := cli.Main(h.f, append([]string{"find", "--backend", "sim"}, tt.args...), func(f *cli.Factory) *cobra.Command {
+		code := cli.Main(h.F, append([]string{"find", "--backend", "sim"}, tt.args...), func(f *cli.Factory) *cobra.Command {
 			root := cli.NewRootCmd(f)
 			root.AddCommand(NewCmdFind(f, func(o *FindOptions) error {
 				got, _ = finder.ParseMode(o.FindMode)
@@ -320,7 +324,7 @@ func TestFindModeFromTheEnvironment(t *testing.T) {
 			return root
 		})
 		if code != 0 || got != tt.want {
-			t.Errorf("MIOPEN_FIND_MODE=%q %v: exit %d, mode %q, want %q\n%s", tt.env, tt.args, code, got, tt.want, h.errOut)
+			t.Errorf("MIOPEN_FIND_MODE=%q %v: exit %d, mode %q, want %q\n%s", tt.env, tt.args, code, got, tt.want, h.ErrOut)
 		}
 	}
 }

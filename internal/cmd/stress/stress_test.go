@@ -1,14 +1,16 @@
-package main
+package stress
 
 import (
 	"errors"
 	"flag"
-	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"miotool/internal/buildinfo"
+	"miotool/internal/cmd/cmdtest"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +18,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/scenario/stress"
+	stressscen "miotool/internal/scenario/stress"
 )
 
 // stressHelperEnv makes this test binary, re-executed, act as miotool
@@ -30,34 +32,29 @@ func TestStressHelperMiotool(t *testing.T) {
 		t.Skip("runs only as a stand-in for miotool in stress-threads' runs")
 	}
 	f := cli.NewFactory(cli.System(), buildinfo.Info{Version: "test", Commit: "test"})
-	os.Exit(cli.Main(f, flag.Args(), newRootCmd))
+	os.Exit(cli.Main(f, flag.Args(), withRun(nil)))
 }
 
 // helperMiotool starts the runs as this test binary acting as miotool.
-func helperMiotool(args []string) (stress.ChildCommand, error) {
-	return stress.ChildCommand{Path: os.Args[0], Args: append([]string{"-test.run=^TestStressHelperMiotool$", "-test.count=1", "--"}, args...),
+func helperMiotool(args []string) (stressscen.ChildCommand, error) {
+	return stressscen.ChildCommand{Path: os.Args[0], Args: append([]string{"-test.run=^TestStressHelperMiotool$", "-test.count=1", "--"}, args...),
 		Env: append(os.Environ(), stressHelperEnv+"=1")}, nil
 }
 
-// runStressWith runs a tree whose stress-threads hands its options to runF.
-func (h *harness) runStressWith(runF func(*StressOptions) error, args ...string) int {
-	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
-		root := cli.NewRootCmd(f)
-		root.AddCommand(NewCmdStress(f, runF))
-		return root
-	})
+// withRun is a command tree whose stress-threads hands its options to
+// runF.
+func withRun(runF func(*StressOptions) error) func(*cli.Factory) *cobra.Command {
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdStress(f, runF) })
 }
 
-// runStressReal runs stress-threads for real, its runs being helperMiotool.
-func (h *harness) runStressReal(args ...string) int {
-	return h.runStressWith(func(o *StressOptions) error {
-		o.Executable = helperMiotool
-		if o.Child {
-			return runStressChild(o)
-		}
-		return cli.ToolError(runStress(o))
-	}, args...)
-}
+// forReal runs stress-threads for forReal, its runs being helperMiotool.
+var forReal = withRun(func(o *StressOptions) error {
+	o.Executable = helperMiotool
+	if o.Child {
+		return runStressChild(o)
+	}
+	return cli.ToolError(runStress(o))
+})
 
 func TestStressFlagsReachTheOptions(t *testing.T) {
 	for _, tt := range []struct {
@@ -70,10 +67,10 @@ func TestStressFlagsReachTheOptions(t *testing.T) {
 			StressOptions{Threads: 4, Iters: 10, Trials: 1, Runs: 200, Jobs: 2, Cache: cache.Unlocked, RaceWindow: 2 * time.Millisecond, RunTimeout: 90 * time.Second, ModelDir: "."}},
 		{[]string{"stress-threads", "--cache", "LockFree", "--child"}, StressOptions{Threads: 2, Iters: 1000, Trials: 3, Runs: 1, Jobs: 1, Cache: cache.LockFree, RunTimeout: 10 * time.Minute, Child: true}},
 	} {
-		h := newHarness(t)
+		h := cmdtest.New(t)
 		var got *StressOptions
-		if code := h.runStressWith(func(o *StressOptions) error { got = o; return nil }, tt.args...); code != 0 {
-			t.Fatalf("%v: exit %d: %s", tt.args, code, h.errOut)
+		if code := h.Run(withRun(func(o *StressOptions) error { got = o; return nil }), tt.args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, h.ErrOut)
 		}
 		w := tt.want
 		if got.Threads != w.Threads || got.Iters != w.Iters || got.Trials != w.Trials || got.Runs != w.Runs || got.Jobs != w.Jobs ||
@@ -109,13 +106,13 @@ func TestStressBadFlagsExit2(t *testing.T) {
 		{[]string{"--model-dir", notDir}, "not a directory"},
 		{[]string{"--backend", "sim", "--model-dir", t.TempDir()}, "no TunaNet model"},
 	} {
-		h := newHarness(t)
-		code := h.runStressReal(append([]string{"stress-threads"}, tt.args...)...)
-		if code != 2 || !strings.Contains(h.errOut.String(), tt.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, h.errOut, tt.want)
+		h := cmdtest.New(t)
+		code := h.Run(forReal, append([]string{"stress-threads"}, tt.args...)...)
+		if code != 2 || !strings.Contains(h.ErrOut.String(), tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, h.ErrOut, tt.want)
 		}
-		if lines := strings.Split(strings.TrimSpace(h.errOut.String()), "\n"); len(lines) != 2 {
-			t.Errorf("%v: a usage error is one line plus a hint:\n%s", tt.args, h.errOut)
+		if lines := strings.Split(strings.TrimSpace(h.ErrOut.String()), "\n"); len(lines) != 2 {
+			t.Errorf("%v: a usage error is one line plus a hint:\n%s", tt.args, h.ErrOut)
 		}
 	}
 }
@@ -123,13 +120,13 @@ func TestStressBadFlagsExit2(t *testing.T) {
 // End to end on the simulator: the runs are fresh processes (this test
 // binary acting as miotool) and their sums are checked.
 func TestStressRunsFreshProcesses(t *testing.T) {
-	h := newHarness(t)
-	code := h.runStressReal("--backend", "sim", "--format", "json", "stress-threads",
+	h := cmdtest.New(t)
+	code := h.Run(forReal, "--backend", "sim", "--format", "json", "stress-threads",
 		"--iters", "2", "--trials", "1", "--runs", "2", "--jobs", "2", "--cache", "lockfree")
 	if code != 0 {
-		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, h.out, h.errOut)
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, h.Out, h.ErrOut)
 	}
-	r, err := report.ReadJSON(strings.NewReader(h.out.String()))
+	r, err := report.ReadJSON(strings.NewReader(h.Out.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,30 +146,30 @@ func TestStressRunsFreshProcesses(t *testing.T) {
 
 // One run in this process, as the parent's runs do it: a result line.
 func TestStressChildPrintsItsResultLine(t *testing.T) {
-	h := newHarness(t)
-	if code := h.runStressReal("--backend", "sim", "stress-threads", "--child", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
-		t.Fatalf("exit %d: %s", code, h.errOut)
+	h := cmdtest.New(t)
+	if code := h.Run(forReal, "--backend", "sim", "stress-threads", "--child", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
-	run, ok := stress.ParseResult(h.out.Bytes())
+	run, ok := stressscen.ParseResult(h.Out.Bytes())
 	if !ok || !run.OK() || run.Threads != 3 || len(run.Sums) != 1 || run.Sums[0][2] != 2047*2047 {
-		t.Errorf("result line %q: %+v", h.out, run)
+		t.Errorf("result line %q: %+v", h.Out, run)
 	}
 }
 
 func TestStressSkipsWithoutTheDevice(t *testing.T) {
-	h := newHarness(t)
-	h.f.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
+	h := cmdtest.New(t)
+	h.F.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
 		err := &hip.UnavailableError{Backend: "cuda", Reason: "libcuda.so.1 not found"}
 		return nil, hip.Selection{Requested: "cuda", Attempts: []hip.Attempt{{Backend: "cuda", Err: err}}}, err
 	}
-	if code := h.runStressReal("--backend", "cuda", "stress-threads"); code != 4 || !strings.Contains(h.out.String(), "stress-threads: SKIP") {
-		t.Errorf("exit %d, stdout %s", code, h.out)
+	if code := h.Run(forReal, "--backend", "cuda", "stress-threads"); code != 4 || !strings.Contains(h.Out.String(), "stress-threads: SKIP") {
+		t.Errorf("exit %d, stdout %s", code, h.Out)
 	}
-	h = newHarness(t)
-	h.f.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
+	h = cmdtest.New(t)
+	h.F.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
 		return nil, hip.Selection{}, errors.New("the driver answered garbage")
 	}
-	if code := h.runStressReal("--backend", "cuda", "stress-threads", "--child"); code != 3 || !strings.Contains(h.errOut.String(), "garbage") {
-		t.Errorf("child: exit %d, stderr %s", code, h.errOut)
+	if code := h.Run(forReal, "--backend", "cuda", "stress-threads", "--child"); code != 3 || !strings.Contains(h.ErrOut.String(), "garbage") {
+		t.Errorf("child: exit %d, stderr %s", code, h.ErrOut)
 	}
 }

@@ -1,9 +1,8 @@
-package main
+package report
 
 import (
 	"encoding/xml"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,32 +13,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
+	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/report"
+	"miotool/internal/testutil"
 )
 
-// runReport runs a tree whose report command hands its options to runF.
-func (h *harness) runReport(runF func(*ReportOptions) error, args ...string) int {
-	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
-		root := cli.NewRootCmd(f)
-		root.AddCommand(NewCmdFind(f, nil), NewCmdCapture(f, nil), NewCmdReport(f, runF), NewCmdCompletion(f))
-		return root
-	})
-}
+// tree is a command tree with the report command.
+var tree = withRun(nil)
 
-// buildMiotool builds the real binary for the suite's checks to run.
-func buildMiotool(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build miotool with")
-	}
-	bin := filepath.Join(t.TempDir(), "miotool")
-	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/miotool")
-	cmd.Dir = moduleRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+// withRun is a command tree whose report command hands its options to runF.
+func withRun(runF func(*ReportOptions) error) func(*cli.Factory) *cobra.Command {
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdReport(f, runF) })
 }
 
 // withBinary points the report at bin and gives its checks an environment
@@ -68,10 +52,10 @@ func writeSuiteFile(t *testing.T, dir, name, body string) string {
 // checks are rules probes of a few cells on the simulator: quick, and the
 // same verdict every time.
 func TestReportSuiteEndToEnd(t *testing.T) {
-	bin := buildMiotool(t)
+	bin := cmdtest.BuildMiotool(t)
 	dir := t.TempDir()
-	h200 := filepath.Join(moduleRoot(t), "configs", "rules", "h200-cuda.yaml")
-	changed := expectationWithOneChange(t, dir)
+	h200 := filepath.Join(testutil.ModuleRoot(t), "configs", "rules", "h200-cuda.yaml")
+	changed := cmdtest.ExpectationWithOneChange(t, dir)
 	probe := "miotool rules --action malloc --spin 10ms --expect "
 	good := writeSuiteFile(t, dir, "good.yaml", `suite: small
 title: A small suite on the simulator
@@ -97,12 +81,12 @@ checks:
 `)
 
 	t.Run("every check as expected: exit 0", func(t *testing.T) {
-		h := newHarness(t)
+		h := cmdtest.New(t)
 		junit := filepath.Join(dir, "good.xml")
-		code := h.runReport(withBinary(bin, dir), "report", "--suite", good, "--backend", "sim", "--format", "markdown",
+		code := h.Run(withRun(withBinary(bin, dir)), "report", "--suite", good, "--backend", "sim", "--format", "markdown",
 			"--junit", junit, "--env", "GPU_MAX_HW_QUEUES=3", "--host", "hostA")
 		if code != 0 {
-			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, h.out, h.errOut)
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, h.Out, h.ErrOut)
 		}
 		for _, re := range []string{
 			`(?m)^### Suite small: PASS$`,
@@ -111,8 +95,8 @@ checks:
 			`(?m)^\| later +\| .*\| none +\| Not run \(not in this test\) +\|$`,
 			`- \*\*Hosts:\*\* hostA`,
 		} {
-			if !regexp.MustCompile(re).MatchString(h.out.String()) {
-				t.Errorf("output lacks %s:\n%s", re, h.out)
+			if !regexp.MustCompile(re).MatchString(h.Out.String()) {
+				t.Errorf("output lacks %s:\n%s", re, h.Out)
 			}
 		}
 		data, err := os.ReadFile(junit)
@@ -130,51 +114,51 @@ checks:
 	})
 
 	t.Run("one check not as expected: exit 1", func(t *testing.T) {
-		h := newHarness(t)
-		code := h.runReport(withBinary(bin, dir), "report", "--suite", bad, "--backend", "sim")
+		h := cmdtest.New(t)
+		code := h.Run(withRun(withBinary(bin, dir)), "report", "--suite", bad, "--backend", "sim")
 		if code != 1 {
-			t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, h.out, h.errOut)
+			t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, h.Out, h.ErrOut)
 		}
-		out := h.out.String()
+		out := h.Out.String()
 		if !strings.Contains(out, "Unexpected (expected PASS): ERROR 1/1") || !strings.Contains(out, "unknown flag: --bogus") {
 			t.Errorf("the failing check is not shown with its reason:\n%s", out)
 		}
-		if h.errOut.Len() != 0 {
-			t.Errorf("stderr %q: the table already says what failed", h.errOut)
+		if h.ErrOut.Len() != 0 {
+			t.Errorf("stderr %q: the table already says what failed", h.ErrOut)
 		}
 	})
 
 	t.Run("merge two hosts", func(t *testing.T) {
 		var files []string
 		for _, host := range []string{"hostA", "hostB"} {
-			h := newHarness(t)
-			if code := h.runReport(withBinary(bin, dir), "report", "--suite", good, "--backend", "sim", "--format", "json", "--host", host); code != 0 {
-				t.Fatalf("%s: exit %d: %s", host, code, h.errOut)
+			h := cmdtest.New(t)
+			if code := h.Run(withRun(withBinary(bin, dir)), "report", "--suite", good, "--backend", "sim", "--format", "json", "--host", host); code != 0 {
+				t.Fatalf("%s: exit %d: %s", host, code, h.ErrOut)
 			}
 			p := filepath.Join(dir, host+".json")
-			if err := os.WriteFile(p, h.out.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(p, h.Out.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			files = append(files, p)
 		}
-		h := newHarness(t)
-		if code := h.run(append([]string{"report", "merge", "--format", "markdown"}, files...)...); code != 0 {
-			t.Fatalf("merge: exit %d: %s", code, h.errOut)
+		h := cmdtest.New(t)
+		if code := h.Run(tree, append([]string{"report", "merge", "--format", "markdown"}, files...)...); code != 0 {
+			t.Fatalf("merge: exit %d: %s", code, h.ErrOut)
 		}
 		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed \(2/2\) +\|$`)
-		if !row.MatchString(h.out.String()) || !strings.Contains(h.out.String(), "- **Hosts:** hostA, hostB") {
-			t.Errorf("merged table:\n%s", h.out)
+		if !row.MatchString(h.Out.String()) || !strings.Contains(h.Out.String(), "- **Hosts:** hostA, hostB") {
+			t.Errorf("merged table:\n%s", h.Out)
 		}
 		// A failing host makes the merge exit 1.
 		failing := filepath.Join(dir, "failing.json")
-		hb := newHarness(t)
-		hb.runReport(withBinary(bin, dir), "report", "--suite", bad, "--backend", "sim", "--format", "json", "--host", "hostC")
-		if err := os.WriteFile(failing, hb.out.Bytes(), 0o644); err != nil {
+		hb := cmdtest.New(t)
+		hb.Run(withRun(withBinary(bin, dir)), "report", "--suite", bad, "--backend", "sim", "--format", "json", "--host", "hostC")
+		if err := os.WriteFile(failing, hb.Out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		h = newHarness(t)
-		if code := h.run("report", "merge", files[0], failing); code != 1 {
-			t.Errorf("merge with a failing host: exit %d, want 1\n%s%s", code, h.out, h.errOut)
+		h = cmdtest.New(t)
+		if code := h.Run(tree, "report", "merge", files[0], failing); code != 1 {
+			t.Errorf("merge with a failing host: exit %d, want 1\n%s%s", code, h.Out, h.ErrOut)
 		}
 	})
 }
@@ -203,30 +187,29 @@ func TestReportUsageErrors(t *testing.T) {
 		{[]string{"report", "merge", resultFile}, "single check's result"},
 		{[]string{"report", "merge", filepath.Join(dir, "none.json")}, "none.json: no such file or directory"},
 		{[]string{"report", "mrege"}, `unknown command "mrege" for "miotool report"`},
-		{[]string{"completion", "tcsh"}, `invalid argument "tcsh"`},
 	} {
-		h := newHarness(t)
-		h.f.OpenDevice = nil // nothing here may open a device
-		if code := h.run(tc.args...); code != 2 {
-			t.Errorf("%v: exit %d, want 2\n%s", tc.args, code, h.errOut)
+		h := cmdtest.New(t)
+		h.F.OpenDevice = nil // nothing here may open a device
+		if code := h.Run(tree, tc.args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s", tc.args, code, h.ErrOut)
 			continue
 		}
-		lines := strings.Split(strings.TrimSuffix(h.errOut.String(), "\n"), "\n")
+		lines := strings.Split(strings.TrimSuffix(h.ErrOut.String(), "\n"), "\n")
 		if !strings.Contains(lines[0], tc.want) || len(lines) != 2 || !strings.HasPrefix(lines[1], "Run 'miotool") {
-			t.Errorf("%v: stderr is not one line containing %q plus a hint:\n%s", tc.args, tc.want, h.errOut)
+			t.Errorf("%v: stderr is not one line containing %q plus a hint:\n%s", tc.args, tc.want, h.ErrOut)
 		}
 	}
 }
 
 func TestReportFlagsReachTheOptions(t *testing.T) {
-	h := newHarness(t)
+	h := cmdtest.New(t)
 	var got *ReportOptions
 	junit := filepath.Join(t.TempDir(), "out.xml")
-	code := h.runReport(func(o *ReportOptions) error { got = o; return nil },
+	code := h.Run(withRun(func(o *ReportOptions) error { got = o; return nil }),
 		"report", "--suite", "s.yaml", "--repeat", "20", "--shuffle", "--seed", "7", "--cpu-load", "2",
 		"--env", "GPU_MAX_HW_QUEUES=3", "--env", "A=1,B=2", "--junit", junit, "--timeout", "90s", "--host", "node7")
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, h.errOut)
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
 	if got.SuiteFile != "s.yaml" || got.Repeat != 20 || !got.Shuffle || got.Seed != 7 || got.CPULoad != 2 ||
 		got.JUnit != junit || got.Timeout != 90*time.Second || got.Host != "node7" {
@@ -241,30 +224,15 @@ func TestReportFlagsReachTheOptions(t *testing.T) {
 	}
 }
 
-func TestReportAndCompletionHelpHaveExamples(t *testing.T) {
-	for _, args := range [][]string{{"report", "--help"}, {"report", "merge", "--help"}, {"completion", "--help"}} {
-		h := newHarness(t)
-		if code := h.run(args...); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, h.errOut)
+func TestReportHelpHasExamples(t *testing.T) {
+	for _, args := range [][]string{{"report", "--help"}, {"report", "merge", "--help"}} {
+		h := cmdtest.New(t)
+		if code := h.Run(tree, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, h.ErrOut)
 		}
-		if !strings.Contains(h.out.String(), "Examples:") {
-			t.Errorf("%v: help has no Examples section:\n%s", args, h.out)
+		if !strings.Contains(h.Out.String(), "Examples:") {
+			t.Errorf("%v: help has no Examples section:\n%s", args, h.Out)
 		}
-	}
-}
-
-// A command's Markdown checklist row leaves the output flags out of its
-// Command column (every command's row comes from report.ChecklistRow; rules
-// is the check here that gives the same verdict on a busy machine).
-func TestMarkdownCommandColumnHasNoOutputFlags(t *testing.T) {
-	h := newHarness(t)
-	args := []string{"--no-progress", "rules", "--backend", "sim", "--format=markdown", "--action", "malloc", "--spin", "10ms"}
-	if code := h.run(args...); code != 0 {
-		t.Fatalf("exit %d: %s", code, h.errOut)
-	}
-	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action malloc --spin 10ms\x60 +\|`)
-	if !row.MatchString(h.out.String()) {
-		t.Errorf("no checklist row without output flags:\n%s", h.out)
 	}
 }
 
@@ -306,29 +274,29 @@ func TestReportRefusesBeforeTheSuiteRuns(t *testing.T) {
 			if !tc.asRoot && os.Geteuid() == 0 {
 				t.Skip("root writes into a read-only folder")
 			}
-			h := newHarness(t)
-			h.f.NumCPU = func() int { return 2 }
+			h := cmdtest.New(t)
+			h.F.NumCPU = func() int { return 2 }
 			ran := false
-			code := cli.Main(h.f, append([]string{"report", "--suite", "s.yaml"}, tc.args...), func(f *cli.Factory) *cobra.Command {
+			code := cli.Main(h.F, append([]string{"report", "--suite", "s.yaml"}, tc.args...), func(f *cli.Factory) *cobra.Command {
 				root := cli.NewRootCmd(f)
 				report := NewCmdReport(f, func(*ReportOptions) error { ran = true; return nil })
 				root.AddCommand(report)
 				return root
 			})
 			if code != 2 || ran {
-				t.Fatalf("exit %d, suite ran %v; want exit 2 before the suite\n%s", code, ran, h.errOut)
+				t.Fatalf("exit %d, suite ran %v; want exit 2 before the suite\n%s", code, ran, h.ErrOut)
 			}
-			if !strings.Contains(h.errOut.String(), tc.want) {
-				t.Errorf("stderr lacks %q:\n%s", tc.want, h.errOut)
+			if !strings.Contains(h.ErrOut.String(), tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, h.ErrOut)
 			}
 		})
 	}
 	// At the bound, the load is accepted.
-	h := newHarness(t)
-	h.f.NumCPU = func() int { return 2 }
+	h := cmdtest.New(t)
+	h.F.NumCPU = func() int { return 2 }
 	junit := filepath.Join(dir, "r.xml")
-	if code := h.runReport(func(*ReportOptions) error { return nil }, "report", "--suite", "s.yaml", "--cpu-load", "8", "--junit", junit); code != 0 {
-		t.Errorf("--cpu-load 8 on 2 cores: exit %d: %s", code, h.errOut)
+	if code := h.Run(withRun(func(*ReportOptions) error { return nil }), "report", "--suite", "s.yaml", "--cpu-load", "8", "--junit", junit); code != 0 {
+		t.Errorf("--cpu-load 8 on 2 cores: exit %d: %s", code, h.ErrOut)
 	}
 	if _, err := os.Stat(junit); err == nil {
 		t.Errorf("the check left %s behind", junit)

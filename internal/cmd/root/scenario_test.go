@@ -1,26 +1,15 @@
-package main
+package root
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"miotool/internal/cmd/cmdtest"
 )
 
-// These run the scenario commands end to end on the simulator. The naive
-// deadline is 10% of the best time rather than 300%: under the race
-// detector the tiled twin slows down as much as the naive one, and the
-// tests must not depend on their ratio.
-var testEnv = map[string]string{"MIOPEN_NAIVE_TIMEOUT": "10"}
-
-func lookup(env map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		if v, ok := env[k]; ok {
-			return v, true
-		}
-		v, ok := testEnv[k]
-		return v, ok
-	}
-}
+// These run the scenario commands end to end on the simulator, in
+// cmdtest.ScenarioEnv.
 
 func TestScenarioCommandsExitCodes(t *testing.T) {
 	small := []string{"--backend", "sim", "--problem", "naive-timeout-sim", "--samples", "1", "--no-progress"}
@@ -47,35 +36,35 @@ func TestScenarioCommandsExitCodes(t *testing.T) {
 		{"bad replay deadline", []string{"replay", "--backend", "sim", "--deadline", "0s"}, nil, 2, "", "--deadline"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
-			h.f.LookupEnv = lookup(tt.env)
-			code := h.run(tt.args...)
+			h := cmdtest.New(t)
+			h.F.LookupEnv = cmdtest.ScenarioEnv(tt.env)
+			code := h.Run(New, tt.args...)
 			if code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, h.out, h.errOut)
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, h.Out, h.ErrOut)
 			}
-			if !strings.Contains(h.out.String(), tt.out) {
-				t.Errorf("stdout lacks %q:\n%s", tt.out, h.out)
+			if !strings.Contains(h.Out.String(), tt.out) {
+				t.Errorf("stdout lacks %q:\n%s", tt.out, h.Out)
 			}
-			if !strings.Contains(h.errOut.String(), tt.err) {
-				t.Errorf("stderr lacks %q:\n%s", tt.err, h.errOut)
+			if !strings.Contains(h.ErrOut.String(), tt.err) {
+				t.Errorf("stderr lacks %q:\n%s", tt.err, h.ErrOut)
 			}
 			// A refusal does not claim a fallback it will not use.
-			if tt.code == 2 && strings.Contains(h.errOut.String(), "using") {
-				t.Errorf("a refusal claims a fallback:\n%s", h.errOut)
+			if tt.code == 2 && strings.Contains(h.ErrOut.String(), "using") {
+				t.Errorf("a refusal claims a fallback:\n%s", h.ErrOut)
 			}
-			if tt.code == 2 && strings.Count(strings.TrimSpace(h.errOut.String()), "\n") > 1 {
-				t.Errorf("a usage error is one line plus a hint:\n%s", h.errOut)
+			if tt.code == 2 && strings.Count(strings.TrimSpace(h.ErrOut.String()), "\n") > 1 {
+				t.Errorf("a usage error is one line plus a hint:\n%s", h.ErrOut)
 			}
 		})
 	}
 }
 
 func TestCaptureMatrixJSON(t *testing.T) {
-	h := newHarness(t)
-	h.f.LookupEnv = lookup(nil)
-	code := h.run("capture", "--backend", "sim", "--mode=global,thread-local", "--reclaim=lazy,worker", "--problem", "naive-timeout-sim", "--samples", "1", "--format", "json")
+	h := cmdtest.New(t)
+	h.F.LookupEnv = cmdtest.ScenarioEnv(nil)
+	code := h.Run(New, "capture", "--backend", "sim", "--mode=global,thread-local", "--reclaim=lazy,worker", "--problem", "naive-timeout-sim", "--samples", "1", "--format", "json")
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, h.errOut)
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
 	var got struct {
 		Check   string `json:"check"`
@@ -88,8 +77,8 @@ func TestCaptureMatrixJSON(t *testing.T) {
 			} `json:"rows"`
 		} `json:"tables"`
 	}
-	if err := json.Unmarshal(h.out.Bytes(), &got); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, h.out)
+	if err := json.Unmarshal(h.Out.Bytes(), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, h.Out)
 	}
 	if got.Verdict != "PASS" || !strings.HasPrefix(got.Status, "Fails with --reclaim=lazy") || !strings.Contains(got.Status, "passes with --reclaim=worker") {
 		t.Errorf("verdict %q status %q", got.Verdict, got.Status)
@@ -111,13 +100,13 @@ func TestDoctorRefusesWhatTheCommandsRefuse(t *testing.T) {
 	} {
 		for name, value := range env {
 			t.Run(name+"="+value, func(t *testing.T) {
-				h := newHarness(t)
-				h.f.LookupEnv = lookup(env)
-				code := h.run("doctor", "--backend", "sim", "--no-progress")
+				h := cmdtest.New(t)
+				h.F.LookupEnv = cmdtest.ScenarioEnv(env)
+				code := h.Run(New, "doctor", "--backend", "sim", "--no-progress")
 				if code != 2 {
-					t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, h.out, h.errOut)
+					t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, h.Out, h.ErrOut)
 				}
-				out := h.out.String()
+				out := h.Out.String()
 				row := ""
 				for _, line := range strings.Split(out, "\n") {
 					if strings.Contains(line, name) && strings.Contains(line, "error:") {
@@ -127,11 +116,11 @@ func TestDoctorRefusesWhatTheCommandsRefuse(t *testing.T) {
 				if row == "" || !strings.Contains(row, value) || !strings.Contains(row, "invalid") {
 					t.Errorf("no error row showing %s=%s:\n%s", name, value, out)
 				}
-				if strings.Contains(out+h.errOut.String(), "using") {
-					t.Errorf("doctor claims a fallback:\n%s\n%s", out, h.errOut)
+				if strings.Contains(out+h.ErrOut.String(), "using") {
+					t.Errorf("doctor claims a fallback:\n%s\n%s", out, h.ErrOut)
 				}
-				if !strings.Contains(h.errOut.String(), name) {
-					t.Errorf("stderr does not name %s:\n%s", name, h.errOut)
+				if !strings.Contains(h.ErrOut.String(), name) {
+					t.Errorf("stderr does not name %s:\n%s", name, h.ErrOut)
 				}
 			})
 		}

@@ -1,4 +1,6 @@
-package main
+// Package heuristic is `miotool heuristic`: its options, flags and the
+// rendering of the heuristic's answer.
+package heuristic
 
 import (
 	"errors"
@@ -12,7 +14,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/scenario/heuristic"
+	heuristicscen "miotool/internal/scenario/heuristic"
 )
 
 // HeuristicOptions are the inputs of `miotool heuristic`.
@@ -159,30 +161,30 @@ func runHeuristic(opts *HeuristicOptions) error {
 	if err != nil {
 		return err
 	}
-	models, err := heuristic.FindModels(opts.ModelDir, "--model-dir", opts.FindModels)
+	models, err := heuristicscen.FindModels(opts.ModelDir, "--model-dir", opts.FindModels)
 	if err != nil {
 		if opts.ModelDir != "" {
 			err = fmt.Errorf("--model-dir: %w", err)
 		}
 		return heuristicError(err)
 	}
-	answer, err := heuristic.Ask(heuristic.Query{Problem: p, Arch: opts.Arch, Models: models})
-	var in *heuristic.InputError
+	answer, err := heuristicscen.Ask(heuristicscen.Query{Problem: p, Arch: opts.Arch, Models: models})
+	var in *heuristicscen.InputError
 	if errors.As(err, &in) && models.Dir == "" {
-		err = &heuristic.InputError{Err: fmt.Errorf("%w; no installed ROCm's share/miopen/db was found: name a directory of MIOpen model files with --model-dir", err)}
+		err = &heuristicscen.InputError{Err: fmt.Errorf("%w; no installed ROCm's share/miopen/db was found: name a directory of MIOpen model files with --model-dir", err)}
 	}
 	if err != nil {
 		return heuristicError(err)
 	}
-	r := report.New(heuristic.Check, opts.CommandLine, start)
-	heuristic.Report(r, answer, opts.Global.Verbose, opts.Now())
+	r := report.New(heuristicscen.Check, opts.CommandLine, start)
+	heuristicscen.Report(r, answer, opts.Global.Verbose, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
 
 // heuristicError is exit 2 for a question that cannot be answered as asked
 // and 3 for a tool failure (e.g. an installed model that does not load).
 func heuristicError(err error) error {
-	var in *heuristic.InputError
+	var in *heuristicscen.InputError
 	if errors.As(err, &in) {
 		return cli.UsageError(err)
 	}

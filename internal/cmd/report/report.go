@@ -1,14 +1,17 @@
-package main
+// Package report is `miotool report --suite` and `miotool report merge`:
+// their options, flags and exits.
+package report
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"miotool/internal/buildinfo"
 
 	"github.com/spf13/cobra"
 

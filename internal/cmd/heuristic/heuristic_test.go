@@ -1,4 +1,4 @@
-package main
+package heuristic
 
 import (
 	"encoding/json"
@@ -11,17 +11,17 @@ import (
 
 	"miotool/internal/aiheur"
 	"miotool/internal/cli"
+	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/testutil"
 )
 
-// runHeuristic runs a tree whose heuristic command hands its options to
+// tree is a command tree with the heuristic command.
+var tree = withRun(nil)
+
+// withRun is a command tree whose heuristic command hands its options to
 // runF.
-func (h *harness) runHeuristic(runF func(*HeuristicOptions) error, args ...string) int {
-	return cli.Main(h.f, args, func(f *cli.Factory) *cobra.Command {
-		root := cli.NewRootCmd(f)
-		root.AddCommand(NewCmdHeuristic(f, runF))
-		return root
-	})
+func withRun(runF func(*HeuristicOptions) error) func(*cli.Factory) *cobra.Command {
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdHeuristic(f, runF) })
 }
 
 // noROCm runs the command as on a machine without an installed ROCm.
@@ -37,9 +37,9 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 	models := testutil.Shared(t, "miopen-models")
 	args := append([]string{"heuristic", "--model-dir", models, "--arch", "gfx942"}, doneWhenProblem...)
 
-	h := newHarness(t)
-	if code := h.run(args...); code != 0 {
-		t.Fatalf("exit %d: %s", code, h.errOut)
+	h := cmdtest.New(t)
+	if code := h.Run(tree, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
 	for _, re := range []string{
 		`(?m)^heuristic: PASS - TunaNet gfx942 ranks ConvBinWinogradRxSf2x3g1 first \(score 5\.\d{4}\) of 21 solvers$`,
@@ -48,14 +48,14 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 		`(?m)^21 +\S+ +-\d+\.\d{4}$`,
 		`problem 64-56-56-3x3-64-56-56-16-1x1-1x1-1x1-0-NCHW-FP32-F`,
 	} {
-		if !regexp.MustCompile(re).MatchString(h.out.String()) {
-			t.Errorf("text output lacks %s:\n%s", re, h.out)
+		if !regexp.MustCompile(re).MatchString(h.Out.String()) {
+			t.Errorf("text output lacks %s:\n%s", re, h.Out)
 		}
 	}
 
-	h = newHarness(t)
-	if code := h.run(append(args, "--format", "json", "--verbose")...); code != 0 {
-		t.Fatalf("json: exit %d: %s", code, h.errOut)
+	h = cmdtest.New(t)
+	if code := h.Run(tree, append(args, "--format", "json", "--verbose")...); code != 0 {
+		t.Fatalf("json: exit %d: %s", code, h.ErrOut)
 	}
 	var doc struct {
 		Schema  string `json:"schema"`
@@ -68,8 +68,8 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 			Records []map[string]string `json:"records"`
 		} `json:"tables"`
 	}
-	if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, h.out)
+	if err := json.Unmarshal(h.Out.Bytes(), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, h.Out)
 	}
 	if doc.Schema != "miotool/result/v2" || doc.Verdict != "PASS" || doc.Device.Arch != "gfx942" || len(doc.Tables) != 3 {
 		t.Fatalf("json: %+v", doc)
@@ -81,24 +81,24 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 		t.Errorf("--verbose features: %q %v", doc.Tables[1].Title, f)
 	}
 
-	h = newHarness(t)
-	if code := h.run(append(args, "--format", "markdown")...); code != 0 {
-		t.Fatalf("markdown: exit %d: %s", code, h.errOut)
+	h = cmdtest.New(t)
+	if code := h.Run(tree, append(args, "--format", "markdown")...); code != 0 {
+		t.Fatalf("markdown: exit %d: %s", code, h.ErrOut)
 	}
-	if !regexp.MustCompile("(?m)^\\| heuristic +\\| `miotool heuristic --model-dir \\S+ --arch gfx942 -n 16 .*` +\\| no device \\(gfx942\\) +\\| Ranked: ConvBinWinogradRxSf2x3g1 first +\\|$").MatchString(h.out.String()) {
-		t.Errorf("no checklist row:\n%s", h.out)
+	if !regexp.MustCompile("(?m)^\\| heuristic +\\| `miotool heuristic --model-dir \\S+ --arch gfx942 -n 16 .*` +\\| no device \\(gfx942\\) +\\| Ranked: ConvBinWinogradRxSf2x3g1 first +\\|$").MatchString(h.Out.String()) {
+		t.Errorf("no checklist row:\n%s", h.Out)
 	}
 }
 
 func TestHeuristicFlagsReachTheOptions(t *testing.T) {
 	var got *HeuristicOptions
-	h := newHarness(t)
-	code := h.runHeuristic(func(o *HeuristicOptions) error { got = o; return nil },
+	h := cmdtest.New(t)
+	code := h.Run(withRun(func(o *HeuristicOptions) error { got = o; return nil }),
 		"heuristic", "-n", "2", "-c", "8", "-H", "9", "-W", "10", "-k", "16", "-y", "1", "-x", "3", "-p", "0", "-q", "1",
 		"-u", "2", "-v", "3", "-l", "1", "-j", "2", "-g", "4", "--direction", "wrw", "--dtype", "bf16",
 		"--arch", "gfx90a", "--model-dir", "/models", "--verbose")
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, h.errOut)
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
 	p, err := got.problem()
 	if err != nil {
@@ -142,19 +142,19 @@ func TestHeuristicExitCodes(t *testing.T) {
 				}
 				tc.stderr = strings.ReplaceAll(tc.stderr, models, dir)
 			}
-			h := newHarness(t)
-			code := h.runHeuristic(noROCm, args...)
+			h := cmdtest.New(t)
+			code := h.Run(withRun(noROCm), args...)
 			if code != tc.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, h.out, h.errOut)
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, h.Out, h.ErrOut)
 			}
-			if tc.stdout != "" && !regexp.MustCompile(tc.stdout).MatchString(h.out.String()) {
-				t.Errorf("stdout lacks %s:\n%s", tc.stdout, h.out)
+			if tc.stdout != "" && !regexp.MustCompile(tc.stdout).MatchString(h.Out.String()) {
+				t.Errorf("stdout lacks %s:\n%s", tc.stdout, h.Out)
 			}
-			if tc.stderr != "" && !strings.Contains(h.errOut.String(), tc.stderr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.stderr, h.errOut)
+			if tc.stderr != "" && !strings.Contains(h.ErrOut.String(), tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, h.ErrOut)
 			}
-			if tc.code == 2 && h.out.Len() != 0 {
-				t.Errorf("a usage error printed to stdout:\n%s", h.out)
+			if tc.code == 2 && h.Out.Len() != 0 {
+				t.Errorf("a usage error printed to stdout:\n%s", h.Out)
 			}
 		})
 	}

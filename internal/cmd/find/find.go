@@ -1,4 +1,6 @@
-package main
+// Package find is `miotool find`: its options, flags and the rendering of
+// its result.
+package find
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/report"
 )
 
@@ -42,7 +43,7 @@ func passedSuite(host string) *report.SuiteResult {
 // nothing and a suite run given twice are usage errors (exit 2) naming the
 // file, never a PASS and never runs counted twice.
 func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
-	bin := buildMiotool(t)
+	bin := cmdtest.BuildMiotool(t)
 	dir := t.TempDir()
 	a := suiteFile(t, dir, "hostA.json", passedSuite("hostA"))
 	b := suiteFile(t, dir, "hostB.json", passedSuite("hostB"))

@@ -1,4 +1,6 @@
-package main
+// Package libtarget is what the commands with --target share: opening the
+// device for a library target, and the flag's spellings.
+package libtarget
 
 import (
 	"errors"
@@ -12,12 +14,12 @@ import (
 	"miotool/internal/scenario"
 )
 
-// openTarget opens the device for a scenario run through a real library:
+// Open opens the device for a scenario run through a real library:
 // the library must load, the device open, and the library support that
 // device. With a nil device, r is the result to write (a skip, or the
 // open's failure). cleanup releases the library; call it in every case,
 // after closing the device.
-func openTarget(s *cli.Scenario, check string, t target.Name, start time.Time) (dev hip.Device, r *report.Result, cleanup func()) {
+func Open(s *cli.Scenario, check string, t target.Name, start time.Time) (dev hip.Device, r *report.Result, cleanup func()) {
 	release := func() { _ = target.Cleanup() } // a left temporary folder is not worth failing for
 	if err := target.Available(t); err != nil {
 		return nil, cli.OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, hip.Selection{}, err), func() {}
@@ -29,14 +31,14 @@ func openTarget(s *cli.Scenario, check string, t target.Name, start time.Time) (
 	if err := target.Supports(t, dev); err != nil {
 		backend := dev.Props().Backend
 		dev.Close()
-		return nil, cli.OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, hip.Selection{Chosen: backend}, withBackendHint(err)), release
+		return nil, cli.OpenFailedResult(check, s.CommandLine, start, s.Now(), s.Global.Backend, hip.Selection{Chosen: backend}, WithBackendHint(err)), release
 	}
 	return dev, r, release
 }
 
-// withBackendHint adds to a target's refusal of the device the flag that
+// WithBackendHint adds to a target's refusal of the device the flag that
 // picks the backend it runs on.
-func withBackendHint(err error) error {
+func WithBackendHint(err error) error {
 	var u *target.UnavailableError
 	if errors.As(err, &u) && u.NeedsBackend != "" {
 		return fmt.Errorf("%w (run with %s)", err, cli.BackendFlag(u.NeedsBackend))
@@ -44,12 +46,12 @@ func withBackendHint(err error) error {
 	return err
 }
 
-// targetFlag is how a user asks for library target t: "--target miopen".
-func targetFlag(t target.Name) string { return "--target " + string(t) }
+// Flag is how a user asks for library target t: "--target miopen".
+func Flag(t target.Name) string { return "--target " + string(t) }
 
-// words spell a scenario's facts in the flags that ask for them, for its
+// Words spell a scenario's facts in the flags that ask for them, for its
 // result's status.
-var words = scenario.Words{
+var Words = scenario.Words{
 	Reclaim:    cli.ReclaimFlag,
 	Cache:      cli.CacheFlag,
 	Target:     func(t target.Name) string { return "--target=" + string(t) },

@@ -1,4 +1,4 @@
-package main
+package root
 
 // The backends register themselves with internal/hip when linked in;
 // --backend auto tries the GPU ones first (hip, then cuda), then the

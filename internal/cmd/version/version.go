@@ -1,8 +1,10 @@
-package main
+// Package version is `miotool version`.
+package version
 
 import (
 	"encoding/json"
 	"fmt"
+
 	"miotool/internal/buildinfo"
 
 	"github.com/spf13/cobra"

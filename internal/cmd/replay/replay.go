@@ -1,4 +1,6 @@
-package main
+// Package replay is `miotool replay`: its options, flags and the rendering
+// of its cases.
+package replay
 
 import (
 	"fmt"
@@ -7,8 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
+	capturecmd "miotool/internal/cmd/capture"
+	"miotool/internal/cmd/libtarget"
 	"miotool/internal/hip"
-	"miotool/internal/scenario/capture"
+	capturescen "miotool/internal/scenario/capture"
 	"miotool/internal/streams"
 )
 
@@ -67,9 +71,9 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Mode, "mode", "global", "capture mode: "+cli.OrList(cli.StringsOf(hip.CaptureModes)))
-	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: "+cli.OrList(withAll(cli.Names(streams.Policies))))
+	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: "+cli.OrList(cli.WithAll(cli.Names(streams.Policies))))
 	cli.CompleteValues(cmd, "mode", cli.StringsOf(hip.CaptureModes))
-	cli.CompleteList(cmd, "reclaim", withAll(cli.Names(streams.Policies)))
+	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
 	fl.IntVar(&opts.Replays, "replays", 20, "graph launches")
 	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, "how long after the last replay is queued the scratch must be freed")
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
@@ -89,7 +93,7 @@ func (o *ReplayOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	if o.mode, err = hip.ParseCaptureMode(o.Mode); err != nil {
 		return cli.UsageErrorf("--mode: %v", err)
 	}
-	o.policies, err = parseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy)
+	o.policies, err = cli.ParseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy)
 	return err
 }
 
@@ -109,7 +113,7 @@ func (o *ReplayOptions) Run() error {
 		return cli.WriteResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
-	co, label, err := scenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
+	co, label, err := capturecmd.ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
 	if err != nil {
 		return err
 	}
@@ -117,7 +121,7 @@ func (o *ReplayOptions) Run() error {
 	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, o.mode)
 	update, done := o.Progress("replay: policy")
 	co.Progress = update
-	cases, err := capture.RunReplay(o.Context, dev, capture.ReplayOptions{
+	cases, err := capturescen.RunReplay(o.Context, dev, capturescen.ReplayOptions{
 		Options:         co,
 		Mode:            o.mode,
 		Replays:         o.Replays,
@@ -127,6 +131,6 @@ func (o *ReplayOptions) Run() error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	capture.FillReplay(r, cases, dev.Dialect(), words, o.Now())
+	capturescen.FillReplay(r, cases, dev.Dialect(), libtarget.Words, o.Now())
 	return cli.WriteResult(o.IO, o.Global.Format, r)
 }

@@ -1,4 +1,5 @@
-package main
+// Package rules is `miotool rules`: its options and flags.
+package rules
 
 import (
 	"context"

@@ -1,13 +1,16 @@
-package main
+// Package doctor is `miotool doctor`: its options and flags.
+package doctor
 
 import (
-	"miotool/internal/buildinfo"
 	"strings"
 	"time"
+
+	"miotool/internal/buildinfo"
 
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
+	"miotool/internal/cmd/libtarget"
 	"miotool/internal/doctor"
 	"miotool/internal/hip"
 )
@@ -77,7 +80,7 @@ func runDoctor(opts *DoctorOptions) error {
 		CommandLine: opts.CommandLine,
 		Build:       opts.Build,
 		Now:         opts.Now,
-		Words:       doctor.Words{Backend: cli.BackendFlag, Target: targetFlag, Selection: cli.SelectionReason},
+		Words:       doctor.Words{Backend: cli.BackendFlag, Target: libtarget.Flag, Selection: cli.SelectionReason},
 	})
 	// A runtime variable every scenario command refuses is a configuration
 	// error here too (exit 2), after the report that shows it, so that

@@ -1,4 +1,6 @@
-package main
+// Package capture is `miotool capture`: its options, flags and the rendering
+// of its cases.
+package capture
 
 import (
 	"fmt"
@@ -8,10 +10,11 @@ import (
 
 	"miotool/configs"
 	"miotool/internal/cli"
+	"miotool/internal/cmd/libtarget"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/scenario"
-	"miotool/internal/scenario/capture"
+	capturescen "miotool/internal/scenario/capture"
 	"miotool/internal/streams"
 )
 
@@ -85,12 +88,12 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
 	fl := cmd.Flags()
-	fl.StringSliceVar(&opts.Modes, "mode", []string{"global"}, "capture mode: "+cli.OrList(withAll(cli.StringsOf(hip.CaptureModes))))
-	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: "+cli.OrList(withAll(cli.Names(streams.Policies))))
-	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: "+cli.OrList(withAll(cli.Names(scenario.Variants)))+" (all by default when several modes or policies are given)")
-	cli.CompleteList(cmd, "mode", withAll(cli.StringsOf(hip.CaptureModes)))
-	cli.CompleteList(cmd, "reclaim", withAll(cli.Names(streams.Policies)))
-	cli.CompleteList(cmd, "variant", withAll(cli.Names(scenario.Variants)))
+	fl.StringSliceVar(&opts.Modes, "mode", []string{"global"}, "capture mode: "+cli.OrList(cli.WithAll(cli.StringsOf(hip.CaptureModes))))
+	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: "+cli.OrList(cli.WithAll(cli.Names(streams.Policies))))
+	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: "+cli.OrList(cli.WithAll(cli.Names(scenario.Variants)))+" (all by default when several modes or policies are given)")
+	cli.CompleteList(cmd, "mode", cli.WithAll(cli.StringsOf(hip.CaptureModes)))
+	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
+	cli.CompleteList(cmd, "variant", cli.WithAll(cli.Names(scenario.Variants)))
 	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
 	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
@@ -129,57 +132,32 @@ func (o *CaptureOptions) Validate() error {
 
 func (o *CaptureOptions) parseMatrix() error {
 	var err error
-	if o.modes, err = parseList(o.Modes, "--mode", hip.CaptureModes, hip.ParseCaptureMode); err != nil {
+	if o.modes, err = cli.ParseList(o.Modes, "--mode", hip.CaptureModes, hip.ParseCaptureMode); err != nil {
 		return err
 	}
-	if o.policies, err = parseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy); err != nil {
+	if o.policies, err = cli.ParseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy); err != nil {
 		return err
 	}
-	o.variants, err = parseList(o.Variants, "--variant", scenario.Variants, scenario.ParseVariant)
+	o.variants, err = cli.ParseList(o.Variants, "--variant", scenario.Variants, scenario.ParseVariant)
 	return err
 }
 
-// withAll is a list flag's values and "all", which stands for every one.
-func withAll(values []string) []string { return append(values, "all") }
-
-// parseList reads a flag's values, where "all" means every value.
-func parseList[T comparable](vals []string, flag string, all []T, parse func(string) (T, error)) ([]T, error) {
-	var out []T
-	seen := map[T]bool{}
-	for _, v := range vals {
-		if v == "all" {
-			return all, nil
-		}
-		x, err := parse(v)
-		if err != nil {
-			return nil, cli.UsageErrorf("%s: %v", flag, err)
-		}
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	if len(out) == 0 {
-		return nil, cli.UsageErrorf("%s: give at least one value", flag)
-	}
-	return out, nil
-}
-
-// scenarioProblems resolves the find problem and the captured one.
-func scenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (capture.Options, string, error) {
+// ScenarioProblems resolves the find problem and the captured one, for
+// capture and replay.
+func ScenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (capturescen.Options, string, error) {
 	fp, name, err := pf.Resolve(backend)
 	if err != nil {
-		return capture.Options{}, "", err
+		return capturescen.Options{}, "", err
 	}
 	cp, err := configs.Problem("", "capture-small")
 	if err != nil {
-		return capture.Options{}, "", err
+		return capturescen.Options{}, "", err
 	}
 	label := fp.String()
 	if name != "" {
 		label = name + " (" + label + ")"
 	}
-	return capture.Options{
+	return capturescen.Options{
 		FindProblem:     fp,
 		CaptureProblem:  cp.Problem,
 		NaiveTimeoutPct: s.Env.NaiveTimeoutPercent,
@@ -199,7 +177,7 @@ func (o *CaptureOptions) Run() error {
 		return cli.WriteResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
-	co, label, err := scenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
+	co, label, err := ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
 	if err != nil {
 		return err
 	}
@@ -210,19 +188,19 @@ func (o *CaptureOptions) Run() error {
 	r.Note("find problem %s; captured problem %s", label, co.CaptureProblem)
 	update, done := o.Progress("capture: case")
 	co.Progress = update
-	cases, err := capture.Run(o.Context, dev, co)
+	cases, err := capturescen.Run(o.Context, dev, co)
 	done()
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	capture.Fill(r, cases, dev.Dialect(), words, o.Now())
+	capturescen.Fill(r, cases, dev.Dialect(), libtarget.Words, o.Now())
 	return cli.WriteResult(o.IO, o.Global.Format, r)
 }
 
 // runTargetCapture is capture against a real library: its find on an empty
 // find-db, then a capture of its forward convolution.
 func runTargetCapture(opts *CaptureOptions, start time.Time) error {
-	dev, r, cleanup := openTarget(&opts.Scenario, "capture", opts.Target, start)
+	dev, r, cleanup := libtarget.Open(&opts.Scenario, "capture", opts.Target, start)
 	defer cleanup()
 	if dev == nil {
 		return cli.WriteResult(opts.IO, opts.Global.Format, r)
@@ -237,7 +215,7 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 		r.Note("%s", n)
 	}
 	update, done := opts.Progress("capture: case")
-	cases, err := capture.RunTarget(opts.Context, dev, capture.TargetOptions{
+	cases, err := capturescen.RunTarget(opts.Context, dev, capturescen.TargetOptions{
 		Target: opts.Target, Modes: opts.modes, Variants: opts.variants, Problem: p,
 		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef, Progress: update,
 	})
@@ -245,6 +223,6 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 	if err != nil {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
-	capture.FillTarget(r, cases, dev.Dialect(), words, opts.Now())
+	capturescen.FillTarget(r, cases, dev.Dialect(), libtarget.Words, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
