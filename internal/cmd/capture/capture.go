@@ -193,7 +193,7 @@ func (o *CaptureOptions) Run() error {
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	capturescen.Fill(r, cases, dev.Dialect(), libtarget.Words, o.Now())
+	fillCases(r, cases, dev.Dialect(), o.Now())
 	return cli.WriteResult(o.IO, o.Global.Format, r)
 }
 
@@ -223,6 +223,6 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 	if err != nil {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
-	capturescen.FillTarget(r, cases, dev.Dialect(), libtarget.Words, opts.Now())
+	fillTargetCases(r, cases, dev.Dialect(), opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -159,6 +159,6 @@ func runFind(opts *FindOptions) error {
 	if err != nil {
 		return err
 	}
-	findscen.Fill(r, o, out, opts.Now())
+	fill(r, o, out, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }

@@ -176,8 +176,8 @@ func runHeuristic(opts *HeuristicOptions) error {
 	if err != nil {
 		return heuristicError(err)
 	}
-	r := report.New(heuristicscen.Check, opts.CommandLine, start)
-	heuristicscen.Report(r, answer, opts.Global.Verbose, opts.Now())
+	r := report.New(check, opts.CommandLine, start)
+	fill(r, answer, opts.Global.Verbose, opts.Now())
 	return cli.WriteResult(opts.IO, opts.Global.Format, r)
 }
 

@@ -11,7 +11,6 @@ import (
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
-	"miotool/internal/scenario"
 )
 
 // Open opens the device for a scenario run through a real library:
@@ -46,14 +45,10 @@ func WithBackendHint(err error) error {
 	return err
 }
 
-// Flag is how a user asks for library target t: "--target miopen".
+// Flag is how a user asks for library target t: "--target miopen", as
+// doctor's library table names it.
 func Flag(t target.Name) string { return "--target " + string(t) }
 
-// Words spell a scenario's facts in the flags that ask for them, for its
-// result's status.
-var Words = scenario.Words{
-	Reclaim:    cli.ReclaimFlag,
-	Cache:      cli.CacheFlag,
-	Target:     func(t target.Name) string { return "--target=" + string(t) },
-	RaceWindow: cli.RaceWindowFlag,
-}
+// StatusFlag is target t as a checklist status names it:
+// "Passes with --target=miopen".
+func StatusFlag(t target.Name) string { return "--target=" + string(t) }

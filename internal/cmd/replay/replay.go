@@ -10,7 +10,6 @@ import (
 
 	"miotool/internal/cli"
 	capturecmd "miotool/internal/cmd/capture"
-	"miotool/internal/cmd/libtarget"
 	"miotool/internal/hip"
 	capturescen "miotool/internal/scenario/capture"
 	"miotool/internal/streams"
@@ -131,6 +130,6 @@ func (o *ReplayOptions) Run() error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	capturescen.FillReplay(r, cases, dev.Dialect(), libtarget.Words, o.Now())
+	fillCases(r, cases, dev.Dialect(), o.Now())
 	return cli.WriteResult(o.IO, o.Global.Format, r)
 }

@@ -262,7 +262,7 @@ func runStress(opts *StressOptions) error {
 		return fmt.Errorf("closing the device: %w", err)
 	}
 	if opts.Target != target.Builtin {
-		return runStressProcesses(opts, r, stressscen.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+		return runStressProcesses(opts, r, Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
 			Size: stressscen.InputSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
 			Library: fmt.Sprintf("%s, %s algorithm selection", opts.Target, opts.Algo)}, "")
 	}
@@ -284,7 +284,7 @@ func runStress(opts *StressOptions) error {
 	if err != nil {
 		return err
 	}
-	setup := stressscen.Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stressscen.InputSize,
+	setup := Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stressscen.InputSize,
 		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: cacheLine,
 		Models: described, Arch: arch, Timeout: opts.RunTimeout}
 	return runStressProcesses(opts, r, setup, dir)
@@ -292,7 +292,7 @@ func runStress(opts *StressOptions) error {
 
 // runStressProcesses starts the runs, each a fresh miotool process, and
 // writes their tally.
-func runStressProcesses(opts *StressOptions, r *report.Result, setup stressscen.Setup, modelDir string) error {
+func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, modelDir string) error {
 	exe := opts.Executable
 	if exe == nil {
 		exe = osExecutable
@@ -316,7 +316,7 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup stressscen.
 		// The runs that finished are reported; the result says INTERRUPTED.
 		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
 	}
-	stressscen.Fill(r, setup, runs, libtarget.Words, opts.Now())
+	Fill(r, setup, runs, opts.Now())
 	if err := cli.WriteResult(opts.IO, opts.Global.Format, r); err != nil {
 		return err
 	}

@@ -317,3 +317,10 @@ func TestRunStressRunsInterrupted(t *testing.T) {
 		t.Fatalf("runs %+v; want run 1 passed, run 2 interrupted", res.runs)
 	}
 }
+
+// record is a cache record of kind k made by thread 2 after thread 1.
+func record(k cache.Kind) *cache.Record {
+	return &cache.Record{Kind: k, Cache: "TunaNet", Key: "gfx942", Thread: cache.Thread{ID: 7, Name: "thread 2"},
+		Other: cache.Thread{ID: 6, Name: "thread 1"}, Access: "write", Location: "map", OtherAccess: "read",
+		Since: 3 * time.Microsecond, Readers: 1}
+}

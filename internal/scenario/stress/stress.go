@@ -2,8 +2,9 @@
 // test_cudnn_multiple_threads_same_device made standalone: several threads
 // convolve at once, each choosing its solvers through the AI heuristic's
 // model cache (ROCM-27477), every run in a fresh process so that a crash is
-// a counted outcome. It returns the runs' facts and writes them into a
-// result (Fill); RunTarget runs the same workload on a library target.
+// a counted outcome. It returns the runs' facts (outcomes, tallies, the
+// caches' detections); RunTarget runs the same workload on a library
+// target. internal/cmd/stress renders them.
 package stress
 
 import (
@@ -16,7 +17,6 @@ import (
 	"io/fs"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -622,23 +622,4 @@ func describe(bits uint32) string {
 		return "the poison NaN (no convolution wrote it, or it spread from an element none wrote)"
 	}
 	return fmt.Sprint(math.Float32frombits(bits))
-}
-
-// sortedCounts renders a name -> count map as "a 3, b 1", largest first.
-func sortedCounts(m map[string]int) string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(a, b)
-	})
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s %d", n, m[n])
-	}
-	return strings.Join(parts, ", ")
 }

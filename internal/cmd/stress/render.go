@@ -2,13 +2,15 @@ package stress
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"miotool/internal/aiheur/cache"
+	"miotool/internal/cli"
 	"miotool/internal/report"
-	"miotool/internal/scenario"
+	stressscen "miotool/internal/scenario/stress"
 )
 
 // Setup is how a stress-threads comparison ran, for its report.
@@ -30,84 +32,16 @@ type Setup struct {
 	Interrupted string
 }
 
-// Tally counts the outcomes of a set of runs. A run is counted under its
-// end (crashed, wrong result, hung, interrupted, error) and under each kind
-// of cache record it made; Passed are the runs with none of these.
-type Tally struct {
-	Runs, Passed, Crashed, Wrong, Hung, Interrupted, Errors int
-	// UseAfterFree, Destroyed and Raced count the runs that recorded at
-	// least one use-after-free, destroyed published model, or race.
-	UseAfterFree, Destroyed, Raced int
-	// Crashes counts crashes by name (a signal, or the runtime's words).
-	Crashes map[string]int
-	// Replaced is how many completed runs had a model replaced while in
-	// use (the race happened, and the process survived it).
-	Replaced int
-	// Completed is how many runs printed a result line.
-	Completed int
-}
-
-// TallyOf counts runs.
-func TallyOf(runs []RunOutcome) Tally {
-	t := Tally{Runs: len(runs), Crashes: map[string]int{}}
-	for _, r := range runs {
-		d := r.Detections
-		if d.UseAfterFree.Count > 0 {
-			t.UseAfterFree++
-		}
-		if d.Destroyed.Count > 0 {
-			t.Destroyed++
-		}
-		if d.Races.Count > 0 {
-			t.Raced++
-		}
-		switch r.Kind {
-		case RunPassed:
-			if !d.Any() {
-				t.Passed++
-			}
-		case RunInterrupted:
-			t.Interrupted++
-		case RunCrashed:
-			t.Crashed++
-			t.Crashes[r.Crash]++
-		case RunWrong:
-			t.Wrong++
-		case RunHung:
-			t.Hung++
-		default:
-			t.Errors++
-		}
-		if r.Run != nil {
-			t.Completed++
-			if r.Run.CacheStats.Replaced > 0 {
-				t.Replaced++
-			}
-		}
-	}
-	return t
-}
-
-// failed reports whether a run shows the defect: it crashed, hung, gave a
-// wrong sum, or its caches recorded anything.
-func (o RunOutcome) failed() bool {
-	return o.Kind == RunCrashed || o.Kind == RunHung || o.Kind == RunWrong || o.Detections.Any()
-}
-
-// CrashList is "SIGSEGV 2, fatal error: concurrent map writes 1", most
-// frequent first.
-func (t Tally) CrashList() string { return sortedCounts(t.Crashes) }
-
 // Fill writes the runs' outcomes into r and decides the verdict:
 // INTERRUPTED when the runs were stopped early (what finished is still
 // shown); FAIL when any run crashed, hung, printed a wrong sum, or its
 // caches recorded a use-after-free, a destroyed published model or a race
 // (the bug reproduced); ERROR when runs failed otherwise; PASS only when
-// every run passed. The cache policy and race window are spelled by w.
-func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end time.Time) {
-	t := TallyOf(runs)
-	expected := ExpectedSum(s.Size, s.Iters)
-	how := w.Cache(s.Policy)
+// every run passed.
+func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time) {
+	t := stressscen.TallyOf(runs)
+	expected := stressscen.ExpectedSum(s.Size, s.Iters)
+	how := cli.CacheFlag(s.Policy)
 	if s.Library != "" {
 		how = s.Library
 	}
@@ -120,7 +54,7 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		counted, plural(s.Threads, "thread"), plural(s.Iters, "iteration"), plural(s.Trials, "trial"), how),
 		"outcome", "runs", "first seen")
 	tab.FlagColumn = "failed"
-	first := func(match func(RunOutcome) bool) string {
+	first := func(match func(stressscen.RunOutcome) bool) string {
 		for _, o := range runs {
 			if match(o) {
 				d := o.Detail
@@ -150,22 +84,13 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 			tab.AddRow(cells...)
 		}
 	}
-	names := make([]string, 0, len(t.Crashes))
-	for name := range t.Crashes {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if t.Crashes[names[i]] != t.Crashes[names[j]] {
-			return t.Crashes[names[i]] > t.Crashes[names[j]]
-		}
-		return names[i] < names[j]
-	})
+	names := byCount(t.Crashes)
 	if len(names) == 0 {
 		tab.AddRow("crashed", "0", "-")
 	}
 	for _, name := range names {
 		tab.AddFlaggedRow("!", "crashed: "+name, fmt.Sprint(t.Crashes[name]),
-			first(func(o RunOutcome) bool { return o.Kind == RunCrashed && o.Crash == name }))
+			first(func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunCrashed && o.Crash == name }))
 	}
 	for _, k := range []struct {
 		label string
@@ -177,15 +102,15 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 	}
 	for _, k := range []struct {
 		label string
-		kind  RunKind
+		kind  stressscen.RunKind
 		n     int
 		flag  bool
-	}{{"wrong result", RunWrong, t.Wrong, true}, {"hung (killed by the watchdog)", RunHung, t.Hung, true},
-		{"interrupted", RunInterrupted, t.Interrupted, false}, {"error", RunError, t.Errors, true}} {
-		if k.kind == RunError && k.n == 0 {
+	}{{"wrong result", stressscen.RunWrong, t.Wrong, true}, {"hung (killed by the watchdog)", stressscen.RunHung, t.Hung, true},
+		{"interrupted", stressscen.RunInterrupted, t.Interrupted, false}, {"error", stressscen.RunError, t.Errors, true}} {
+		if k.kind == stressscen.RunError && k.n == 0 {
 			continue
 		}
-		row(k.flag && k.n > 0, k.label, fmt.Sprint(k.n), first(func(o RunOutcome) bool { return o.Kind == k.kind }))
+		row(k.flag && k.n > 0, k.label, fmt.Sprint(k.n), first(func(o stressscen.RunOutcome) bool { return o.Kind == k.kind }))
 	}
 	tab.AddRow("passed", fmt.Sprint(t.Passed), fmt.Sprintf("every sum %.0f, nothing detected", expected))
 
@@ -203,7 +128,7 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 	} else {
 		r.Note("model cache: %s", s.Cache)
 		if s.RaceWindow > 0 {
-			r.Note("%s: the race window is widened on purpose (a random wait of up to that between a miss's load and its insert); results are not comparable with runs without it", w.RaceWindow(s.RaceWindow))
+			r.Note("%s: the race window is widened on purpose (a random wait of up to that between a miss's load and its insert); results are not comparable with runs without it", cli.RaceWindowFlag(s.RaceWindow))
 		}
 		r.Note("heuristic: TunaNet %s from %s, queried for every convolution through the model cache", s.Arch, s.Models)
 	}
@@ -224,13 +149,13 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 	r.Note("expected sum per thread and trial: (%d - %d)^2 = %.0f", s.Size, s.Iters, expected)
 	r.Note("%d at a time; watchdog %v per run", s.Jobs, s.Timeout)
 	for _, o := range runs {
-		if o.Kind == RunCrashed && o.Excerpt != "" {
+		if o.Kind == stressscen.RunCrashed && o.Excerpt != "" {
 			r.Note("run %d crashed: %s", o.Index+1, o.Excerpt)
 			break
 		}
 	}
 	for _, o := range runs {
-		if o.Kind != RunPassed && o.Kind != RunCrashed && o.Kind != RunInterrupted && o.StderrTail != "" {
+		if o.Kind != stressscen.RunPassed && o.Kind != stressscen.RunCrashed && o.Kind != stressscen.RunInterrupted && o.StderrTail != "" {
 			r.Note("run %d (%s) standard error ends: %s", o.Index+1, o.Kind, strings.ReplaceAll(o.StderrTail, "\n", " | "))
 			break
 		}
@@ -250,13 +175,13 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 
 	failed := 0
 	for _, o := range runs {
-		if o.failed() {
+		if o.Failed() {
 			failed++
 		}
 	}
 	var parts []string
 	if t.Crashed > 0 {
-		parts = append(parts, fmt.Sprintf("%d crashed (%s)", t.Crashed, t.CrashList()))
+		parts = append(parts, fmt.Sprintf("%d crashed (%s)", t.Crashed, sortedCounts(t.Crashes)))
 	}
 	for _, k := range []struct {
 		n    int
@@ -294,7 +219,7 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 		r.Finish(report.Fail, fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), end)
 	case t.Errors > 0:
 		r.Finish(report.Error, fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
-			first(func(o RunOutcome) bool { return o.Kind == RunError })), end)
+			first(func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError })), end)
 	default:
 		if t.Runs > 1 {
 			r.Status = fmt.Sprintf("Passed (%d/%d)", t.Passed, t.Runs)
@@ -318,11 +243,11 @@ func Fill(r *report.Result, s Setup, runs []RunOutcome, w scenario.Words, end ti
 // and every sum was right, whatever their caches recorded), and of every
 // run. "completed" is not "passed": a run whose caches recorded a race
 // completed and failed.
-func fillStressTimes(r *report.Result, runs []RunOutcome) {
+func fillStressTimes(r *report.Result, runs []stressscen.RunOutcome) {
 	var completed, all []time.Duration
 	for _, o := range runs {
 		all = append(all, o.Wall)
-		if o.Kind == RunPassed {
+		if o.Kind == stressscen.RunPassed {
 			completed = append(completed, o.Wall)
 		}
 	}
@@ -364,4 +289,29 @@ func roundDuration(d time.Duration) string {
 		return d.Round(10 * time.Millisecond).String()
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// sortedCounts renders a name -> count map as "a 3, b 1", largest first.
+func sortedCounts(m map[string]int) string {
+	names := byCount(m)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// byCount lists m's names, the largest count first, ties by name.
+func byCount(m map[string]int) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	return names
 }

@@ -5,18 +5,20 @@ import (
 	"strings"
 	"time"
 
+	"miotool/internal/cmd/libtarget"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
+	capturescen "miotool/internal/scenario/capture"
 )
 
-// FillTarget writes library capture cases into r: find's ranking
+// fillTargetCases writes library capture cases into r: find's ranking
 // (of the first case), one row per case, and the verdict: PASS when every
 // case kept its capture valid with the right graph output, FAIL naming the
 // cases that did not (the library has the bug), with a checklist status
-// such as "Fails with T (global, thread-local), passes (relaxed)", where T
-// is the target as w spells it.
-func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, w scenario.Words, end time.Time) {
+// such as "Fails with --target=miopen (global, thread-local), passes
+// (relaxed)".
+func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dialect, end time.Time) {
 	if len(cases) == 0 {
 		r.Finish(report.Error, "no case ran", end)
 		return
@@ -52,7 +54,7 @@ func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, w scenario.
 			detail = scenario.JoinDetail("library call failed: "+c.FirstRefusal, detail)
 		}
 		cells := []string{c.Mode.String(), string(c.Variant), c.Chosen.String(), string(c.Expected), string(c.Measured),
-			codeCell(c.EndCapture, d), out, detail}
+			CodeCell(c.EndCapture, d), out, detail}
 		label := c.Mode.String()
 		if len(uniqueVariants(cases)) > 1 {
 			label += "/" + string(c.Variant)
@@ -66,7 +68,7 @@ func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, w scenario.
 		}
 	}
 	failed, passed = uniqueInOrder(failed), uniqueInOrder(passed)
-	flag := w.Target(first.Target)
+	flag := libtarget.StatusFlag(first.Target)
 	switch {
 	case len(failed) == 0:
 		r.Status = "Passes with " + flag
@@ -82,7 +84,7 @@ func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, w scenario.
 		labels := map[string][]string{}
 		for _, c := range cases {
 			if !c.Agrees() {
-				reason := codeCell(c.EndCapture, d) + " " + firstNonEmpty(c.FirstRefusal, c.Detail)
+				reason := CodeCell(c.EndCapture, d) + " " + firstNonEmpty(c.FirstRefusal, c.Detail)
 				if _, seen := labels[reason]; !seen {
 					reasons = append(reasons, reason)
 				}
@@ -97,7 +99,7 @@ func FillTarget(r *report.Result, cases []TargetCase, d hip.Dialect, w scenario.
 	}
 }
 
-func uniqueVariants(cases []TargetCase) []scenario.Variant {
+func uniqueVariants(cases []capturescen.TargetCase) []scenario.Variant {
 	seen := map[scenario.Variant]bool{}
 	var out []scenario.Variant
 	for _, c := range cases {

@@ -11,6 +11,7 @@ import (
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
+	capturescen "miotool/internal/scenario/capture"
 )
 
 // The GPU test runs the cudnn target on a real NVIDIA GPU: the capture
@@ -21,7 +22,7 @@ func TestGPUCUDNNTargetCapture(t *testing.T) {
 	dev := targettest.OpenCUDNNDevice(t)
 	p := conv.Problem{N: 8, C: 64, H: 56, W: 56, K: 64, R: 3, S: 3, PadH: 1, PadW: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
 	start := time.Now()
-	cases, err := RunTarget(context.Background(), dev, TargetOptions{
+	cases, err := capturescen.RunTarget(context.Background(), dev, capturescen.TargetOptions{
 		Target: target.CUDNN, Modes: hip.CaptureModes, Variants: scenario.Variants, Problem: p, Seed: 1, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestGPUCUDNNTargetCapture(t *testing.T) {
 	for _, n := range target.NotesFor(nil, dev, target.CUDNN) {
 		r.Note("%s", n)
 	}
-	FillTarget(r, cases, dev.Dialect(), testWords, time.Now())
+	fillTargetCases(r, cases, dev.Dialect(), time.Now())
 	targettest.LogResult(t, r)
 	for _, c := range cases {
 		t.Logf("%s/%s: %s, chosen %s, max |err| %.3g, %v", c.Mode, c.Variant, c.Measured, c.Chosen, c.MaxAbsErr, c.Elapsed.Round(time.Millisecond))

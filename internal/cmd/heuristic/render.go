@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"miotool/internal/report"
+	heuristicscen "miotool/internal/scenario/heuristic"
 )
 
-// Check is the check name results carry.
-const Check = "heuristic"
+// check is the check name results carry.
+const check = "heuristic"
 
-// Report fills r with the answer: the ranking (or why there is none),
+// fill writes the answer into r: the ranking (or why there is none),
 // the features when verbose, the KTN prediction, and the verdict: PASS
 // when the model ranked the solvers, SKIP when it does not cover the
 // problem (MIOpen makes no AI prediction then). end closes the result.
-func Report(r *report.Result, a *Answer, verbose bool, end time.Time) {
+func fill(r *report.Result, a *heuristicscen.Answer, verbose bool, end time.Time) {
 	r.Device = report.Device{Name: "no device", Arch: a.Arch,
 		Description: fmt.Sprintf("no device; the %s model from %s", a.Arch, a.Models)}
 	r.Note("problem %s (MIOpen's find-db key)", a.Key)

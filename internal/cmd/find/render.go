@@ -8,13 +8,14 @@ import (
 	"miotool/internal/finder"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
+	findscen "miotool/internal/scenario/find"
 	"miotool/internal/streams"
 )
 
-// Fill writes a find's outcome into r: the ranked table, the tracker's
+// fill writes a find's outcome into r: the ranked table, the tracker's
 // counters, notes (the find-db's warnings among them) and the verdict. A
 // find-db that could not be written is a note, not a failure.
-func Fill(r *report.Result, o Options, out *Outcome, end time.Time) {
+func fill(r *report.Result, o findscen.Options, out *findscen.Outcome, end time.Time) {
 	res := out.Result
 	if o.ProblemName != "" {
 		r.Note("problem %s: %s", o.ProblemName, o.Problem)
