@@ -69,7 +69,14 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 		},
 	}
 	probe.Flags().StringVar(&level, "level", "low", "a local flag")
-	root.AddCommand(probe)
+	pair := &cobra.Command{
+		Use:       "pair a|b",
+		Example:   "  miotool pair a",
+		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		ValidArgs: []string{"a", "b"},
+		RunE:      func(*cobra.Command, []string) error { return nil },
+	}
+	root.AddCommand(probe, pair)
 	return root
 }
 
@@ -308,10 +315,16 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{name: "check failed", args: []string{"probe"}, runE: func() error {
 			return &ExitError{Code: ExitCheckFailed, Err: errors.New("shown in the result"), Silent: true}
 		}, code: 1},
-		{name: "tool failure", args: []string{"probe"}, runE: func() error { return ToolError(errors.New("the disk is full")) }, code: 3,
+		{name: "tool failure", args: []string{"probe"}, runE: func() error { return errors.New("the disk is full") }, code: 3,
 			stderr: []string{"miotool: the disk is full"}},
-		{name: "plain error from a run func", args: []string{"probe"}, runE: func() error { return ToolError(fmt.Errorf("wrapped: %w", errors.New("x"))) }, code: 3,
+		{name: "plain error from a run func", args: []string{"probe"}, runE: func() error { return fmt.Errorf("wrapped: %w", errors.New("x")) }, code: 3,
 			stderr: []string{"miotool: wrapped: x"}},
+		{name: "missing argument", args: []string{"pair"}, code: 2,
+			stderr: []string{"miotool: accepts 1 arg(s), received 0", "Run 'miotool pair --help' for usage."}},
+		{name: "argument not accepted", args: []string{"pair", "c"}, code: 2,
+			stderr: []string{`miotool: invalid argument "c" for "miotool pair"`, "Run 'miotool pair --help' for usage."}},
+		{name: "too many arguments", args: []string{"pair", "a", "b"}, code: 2,
+			stderr: []string{"miotool: accepts 1 arg(s), received 2", "Run 'miotool pair --help' for usage."}},
 		{name: "skipped", args: []string{"probe"}, runE: func() error {
 			return &ExitError{Code: ExitSkipped, Err: &hip.UnavailableError{Backend: "cuda", Reason: "libcuda.so.1 not found"}}
 		}, code: 4, stderr: []string{"miotool: backend cuda unavailable: libcuda.so.1 not found"}},
@@ -342,6 +355,28 @@ func TestExitCodesAndMessages(t *testing.T) {
 				t.Error("stderr holds usage text or a stack trace")
 			}
 		})
+	}
+}
+
+// Main exits with the code ExitCodeOf gives for the error a command
+// returned, whatever its kind.
+func TestMainExitsWithExitCodeOf(t *testing.T) {
+	for _, err := range []error{
+		errors.New("plain"),
+		fmt.Errorf("wrapped usage: %w", UsageErrorf("--level: no")),
+		UsageError(errors.New("bad input")),
+		&ExitError{Code: ExitSkipped, Err: errors.New("no device")},
+		&ExitError{Code: ExitCheckFailed, Err: errors.New("shown"), Silent: true},
+		errors.New(`unknown command "x" for "miotool"`),
+	} {
+		tc := newTestCLI(t)
+		tc.runE = func() error { return err }
+		if code, want := tc.run("probe"), ExitCodeOf(err); code != want {
+			t.Errorf("%v: Main exited %d, ExitCodeOf says %d", err, code, want)
+		}
+	}
+	if ExitCodeOf(nil) != ExitOK || ExitCodeOf(errors.New("x")) != ExitToolFailure {
+		t.Errorf("ExitCodeOf(nil) %d, of a plain error %d", ExitCodeOf(nil), ExitCodeOf(errors.New("x")))
 	}
 }
 

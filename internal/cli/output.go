@@ -25,7 +25,7 @@ func CheckOutputFile(flag, path string) error {
 		if err != nil {
 			return UsageErrorf("%s %s: cannot be written: %v", flag, path, unwrapPath(err))
 		}
-		return ToolError(f.Close())
+		return f.Close()
 	}
 	dir := filepath.Dir(path)
 	info, err := os.Stat(dir)
@@ -44,7 +44,7 @@ func CheckOutputFile(flag, path string) error {
 	name := probe.Name()
 	probe.Close()
 	if err := os.Remove(name); err != nil {
-		return ToolError(fmt.Errorf("%s: removing the write check %s: %w", flag, name, err))
+		return fmt.Errorf("%s: removing the write check %s: %w", flag, name, err)
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(opts.Run())
+			return opts.Run()
 		},
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")

@@ -33,7 +33,7 @@ shell looks for completions.`,
 		ValidArgs:             []string{"bash", "zsh", "fish"},
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cli.ToolError(writeCompletion(cmd.Root(), args[0], f.IOStreams.Out))
+			return writeCompletion(cmd.Root(), args[0], f.IOStreams.Out)
 		},
 	}
 }

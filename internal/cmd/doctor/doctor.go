@@ -53,14 +53,11 @@ report is printed either way.`,
   GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Global = f.Global
-			opts.CommandLine = f.CommandLine()
-			opts.Env = f.RuntimeEnv()
-			opts.ConfigUsed = f.ConfigUsed
+			opts.Complete(f)
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(runDoctor(opts))
+			return opts.Run()
 		},
 	}
 	cmd.Flags().Var(cli.NewEnumValue(&opts.Dialect, hip.DialectCUDA, hip.DialectCUDA, hip.DialectHIP), "dialect",
@@ -68,31 +65,41 @@ report is printed either way.`,
 	return cmd
 }
 
-func runDoctor(opts *DoctorOptions) error {
+// Complete reads the global options, the runtime variables and the
+// configuration file used.
+func (o *DoctorOptions) Complete(f *cli.Factory) {
+	o.Global = f.Global
+	o.CommandLine = f.CommandLine()
+	o.Env = f.RuntimeEnv()
+	o.ConfigUsed = f.ConfigUsed
+}
+
+// Run diagnoses and writes the result.
+func (o *DoctorOptions) Run() error {
 	r := doctor.Diagnose(doctor.Input{
-		Backend:     string(opts.Global.Backend),
-		Ordinal:     opts.Global.Device,
-		Dialect:     opts.Dialect,
-		Open:        opts.OpenDevice,
-		Backends:    opts.Backends,
-		Env:         opts.Env,
-		ConfigUsed:  opts.ConfigUsed,
-		CommandLine: opts.CommandLine,
-		Build:       opts.Build,
-		Now:         opts.Now,
+		Backend:     string(o.Global.Backend),
+		Ordinal:     o.Global.Device,
+		Dialect:     o.Dialect,
+		Open:        o.OpenDevice,
+		Backends:    o.Backends,
+		Env:         o.Env,
+		ConfigUsed:  o.ConfigUsed,
+		CommandLine: o.CommandLine,
+		Build:       o.Build,
+		Now:         o.Now,
 		Words:       doctor.Words{Backend: cli.BackendFlag, Target: libtarget.Flag, Selection: cli.SelectionReason},
 	})
 	// A runtime variable every scenario command refuses is a configuration
 	// error here too (exit 2), after the report that shows it, so that
 	// "doctor && ..." stops where the next command would.
-	if err := opts.Env.Err(); err != nil {
+	if err := o.Env.Err(); err != nil {
 		for _, e := range strings.Split(err.Error(), "\n") {
 			r.Note("%s: find, capture, replay and stress-threads refuse to run with it", e)
 		}
-		if werr := cli.WriteResult(opts.IO, opts.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
+		if werr := cli.WriteResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
 			return werr
 		}
 		return &cli.ExitError{Code: cli.ExitUsage, Err: err, Hint: "Unset it or give a value miotool can use (see Runtime variables above)."}
 	}
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	return cli.WriteResult(o.IO, o.Global.Format, r)
 }

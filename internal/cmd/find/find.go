@@ -80,16 +80,13 @@ timed one) verified.`,
 			if err := opts.Complete(f, cmd); err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("find-mode") && findModeSetInEnv(opts.Env) {
-				opts.FindMode = strconv.Itoa(int(opts.Env.FindMode))
-			}
 			if err := opts.Validate(); err != nil {
 				return err
 			}
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(runFind(opts))
+			return opts.Run()
 		},
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-long-%s")
@@ -101,6 +98,18 @@ timed one) verified.`,
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random input and weights")
 	opts.AddDialectFlag(cmd)
 	return cmd
+}
+
+// Complete reads the configuration and the runtime variables; a usable
+// MIOPEN_FIND_MODE gives --find-mode's default.
+func (o *FindOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	if err := o.Scenario.Complete(f, cmd); err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("find-mode") && findModeSetInEnv(o.Env) {
+		o.FindMode = strconv.Itoa(int(o.Env.FindMode))
+	}
+	return nil
 }
 
 // findModeSetInEnv reports whether MIOPEN_FIND_MODE was set (and usable).
@@ -133,32 +142,33 @@ func (o *FindOptions) Validate() error {
 	return nil
 }
 
-func runFind(opts *FindOptions) error {
-	start := opts.Now()
-	dev, r := opts.Open("find", start)
+// Run finds and writes the result.
+func (o *FindOptions) Run() error {
+	start := o.Now()
+	dev, r := o.Open("find", start)
 	if dev == nil {
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		return cli.WriteResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
-	p, name, err := opts.Problem.Resolve(dev.Props().Backend)
+	p, name, err := o.Problem.Resolve(dev.Props().Backend)
 	if err != nil {
 		return err
 	}
-	mode, _ := finder.ParseMode(opts.FindMode)
-	update, done := opts.Progress("find:")
-	o := findscen.Options{
-		Problem: p, ProblemName: name, Mode: mode, Samples: opts.Samples, Reclaim: opts.Reclaim,
-		HWQueues: opts.Env.HWQueues, NaiveTimeoutPct: opts.Env.NaiveTimeoutPercent, Seed: opts.Seed,
-		DBDir: opts.Env.UserDBPath, Progress: update, Logf: opts.Verbosef,
+	mode, _ := finder.ParseMode(o.FindMode)
+	update, done := o.Progress("find:")
+	so := findscen.Options{
+		Problem: p, ProblemName: name, Mode: mode, Samples: o.Samples, Reclaim: o.Reclaim,
+		HWQueues: o.Env.HWQueues, NaiveTimeoutPct: o.Env.NaiveTimeoutPercent, Seed: o.Seed,
+		DBDir: o.Env.UserDBPath, Progress: update, Logf: o.Verbosef,
 		Warnf: func(format string, args ...any) {
-			fmt.Fprintf(opts.IO.ErrOut, "miotool: warning: "+format+"\n", args...)
+			fmt.Fprintf(o.IO.ErrOut, "miotool: warning: "+format+"\n", args...)
 		},
 	}
-	out, err := findscen.Run(opts.Context, dev, o)
+	out, err := findscen.Run(o.Context, dev, so)
 	done()
 	if err != nil {
 		return err
 	}
-	fill(r, o, out, opts.Now())
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	fill(r, so, out, o.Now())
+	return cli.WriteResult(o.IO, o.Global.Format, r)
 }

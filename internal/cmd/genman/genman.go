@@ -31,9 +31,9 @@ func NewCmdGenMan(f *cli.Factory) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := os.MkdirAll(args[0], 0o755); err != nil {
-				return cli.ToolError(err)
+				return err
 			}
-			return cli.ToolError(GenManPages(cmd.Root(), args[0]))
+			return GenManPages(cmd.Root(), args[0])
 		},
 	}
 }

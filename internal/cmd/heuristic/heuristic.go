@@ -113,12 +113,11 @@ load or its self-tests.`,
   miotool heuristic --arch miotool --problem resnet50-conv2 --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Global = f.Global
-			opts.CommandLine = f.CommandLine()
+			opts.Complete(f)
 			if runF != nil {
 				return runF(opts)
 			}
-			return runHeuristic(opts)
+			return opts.Run()
 		},
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "")
@@ -155,20 +154,27 @@ func (o *HeuristicOptions) problem() (aiheur.Problem, error) {
 	return p, nil
 }
 
-func runHeuristic(opts *HeuristicOptions) error {
-	start := opts.Now()
-	p, err := opts.problem()
+// Complete reads the global options.
+func (o *HeuristicOptions) Complete(f *cli.Factory) {
+	o.Global = f.Global
+	o.CommandLine = f.CommandLine()
+}
+
+// Run asks the model and writes the result.
+func (o *HeuristicOptions) Run() error {
+	start := o.Now()
+	p, err := o.problem()
 	if err != nil {
 		return err
 	}
-	models, err := heuristicscen.FindModels(opts.ModelDir, "--model-dir", opts.FindModels)
+	models, err := heuristicscen.FindModels(o.ModelDir, "--model-dir", o.FindModels)
 	if err != nil {
-		if opts.ModelDir != "" {
+		if o.ModelDir != "" {
 			err = fmt.Errorf("--model-dir: %w", err)
 		}
 		return heuristicError(err)
 	}
-	answer, err := heuristicscen.Ask(heuristicscen.Query{Problem: p, Arch: opts.Arch, Models: models})
+	answer, err := heuristicscen.Ask(heuristicscen.Query{Problem: p, Arch: o.Arch, Models: models})
 	var in *heuristicscen.InputError
 	if errors.As(err, &in) && models.Dir == "" {
 		err = &heuristicscen.InputError{Err: fmt.Errorf("%w; no installed ROCm's share/miopen/db was found: name a directory of MIOpen model files with --model-dir", err)}
@@ -176,9 +182,9 @@ func runHeuristic(opts *HeuristicOptions) error {
 	if err != nil {
 		return heuristicError(err)
 	}
-	r := report.New(check, opts.CommandLine, start)
-	fill(r, answer, opts.Global.Verbose, opts.Now())
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	r := report.New(check, o.CommandLine, start)
+	fill(r, answer, o.Global.Verbose, o.Now())
+	return cli.WriteResult(o.IO, o.Global.Format, r)
 }
 
 // heuristicError is exit 2 for a question that cannot be answered as asked
@@ -188,5 +194,5 @@ func heuristicError(err error) error {
 	if errors.As(err, &in) {
 		return cli.UsageError(err)
 	}
-	return cli.ToolError(err)
+	return err
 }

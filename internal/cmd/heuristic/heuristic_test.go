@@ -27,7 +27,7 @@ func withRun(runF func(*HeuristicOptions) error) func(*cli.Factory) *cobra.Comma
 // noROCm runs the command as on a machine without an installed ROCm.
 func noROCm(o *HeuristicOptions) error {
 	o.FindModels = func() (string, string) { return "", aiheur.SourceEmbedded }
-	return runHeuristic(o)
+	return o.Run()
 }
 
 var doneWhenProblem = []string{"-n", "16", "-c", "64", "-H", "56", "-W", "56", "-k", "64", "-y", "3", "-x", "3", "-p", "1", "-q", "1"}

@@ -64,7 +64,7 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(opts.Run())
+			return opts.Run()
 		},
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")

@@ -200,7 +200,7 @@ func (o *ReportOptions) Run() error {
 	}
 	exe, err := o.Executable()
 	if err != nil {
-		return cli.ToolError(fmt.Errorf("finding the miotool binary to run checks with: %w", err))
+		return fmt.Errorf("finding the miotool binary to run checks with: %w", err)
 	}
 	host := o.Host
 	if host == "" {
@@ -251,7 +251,7 @@ func (o *ReportOptions) Run() error {
 	})
 	bar.Done()
 	if res == nil {
-		return cli.ToolError(runErr)
+		return runErr
 	}
 	if err := writeSuite(o.IO, o.Global.Format, o.JUnit, res); err != nil {
 		return err
@@ -261,7 +261,7 @@ func (o *ReportOptions) Run() error {
 			// The result says INTERRUPTED and holds the runs made before.
 			return cli.Interrupted(ctx)
 		}
-		return cli.ToolError(fmt.Errorf("suite %s: %w", file.Name, runErr))
+		return fmt.Errorf("suite %s: %w", file.Name, runErr)
 	}
 	return suiteExit(res)
 }
@@ -270,21 +270,21 @@ func (o *ReportOptions) Run() error {
 // file.
 func writeSuite(ios *cli.IOStreams, format report.Format, junit string, res *report.SuiteResult) error {
 	if err := report.RenderSuite(ios.Out, format, res, report.Options{TTY: ios.IsStdoutTTY(), Color: ios.ColorEnabled()}); err != nil {
-		return cli.ToolError(fmt.Errorf("writing the result: %w", err))
+		return fmt.Errorf("writing the result: %w", err)
 	}
 	if junit == "" {
 		return nil
 	}
 	out, err := os.Create(junit)
 	if err != nil {
-		return cli.ToolError(fmt.Errorf("--junit: %w", err))
+		return fmt.Errorf("--junit: %w", err)
 	}
 	if err := report.WriteJUnit(out, res); err != nil {
 		out.Close()
-		return cli.ToolError(fmt.Errorf("--junit %s: %w", junit, err))
+		return fmt.Errorf("--junit %s: %w", junit, err)
 	}
 	if err := out.Close(); err != nil {
-		return cli.ToolError(fmt.Errorf("--junit %s: %w", junit, err))
+		return fmt.Errorf("--junit %s: %w", junit, err)
 	}
 	return nil
 }
@@ -334,12 +334,11 @@ result), which would count its runs twice.`,
 			return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Global = f.Global
-			opts.Files = args
+			opts.Complete(f, args)
 			if runF != nil {
 				return runF(opts)
 			}
-			return runReportMerge(opts)
+			return opts.Run()
 		},
 	}
 	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "also write the merged result as JUnit XML to this file")
@@ -347,14 +346,21 @@ result), which would count its runs twice.`,
 	return cmd
 }
 
-func runReportMerge(opts *ReportMergeOptions) error {
-	if opts.JUnit != "" {
-		if err := cli.CheckOutputFile("--junit", opts.JUnit); err != nil {
+// Complete reads the global options and the files to merge.
+func (o *ReportMergeOptions) Complete(f *cli.Factory, files []string) {
+	o.Global = f.Global
+	o.Files = files
+}
+
+// Run merges the files and writes the result.
+func (o *ReportMergeOptions) Run() error {
+	if o.JUnit != "" {
+		if err := cli.CheckOutputFile("--junit", o.JUnit); err != nil {
 			return err
 		}
 	}
-	results := make([]*report.SuiteResult, 0, len(opts.Files))
-	for _, path := range opts.Files {
+	results := make([]*report.SuiteResult, 0, len(o.Files))
+	for _, path := range o.Files {
 		data, err := os.Open(path)
 		if err != nil {
 			return cli.UsageErrorf("merge: %v", err)
@@ -366,11 +372,11 @@ func runReportMerge(opts *ReportMergeOptions) error {
 		}
 		results = append(results, r)
 	}
-	merged, err := report.MergeSuites(results, opts.Files)
+	merged, err := report.MergeSuites(results, o.Files)
 	if err != nil {
 		return cli.UsageErrorf("merge: %v", err)
 	}
-	if err := writeSuite(opts.IO, opts.Global.Format, opts.JUnit, merged); err != nil {
+	if err := writeSuite(o.IO, o.Global.Format, o.JUnit, merged); err != nil {
 		return err
 	}
 	return suiteExit(merged)

@@ -87,7 +87,7 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(opts.Run())
+			return opts.Run()
 		},
 	}
 	fl := cmd.Flags()

@@ -152,7 +152,7 @@ func (o *StressOptions) Run() error {
 	if o.Child {
 		return runStressChild(o)
 	}
-	return cli.ToolError(runStress(o))
+	return runStress(o)
 }
 
 // Validate checks the counts, durations and model directory.
@@ -272,7 +272,7 @@ func runStress(opts *StressOptions) error {
 	}
 	// A model directory the user named that holds no usable model is a
 	// configuration error; a broken installed or embedded one is the tool's.
-	badModels := cli.ToolError
+	badModels := func(err error) error { return err }
 	if opts.ModelDir != "" {
 		badModels = cli.UsageError
 	}
@@ -341,17 +341,17 @@ func runStressChild(opts *StressOptions) error {
 	}
 	_, _, fsys, err := opts.models()
 	if err != nil {
-		return cli.ToolError(err)
+		return err
 	}
 	run, err := stressscen.RunHere(opts.Context, dev, stressscen.Options{
 		Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
 		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef,
 	})
 	if err != nil {
-		return cli.ToolError(err)
+		return err
 	}
 	if err := stressscen.WriteResult(opts.IO.Out, run); err != nil {
-		return cli.ToolError(err)
+		return err
 	}
 	if !run.OK() {
 		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("wrong sums"), Silent: true}
@@ -373,11 +373,11 @@ func runTargetStressChild(opts *StressOptions, dev hip.Device) error {
 	o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
 	res, err := stressscen.RunTarget(opts.Context, dev, o)
 	if err != nil {
-		return cli.ToolError(err)
+		return err
 	}
 	run := res.AsRunResult()
 	if err := stressscen.WriteResult(opts.IO.Out, run); err != nil {
-		return cli.ToolError(err)
+		return err
 	}
 	if !run.OK() {
 		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("wrong sums"), Silent: true}

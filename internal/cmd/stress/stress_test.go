@@ -50,10 +50,7 @@ func withRun(runF func(*StressOptions) error) func(*cli.Factory) *cobra.Command 
 // forReal runs stress-threads for forReal, its runs being helperMiotool.
 var forReal = withRun(func(o *StressOptions) error {
 	o.Executable = helperMiotool
-	if o.Child {
-		return runStressChild(o)
-	}
-	return cli.ToolError(runStress(o))
+	return o.Run()
 })
 
 func TestStressFlagsReachTheOptions(t *testing.T) {

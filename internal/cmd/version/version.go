@@ -31,11 +31,11 @@ func NewCmdVersion(f *cli.Factory, runF func(*VersionOptions) error) *cobra.Comm
   miotool version --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Format = f.Global.Format
+			opts.Complete(f)
 			if runF != nil {
 				return runF(opts)
 			}
-			return cli.ToolError(runVersion(opts))
+			return opts.Run()
 		},
 	}
 }
@@ -50,21 +50,25 @@ type versionJSON struct {
 	Platform string `json:"platform"`
 }
 
-func runVersion(opts *VersionOptions) error {
-	b := opts.Build
+// Complete reads the output format.
+func (o *VersionOptions) Complete(f *cli.Factory) { o.Format = f.Global.Format }
+
+// Run prints the version.
+func (o *VersionOptions) Run() error {
+	b := o.Build
 	commit := b.Commit
 	if b.Modified {
 		commit += " (modified)"
 	}
-	switch opts.Format {
+	switch o.Format {
 	case report.JSON:
-		enc := json.NewEncoder(opts.IO.Out)
+		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(versionJSON{Schema: "miotool/version/v1", Version: b.Version, Commit: b.Commit, Modified: b.Modified, Go: b.GoVersion, Platform: b.Platform})
 	case report.Markdown:
-		_, err := fmt.Fprintf(opts.IO.Out, "miotool `%s` (commit `%s`, %s, %s)\n", b.Version, commit, b.GoVersion, b.Platform)
+		_, err := fmt.Fprintf(o.IO.Out, "miotool `%s` (commit `%s`, %s, %s)\n", b.Version, commit, b.GoVersion, b.Platform)
 		return err
 	}
-	_, err := fmt.Fprintf(opts.IO.Out, "miotool %s\n  commit: %s\n  go:     %s %s\n", b.Version, commit, b.GoVersion, b.Platform)
+	_, err := fmt.Fprintf(o.IO.Out, "miotool %s\n  commit: %s\n  go:     %s %s\n", b.Version, commit, b.GoVersion, b.Platform)
 	return err
 }
