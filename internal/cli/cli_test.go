@@ -80,6 +80,14 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 	return root
 }
 
+// envOf is a LookupEnv that sees only env.
+func envOf(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
+}
+
 func (tc *testCLI) run(args ...string) int {
 	return Main(tc.f, args, tc.newRoot)
 }
@@ -120,8 +128,7 @@ func TestConfigPrecedence(t *testing.T) {
 				args = append(args, "--format", "text", "--level", "flag")
 			}
 			if c.src.env {
-				t.Setenv("MIOTOOL_FORMAT", "json")
-				t.Setenv("MIOTOOL_PROBE_LEVEL", "env")
+				tc.f.LookupEnv = envOf(map[string]string{"MIOTOOL_FORMAT": "json", "MIOTOOL_PROBE_LEVEL": "env"})
 			}
 			if c.src.file {
 				tc.writeFile(t, "work/miotool.yaml", "format: markdown\nprobe:\n  level: file\n")
@@ -221,7 +228,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 				tc.writeFile(t, "work/miotool.yaml", c.file)
 			}
 			if c.env[0] != "" {
-				t.Setenv(c.env[0], c.env[1])
+				tc.f.LookupEnv = envOf(map[string]string{c.env[0]: c.env[1]})
 			}
 			code := tc.run(append([]string{"probe"}, c.args...)...)
 			if code != ExitUsage {
@@ -266,7 +273,7 @@ func TestRefusedValueNamesItsOrigin(t *testing.T) {
 				c.writeFile(t, "work/miotool.yaml", tc.file)
 			}
 			if tc.env[0] != "" {
-				t.Setenv(tc.env[0], tc.env[1])
+				c.f.LookupEnv = envOf(map[string]string{tc.env[0]: tc.env[1]})
 			}
 			c.runE = func() error { return UsageErrorf("--level %s: want low or high", c.seen.level) }
 			code := Main(c.f, append([]string{"probe"}, tc.args...), func(f *Factory) *cobra.Command {
@@ -392,7 +399,7 @@ func TestHelpShowsExamples(t *testing.T) {
 	}
 }
 
-func TestWriteResultMapsVerdicts(t *testing.T) {
+func TestRenderResultMapsVerdicts(t *testing.T) {
 	cases := []struct {
 		v          report.Verdict
 		code       int
@@ -407,7 +414,7 @@ func TestWriteResultMapsVerdicts(t *testing.T) {
 		ios, _, out, _ := Test()
 		r := report.New("x", "miotool x", time.Time{})
 		r.Finish(c.v, "because", time.Time{})
-		err := WriteResult(ios, report.JSON, r)
+		err := RenderResult(ios, report.JSON, r)
 		if got := ExitCodeOf(err); got != c.code {
 			t.Errorf("%s: exit %d, want %d", c.v, got, c.code)
 		}

@@ -174,7 +174,7 @@ func (o *CaptureOptions) Run() error {
 	}
 	dev, r := o.Open("capture", start)
 	if dev == nil {
-		return cli.WriteResult(o.IO, o.Global.Format, r)
+		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
 	co, label, err := ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
@@ -194,7 +194,7 @@ func (o *CaptureOptions) Run() error {
 		return fmt.Errorf("capture: %w", err)
 	}
 	fillCases(r, cases, dev.Dialect(), o.Now())
-	return cli.WriteResult(o.IO, o.Global.Format, r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }
 
 // runTargetCapture is capture against a real library: its find on an empty
@@ -203,7 +203,7 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 	dev, r, cleanup := libtarget.Open(&opts.Scenario, "capture", opts.Target, start)
 	defer cleanup()
 	if dev == nil {
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		return cli.RenderResult(opts.IO, opts.Global.Format, r)
 	}
 	defer dev.Close()
 	p, name, err := opts.Problem.Resolve(dev.Props().Backend)
@@ -224,5 +224,5 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
 	fillTargetCases(r, cases, dev.Dialect(), opts.Now())
-	return cli.WriteResult(opts.IO, opts.Global.Format, r)
+	return cli.RenderResult(opts.IO, opts.Global.Format, r)
 }

@@ -96,10 +96,10 @@ func (o *DoctorOptions) Run() error {
 		for _, e := range strings.Split(err.Error(), "\n") {
 			r.Note("%s: find, capture, replay and stress-threads refuse to run with it", e)
 		}
-		if werr := cli.WriteResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
+		if werr := cli.RenderResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
 			return werr
 		}
 		return &cli.ExitError{Code: cli.ExitUsage, Err: err, Hint: "Unset it or give a value miotool can use (see Runtime variables above)."}
 	}
-	return cli.WriteResult(o.IO, o.Global.Format, r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }

@@ -147,7 +147,7 @@ func (o *FindOptions) Run() error {
 	start := o.Now()
 	dev, r := o.Open("find", start)
 	if dev == nil {
-		return cli.WriteResult(o.IO, o.Global.Format, r)
+		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
 	p, name, err := o.Problem.Resolve(dev.Props().Backend)
@@ -170,5 +170,5 @@ func (o *FindOptions) Run() error {
 		return err
 	}
 	fill(r, so, out, o.Now())
-	return cli.WriteResult(o.IO, o.Global.Format, r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }

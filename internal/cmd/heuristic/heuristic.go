@@ -184,7 +184,7 @@ func (o *HeuristicOptions) Run() error {
 	}
 	r := report.New(check, o.CommandLine, start)
 	fill(r, answer, o.Global.Verbose, o.Now())
-	return cli.WriteResult(o.IO, o.Global.Format, r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }
 
 // heuristicError is exit 2 for a question that cannot be answered as asked

@@ -109,7 +109,7 @@ func (o *ReplayOptions) Run() error {
 	start := o.Now()
 	dev, r := o.Open("replay", start)
 	if dev == nil {
-		return cli.WriteResult(o.IO, o.Global.Format, r)
+		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
 	co, label, err := capturecmd.ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
@@ -131,5 +131,5 @@ func (o *ReplayOptions) Run() error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	fillCases(r, cases, dev.Dialect(), o.Now())
-	return cli.WriteResult(o.IO, o.Global.Format, r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }

@@ -143,7 +143,7 @@ func (o *RulesOptions) Run() error {
 	dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
 	if err != nil {
 		r := cli.OpenFailedResult("rules", o.CommandLine, start, o.Now(), o.Global.Backend, sel, err)
-		return cli.WriteResult(o.IO, o.Global.Format, r)
+		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
 	defer dev.Close()
 
@@ -164,7 +164,7 @@ func (o *RulesOptions) Run() error {
 			r.Note("wrote %d measured cells to %s", n, o.WriteExpect)
 		}
 	}
-	return cli.WriteResult(o.IO, o.Global.Format, r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }
 
 // writeExpectation writes the valid measured cells and returns their count.

@@ -249,7 +249,7 @@ func runStress(opts *StressOptions) error {
 		dev, r = opts.Open("stress-threads", start)
 	}
 	if dev == nil {
-		return cli.WriteResult(opts.IO, opts.Global.Format, r)
+		return cli.RenderResult(opts.IO, opts.Global.Format, r)
 	}
 	props := dev.Props()
 	if opts.Target != target.Builtin {
@@ -317,7 +317,7 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, mode
 		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
 	}
 	Fill(r, setup, runs, opts.Now())
-	if err := cli.WriteResult(opts.IO, opts.Global.Format, r); err != nil {
+	if err := cli.RenderResult(opts.IO, opts.Global.Format, r); err != nil {
 		return err
 	}
 	return interrupted
@@ -345,12 +345,12 @@ func runStressChild(opts *StressOptions) error {
 	}
 	run, err := stressscen.RunHere(opts.Context, dev, stressscen.Options{
 		Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
-		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef,
+		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef, Lines: opts.IO.Out,
 	})
 	if err != nil {
 		return err
 	}
-	if err := stressscen.WriteResult(opts.IO.Out, run); err != nil {
+	if err := stressscen.WriteRunLine(opts.IO.Out, run); err != nil {
 		return err
 	}
 	if !run.OK() {
@@ -376,7 +376,7 @@ func runTargetStressChild(opts *StressOptions, dev hip.Device) error {
 		return err
 	}
 	run := res.AsRunResult()
-	if err := stressscen.WriteResult(opts.IO.Out, run); err != nil {
+	if err := stressscen.WriteRunLine(opts.IO.Out, run); err != nil {
 		return err
 	}
 	if !run.OK() {

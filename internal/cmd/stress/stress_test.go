@@ -147,7 +147,7 @@ func TestStressChildPrintsItsResultLine(t *testing.T) {
 	if code := h.Run(forReal, "--backend", "sim", "stress-threads", "--child", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
-	run, ok := stressscen.ParseResult(h.Out.Bytes())
+	run, ok := stressscen.ParseRunLine(h.Out.Bytes())
 	if !ok || !run.OK() || run.Threads != 3 || len(run.Sums) != 1 || run.Sums[0][2] != 2047*2047 {
 		t.Errorf("result line %q: %+v", h.Out, run)
 	}

@@ -34,11 +34,11 @@ func TestFakeStressChild(t *testing.T) {
 	run := &RunResult{Threads: 2, Iters: 10, Trials: 1, Size: 16, Expected: 36, Sums: [][]float64{{36, 36}}}
 	switch mode {
 	case "pass":
-		_ = WriteResult(os.Stdout, run)
+		_ = WriteRunLine(os.Stdout, run)
 		os.Exit(0)
 	case "wrong":
 		run.Sums[0][1], run.Wrong = 40, 1
-		_ = WriteResult(os.Stdout, run)
+		_ = WriteRunLine(os.Stdout, run)
 		os.Exit(1)
 	case "fault":
 		// A read of unmapped memory, as a released model's weights are.
@@ -74,13 +74,13 @@ func TestFakeStressChild(t *testing.T) {
 	case "detect-pass":
 		// Sums right, but the caches saw a destroyed model as it happened
 		// and report races in the result.
-		PrintDetection(*record(cache.KindDestroyed))
+		_ = WriteDetectionLine(os.Stdout, *record(cache.KindDestroyed))
 		run.Detections.Races = cache.Tally{Count: 12, First: record(cache.KindRace)}
-		_ = WriteResult(os.Stdout, run)
+		_ = WriteRunLine(os.Stdout, run)
 		os.Exit(0)
 	case "detect-crash":
 		// The record printed as it was made outlives the crash.
-		PrintDetection(*record(cache.KindUseAfterFree))
+		_ = WriteDetectionLine(os.Stdout, *record(cache.KindUseAfterFree))
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case "first-passes":
 		// The first run passes; the next says it started, then waits on the
@@ -88,7 +88,7 @@ func TestFakeStressChild(t *testing.T) {
 		dir := os.Getenv(fakeDirEnv)
 		if f, err := os.OpenFile(filepath.Join(dir, "first"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()
-			_ = WriteResult(os.Stdout, run)
+			_ = WriteRunLine(os.Stdout, run)
 			os.Exit(0)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "waiting"), []byte(fmt.Sprint(os.Getpid())), 0o600); err != nil {

@@ -10,7 +10,6 @@ package stress
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +65,10 @@ type Options struct {
 	Models fs.FS
 	Arch   string
 	Log    func(format string, args ...any)
+	// Lines gets a detection line (WriteDetectionLine) for the first cache
+	// record of each kind as it is made: the child's standard output, so
+	// that a run that crashes right after still leaves it. Nil: nowhere.
+	Lines io.Writer
 
 	// convSource and ownSource replace the kernel sources (nil: the
 	// scenario's own); tests substitute broken kernels through them.
@@ -102,7 +105,7 @@ func ExpectedSum(size, iters int) float64 {
 }
 
 // RunResult is what one process's run measured. A child process prints it
-// as one line (ResultPrefix + JSON) for the parent to read.
+// as one line (WriteRunLine) for the parent to read.
 type RunResult struct {
 	Threads  int     `json:"threads"`
 	Iters    int     `json:"iters"`
@@ -137,34 +140,6 @@ type RunResult struct {
 
 // OK reports whether every sum was right.
 func (r *RunResult) OK() bool { return r.Wrong == 0 }
-
-// ResultPrefix starts the line a child process prints its RunResult on.
-const ResultPrefix = "miotool-stress-run: "
-
-// WriteResult prints r as a child's result line.
-func WriteResult(w io.Writer, r *RunResult) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s%s\n", ResultPrefix, data)
-	return err
-}
-
-// ParseResult finds a child's result line in its standard output.
-func ParseResult(stdout []byte) (*RunResult, bool) {
-	for _, line := range strings.Split(string(stdout), "\n") {
-		body, ok := strings.CutPrefix(strings.TrimSpace(line), ResultPrefix)
-		if !ok {
-			continue
-		}
-		var r RunResult
-		if json.Unmarshal([]byte(body), &r) == nil {
-			return &r, true
-		}
-	}
-	return nil, false
-}
 
 // Arch picks the TunaNet model set in models: miotool's own when
 // present (it ranks miotool's solvers), else the set MIOpen would use for
@@ -330,7 +305,8 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 			return nil, err
 		}
 	}
-	recs := cache.NewRecords(PrintDetection)
+	lines := &lineWriter{w: o.Lines}
+	recs := cache.NewRecords(func(r cache.Record) { _ = WriteDetectionLine(lines, r) })
 	caches, err := aiheur.NewCaches(o.Policy, cache.Options{RaceWindow: o.RaceWindow, Records: recs})
 	if err != nil {
 		return nil, err

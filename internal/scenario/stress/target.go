@@ -384,7 +384,7 @@ func (sp *targetStressParty) teardown(dev hip.Device) error {
 }
 
 // AsRunResult is the run in the form a stress-threads child process
-// reports (WriteResult), so a library trial can run in a fresh process
+// reports (WriteRunLine), so a library trial can run in a fresh process
 // like the builtin ones. Arch names the library and Cache is "library".
 func (res *TargetResult) AsRunResult() *RunResult {
 	o := res.Options
