@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"miotool/internal/buildinfo"
 	"os"
 	"runtime"
 	"time"
+
+	"miotool/internal/buildinfo"
+	"miotool/internal/runenv"
 
 	"miotool/internal/hip"
 	"miotool/internal/report"
@@ -79,8 +81,8 @@ func (f *Factory) CommandLine() string {
 }
 
 // RuntimeEnv resolves the runtime variables through the factory.
-func (f *Factory) RuntimeEnv() RuntimeEnv {
-	return ReadRuntimeEnv(f.LookupEnv, f.UserConfigDir)
+func (f *Factory) RuntimeEnv() runenv.Env {
+	return runenv.Read(f.LookupEnv, f.UserConfigDir)
 }
 
 // Verbosef prints a line to stderr when --verbose is on.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"miotool/internal/buildinfo"
+	"miotool/internal/runenv"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +23,7 @@ type DoctorOptions struct {
 	CommandLine string
 	OpenDevice  cli.OpenFunc
 	Backends    func() []hip.Backend
-	Env         cli.RuntimeEnv
+	Env         runenv.Env
 	ConfigUsed  string
 	Build       buildinfo.Info
 	Now         func() time.Time

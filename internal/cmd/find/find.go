@@ -12,6 +12,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/finddb"
 	"miotool/internal/finder"
+	"miotool/internal/runenv"
 	findscen "miotool/internal/scenario/find"
 	"miotool/internal/streams"
 )
@@ -115,10 +116,10 @@ func (o *FindOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 // findModeSetInEnv reports whether MIOPEN_FIND_MODE was set (and usable).
 // Unset, find benchmarks: that is what the command is for, although
 // MIOpen's own default (dynamic hybrid) would take a find-db record.
-func findModeSetInEnv(env cli.RuntimeEnv) bool {
+func findModeSetInEnv(env runenv.Env) bool {
 	for _, s := range env.Settings {
-		if s.Name == cli.EnvFindMode {
-			return s.Source == cli.FromEnv
+		if s.Name == runenv.EnvFindMode {
+			return s.Source == runenv.FromEnv
 		}
 	}
 	return false
@@ -136,7 +137,7 @@ func (o *FindOptions) Validate() error {
 	}
 	if o.Env.UserDBPath != "" {
 		if err := finddb.CheckDir(o.Env.UserDBPath); errors.Is(err, finddb.ErrNotAFolder) {
-			return cli.UsageErrorf("%s=%v", cli.EnvUserDBPath, err)
+			return cli.UsageErrorf("%s=%v", runenv.EnvUserDBPath, err)
 		}
 	}
 	return nil

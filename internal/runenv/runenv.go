@@ -1,4 +1,8 @@
-package cli
+// Package runenv reads the variables that MIOpen and the GPU runtimes
+// read (GPU_MAX_HW_QUEUES, MIOPEN_NAIVE_TIMEOUT, MIOPEN_USER_DB_PATH,
+// MIOPEN_FIND_MODE), where miotool implements the same mechanism: their
+// effective values, and where each came from.
+package runenv
 
 import (
 	"errors"
@@ -91,8 +95,8 @@ type Setting struct {
 	Err error
 }
 
-// RuntimeEnv holds the effective runtime variables.
-type RuntimeEnv struct {
+// Env holds the effective runtime variables.
+type Env struct {
 	HWQueues            int // GPU_MAX_HW_QUEUES, the per-device hardware-queue cap
 	NaiveTimeoutPercent int // MIOPEN_NAIVE_TIMEOUT; 0 switches the time bound off
 	UserDBPath          string
@@ -101,12 +105,12 @@ type RuntimeEnv struct {
 	Settings []Setting
 }
 
-// ReadRuntimeEnv resolves the runtime variables from lookup (normally
+// Read resolves the runtime variables from lookup (normally
 // os.LookupEnv). The user find-db defaults to <user config dir>/miotool/db
 // rather than MIOpen's own directory, so that miotool never writes into a
 // real MIOpen installation's database unless asked to.
-func ReadRuntimeEnv(lookup func(string) (string, bool), userConfigDir func() (string, error)) RuntimeEnv {
-	var env RuntimeEnv
+func Read(lookup func(string) (string, bool), userConfigDir func() (string, error)) Env {
+	var env Env
 
 	raw, set := lookup(hip.EnvHWQueues)
 	q, warn := hip.ParseHWQueues(raw, set)
@@ -181,7 +185,7 @@ func parseNaiveTimeout(raw string) (int, error) {
 // Err is the error of every variable whose value cannot be used, nil when
 // there is none. The commands that read these variables refuse to run
 // rather than run with a value the user did not ask for.
-func (e RuntimeEnv) Err() error {
+func (e Env) Err() error {
 	var errs []error
 	for _, s := range e.Settings {
 		if s.Err != nil {
