@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -514,5 +515,25 @@ func TestAtLeastOneNamesTheFirstCountBelowOne(t *testing.T) {
 	err := AtLeastOne(Count{"--a", 2}, Count{"--b", 0}, Count{"--c", -1})
 	if ExitCodeOf(err) != ExitUsage || err.Error() != "--b 0: want 1 or more" {
 		t.Fatalf("%v (exit %d)", err, ExitCodeOf(err))
+	}
+}
+
+// The output flags are the ones a checklist's Command column leaves out,
+// the root defines those that are global, and a child's result arguments
+// are output flags only.
+func TestOutputFlagsAgreeWithTheChecklist(t *testing.T) {
+	for _, fl := range OutputFlags {
+		if got := report.ChecklistCommand("miotool rules " + fl + "=x --action malloc"); got != "miotool rules --action malloc" {
+			t.Errorf("%s: the checklist keeps it: %q", fl, got)
+		}
+	}
+	if got := report.ChecklistCommand("miotool find " + strings.Join(ResultArgs(), " ")); got != "miotool find" {
+		t.Errorf("the result arguments are not all output flags: %q", got)
+	}
+	root := NewRootCmd(newTestCLI(t).f)
+	for _, name := range []string{"format", "no-progress"} {
+		if root.PersistentFlags().Lookup(name) == nil || !slices.Contains(OutputFlags, "--"+name) {
+			t.Errorf("--%s: a global output flag the root does not define, or one OutputFlags lacks", name)
+		}
 	}
 }

@@ -2,13 +2,14 @@ package suite
 
 import (
 	"errors"
-	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"miotool/internal/testutil"
 
 	"miotool/internal/report"
 )
@@ -102,7 +103,7 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(path, []byte(tc.data))
+			_, err := Parse(path, []byte(tc.data), "--format", "--junit", "--no-progress")
 			var se *Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want an *Error", err)

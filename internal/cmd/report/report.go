@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"miotool/internal/buildinfo"
@@ -16,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
-	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/suite"
 )
@@ -194,7 +191,7 @@ const maxCPULoadPerCore = 4
 
 // Run runs the suite and writes its result.
 func (o *ReportOptions) Run() error {
-	file, err := suite.Load(o.SuiteFile)
+	file, err := suite.Load(o.SuiteFile, cli.OutputFlags...)
 	if err != nil {
 		return cli.UsageError(err)
 	}
@@ -212,27 +209,16 @@ func (o *ReportOptions) Run() error {
 	if o.Shuffle && seed == 0 {
 		seed = uint64(o.Now().UnixNano())
 	}
-	var forward []suite.Flag
-	if g := o.Global; g.Backend != "" && g.Backend != hip.BackendAuto {
-		forward = append(forward, suite.Flag{Name: "backend", Value: string(g.Backend)})
-	}
-	if o.Global.Device != 0 {
-		forward = append(forward, suite.Flag{Name: "device", Value: strconv.Itoa(o.Global.Device)})
-	}
-	if o.ConfigUsed != "" {
-		// Checks may run in another directory (the suite's workdir).
-		if abs, err := filepath.Abs(o.ConfigUsed); err == nil {
-			forward = append(forward, suite.Flag{Name: "config", Value: abs})
-		}
-	}
+	passOn := o.passedOn()
 	bar := o.ProgressBar("suite " + file.Name)
 	runner := &suite.Runner{
-		Command: []string{exe},
-		Environ: o.Environ(),
-		Forward: forward,
-		Host:    host,
-		Tool:    report.Tool{Version: o.Build.Version, Commit: o.Build.Commit, GoVersion: o.Build.GoVersion},
-		Now:     o.Now,
+		Command:    []string{exe},
+		Args:       func(c suite.Check) []string { return checkArgs(c.Args, passOn) },
+		ResultArgs: cli.ResultArgs(),
+		Environ:    o.Environ(),
+		Host:       host,
+		Tool:       report.Tool{Version: o.Build.Version, Commit: o.Build.Commit, GoVersion: o.Build.GoVersion},
+		Now:        o.Now,
 		Progress: func(done, total int, current string) {
 			// The check's name is what a narrow terminal must keep.
 			if current != "" {
