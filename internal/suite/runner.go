@@ -190,7 +190,7 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 	failed := func(format string, args ...any) report.SuiteRun {
 		run.Verdict = report.Error
 		run.Summary = fmt.Sprintf(format, args...)
-		if last := lastLine(run.StderrTail); last != "" {
+		if last := childproc.LastLines(run.StderrTail, 1); last != "" {
 			run.Summary += ": " + last
 		}
 		return run
@@ -247,10 +247,4 @@ func mergeEnv(base, extra []string) []string {
 		}
 	}
 	return out
-}
-
-// lastLine is the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\r\n\t "), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -209,7 +209,7 @@ func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 }
 
 func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
-	out := RunOutcome{Exit: -1, StderrTail: lastLines(string(stderr), 12)}
+	out := RunOutcome{Exit: -1, StderrTail: childproc.LastLines(string(stderr), 12)}
 	if state != nil {
 		out.Exit = state.ExitCode()
 	}
@@ -262,7 +262,7 @@ func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 	}
 	out.Kind = RunError
 	out.Detail = fmt.Sprintf("exited with status %d without a result", out.Exit)
-	if last := lastLines(text, 1); last != "" {
+	if last := childproc.LastLines(text, 1); last != "" {
 		out.Detail += ": " + last
 	}
 	return out
@@ -315,16 +315,4 @@ func crashExcerpt(stderr string) string {
 // every crash shares (throw, sigpanic, the map's fatal).
 func isRuntimeFrame(l string) bool {
 	return strings.HasPrefix(l, "runtime.") || strings.HasPrefix(l, "internal/runtime/")
-}
-
-// lastLines is the last n non-empty lines of s, joined by newlines.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	var keep []string
-	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			keep = append([]string{l}, keep...)
-		}
-	}
-	return strings.Join(keep, "\n")
 }
