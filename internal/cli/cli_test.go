@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"miotool/internal/buildinfo"
-
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 )

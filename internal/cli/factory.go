@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"miotool/internal/buildinfo"
-	"miotool/internal/runenv"
-
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // GlobalOptions are the root command's flags, after configuration.

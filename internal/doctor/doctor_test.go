@@ -9,10 +9,9 @@ import (
 
 	"miotool/internal/buildinfo"
 	"miotool/internal/dnn/target"
-	"miotool/internal/runenv"
-
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // stubDevice answers the calls doctor makes; the embedded nil interface

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"miotool/internal/testutil"
-
 	"miotool/internal/report"
+	"miotool/internal/testutil"
 )
 
 func TestParseGoodFile(t *testing.T) {

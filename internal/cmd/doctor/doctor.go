@@ -5,15 +5,14 @@ import (
 	"strings"
 	"time"
 
-	"miotool/internal/buildinfo"
-	"miotool/internal/runenv"
-
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/libtarget"
 	"miotool/internal/doctor"
 	"miotool/internal/hip"
+	"miotool/internal/runenv"
 )
 
 // DoctorOptions are the inputs of `miotool doctor`.

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"miotool/internal/testutil"
-
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
@@ -18,6 +16,7 @@ import (
 	rulescmd "miotool/internal/cmd/rules"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/testutil"
 )
 
 // withRules is the command tree with a rules command that hands its

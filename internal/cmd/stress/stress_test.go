@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"miotool/internal/buildinfo"
-	"miotool/internal/cmd/cmdtest"
-
 	"github.com/spf13/cobra"
 
 	"miotool/internal/aiheur/cache"
+	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
+	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	stressscen "miotool/internal/scenario/stress"

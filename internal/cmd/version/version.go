@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"miotool/internal/buildinfo"
-
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
 	"miotool/internal/report"
 )

@@ -151,10 +151,7 @@ func Arch(models fs.FS, deviceArch string) (string, error) {
 		_, e2 := fs.Stat(models, meta)
 		return e1 == nil && e2 == nil
 	}
-	candidates := []string{aiheur.BuiltinArch, aiheur.TunaNetArch(deviceArch)}
-	for _, a := range []string{"gfx942", "gfx90a", "gfx908"} {
-		candidates = append(candidates, a)
-	}
+	candidates := []string{aiheur.BuiltinArch, aiheur.TunaNetArch(deviceArch), "gfx942", "gfx90a", "gfx908"}
 	for _, a := range candidates {
 		if has(a) {
 			return a, nil
