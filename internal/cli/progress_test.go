@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"miotool/internal/buildinfo"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"miotool/internal/buildinfo"
 )
 
 // fakeClock is a clock tests move by hand.

@@ -51,7 +51,7 @@ func TestCrashingStressChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = WriteResult(os.Stdout, run)
+	_ = WriteRunLine(os.Stdout, run)
 	t.Fatal("the run was not killed in its second trial")
 }
 
