@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/testutil"
 )
 
@@ -114,7 +115,7 @@ func startMiotool(t *testing.T, bin string, args ...string) (*miotoolRun, *bytes
 	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = moduleRoot(t)
+	cmd.Dir = testutil.ModuleRoot(t)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -154,7 +155,7 @@ func TestSIGINTDuringTheSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs miotool")
 	}
-	bin := buildMiotool(t)
+	bin := cmdtest.BuildMiotool(t)
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	for _, format := range []string{"markdown", "json"} {
 		t.Run(format, func(t *testing.T) {
@@ -226,7 +227,7 @@ func TestSIGINTDuringStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs miotool")
 	}
-	bin := buildMiotool(t)
+	bin := cmdtest.BuildMiotool(t)
 	cmd, out, errOut := startMiotool(t, bin, "stress-threads", "--backend", "sim", "--cache=locked", "--runs", "3", "--iters", "100",
 		"--format", "json", "--no-progress")
 	child := waitForChild(t, cmd.Process.Pid)
@@ -255,7 +256,7 @@ func TestSIGKILLLeavesNoChild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs miotool")
 	}
-	bin := buildMiotool(t)
+	bin := cmdtest.BuildMiotool(t)
 	for _, tt := range []struct {
 		name string
 		args []string

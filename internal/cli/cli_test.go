@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"miotool/internal/buildinfo"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 )
@@ -69,8 +70,23 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 		},
 	}
 	probe.Flags().StringVar(&level, "level", "low", "a local flag")
-	root.AddCommand(probe)
+	pair := &cobra.Command{
+		Use:       "pair a|b",
+		Example:   "  miotool pair a",
+		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		ValidArgs: []string{"a", "b"},
+		RunE:      func(*cobra.Command, []string) error { return nil },
+	}
+	root.AddCommand(probe, pair)
 	return root
+}
+
+// envOf is a LookupEnv that sees only env.
+func envOf(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
 }
 
 func (tc *testCLI) run(args ...string) int {
@@ -113,8 +129,7 @@ func TestConfigPrecedence(t *testing.T) {
 				args = append(args, "--format", "text", "--level", "flag")
 			}
 			if c.src.env {
-				t.Setenv("MIOTOOL_FORMAT", "json")
-				t.Setenv("MIOTOOL_PROBE_LEVEL", "env")
+				tc.f.LookupEnv = envOf(map[string]string{"MIOTOOL_FORMAT": "json", "MIOTOOL_PROBE_LEVEL": "env"})
 			}
 			if c.src.file {
 				tc.writeFile(t, "work/miotool.yaml", "format: markdown\nprobe:\n  level: file\n")
@@ -214,7 +229,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 				tc.writeFile(t, "work/miotool.yaml", c.file)
 			}
 			if c.env[0] != "" {
-				t.Setenv(c.env[0], c.env[1])
+				tc.f.LookupEnv = envOf(map[string]string{c.env[0]: c.env[1]})
 			}
 			code := tc.run(append([]string{"probe"}, c.args...)...)
 			if code != ExitUsage {
@@ -259,7 +274,7 @@ func TestRefusedValueNamesItsOrigin(t *testing.T) {
 				c.writeFile(t, "work/miotool.yaml", tc.file)
 			}
 			if tc.env[0] != "" {
-				t.Setenv(tc.env[0], tc.env[1])
+				c.f.LookupEnv = envOf(map[string]string{tc.env[0]: tc.env[1]})
 			}
 			c.runE = func() error { return UsageErrorf("--level %s: want low or high", c.seen.level) }
 			code := Main(c.f, append([]string{"probe"}, tc.args...), func(f *Factory) *cobra.Command {
@@ -308,10 +323,16 @@ func TestExitCodesAndMessages(t *testing.T) {
 		{name: "check failed", args: []string{"probe"}, runE: func() error {
 			return &ExitError{Code: ExitCheckFailed, Err: errors.New("shown in the result"), Silent: true}
 		}, code: 1},
-		{name: "tool failure", args: []string{"probe"}, runE: func() error { return ToolError(errors.New("the disk is full")) }, code: 3,
+		{name: "tool failure", args: []string{"probe"}, runE: func() error { return errors.New("the disk is full") }, code: 3,
 			stderr: []string{"miotool: the disk is full"}},
-		{name: "plain error from a run func", args: []string{"probe"}, runE: func() error { return ToolError(fmt.Errorf("wrapped: %w", errors.New("x"))) }, code: 3,
+		{name: "plain error from a run func", args: []string{"probe"}, runE: func() error { return fmt.Errorf("wrapped: %w", errors.New("x")) }, code: 3,
 			stderr: []string{"miotool: wrapped: x"}},
+		{name: "missing argument", args: []string{"pair"}, code: 2,
+			stderr: []string{"miotool: accepts 1 arg(s), received 0", "Run 'miotool pair --help' for usage."}},
+		{name: "argument not accepted", args: []string{"pair", "c"}, code: 2,
+			stderr: []string{`miotool: invalid argument "c" for "miotool pair"`, "Run 'miotool pair --help' for usage."}},
+		{name: "too many arguments", args: []string{"pair", "a", "b"}, code: 2,
+			stderr: []string{"miotool: accepts 1 arg(s), received 2", "Run 'miotool pair --help' for usage."}},
 		{name: "skipped", args: []string{"probe"}, runE: func() error {
 			return &ExitError{Code: ExitSkipped, Err: &hip.UnavailableError{Backend: "cuda", Reason: "libcuda.so.1 not found"}}
 		}, code: 4, stderr: []string{"miotool: backend cuda unavailable: libcuda.so.1 not found"}},
@@ -345,6 +366,28 @@ func TestExitCodesAndMessages(t *testing.T) {
 	}
 }
 
+// Main exits with the code ExitCodeOf gives for the error a command
+// returned, whatever its kind.
+func TestMainExitsWithExitCodeOf(t *testing.T) {
+	for _, err := range []error{
+		errors.New("plain"),
+		fmt.Errorf("wrapped usage: %w", UsageErrorf("--level: no")),
+		UsageError(errors.New("bad input")),
+		&ExitError{Code: ExitSkipped, Err: errors.New("no device")},
+		&ExitError{Code: ExitCheckFailed, Err: errors.New("shown"), Silent: true},
+		errors.New(`unknown command "x" for "miotool"`),
+	} {
+		tc := newTestCLI(t)
+		tc.runE = func() error { return err }
+		if code, want := tc.run("probe"), ExitCodeOf(err); code != want {
+			t.Errorf("%v: Main exited %d, ExitCodeOf says %d", err, code, want)
+		}
+	}
+	if ExitCodeOf(nil) != ExitOK || ExitCodeOf(errors.New("x")) != ExitToolFailure {
+		t.Errorf("ExitCodeOf(nil) %d, of a plain error %d", ExitCodeOf(nil), ExitCodeOf(errors.New("x")))
+	}
+}
+
 func TestHelpShowsExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"probe", "--help"}, {"help", "--help"}} {
 		tc := newTestCLI(t)
@@ -357,7 +400,7 @@ func TestHelpShowsExamples(t *testing.T) {
 	}
 }
 
-func TestWriteResultMapsVerdicts(t *testing.T) {
+func TestRenderResultMapsVerdicts(t *testing.T) {
 	cases := []struct {
 		v          report.Verdict
 		code       int
@@ -372,7 +415,7 @@ func TestWriteResultMapsVerdicts(t *testing.T) {
 		ios, _, out, _ := Test()
 		r := report.New("x", "miotool x", time.Time{})
 		r.Finish(c.v, "because", time.Time{})
-		err := WriteResult(ios, report.JSON, r)
+		err := RenderResult(ios, report.JSON, r)
 		if got := ExitCodeOf(err); got != c.code {
 			t.Errorf("%s: exit %d, want %d", c.v, got, c.code)
 		}
@@ -403,88 +446,6 @@ func TestOpenVerdict(t *testing.T) {
 		if got := OpenVerdict(c.err); got != c.want {
 			t.Errorf("OpenVerdict(%v) = %s, want %s", c.err, got, c.want)
 		}
-	}
-}
-
-func TestReadRuntimeEnv(t *testing.T) {
-	cfgDir := func() (string, error) { return "/home/u/.config", nil }
-	noDir := func() (string, error) { return "", errors.New("$HOME is not defined") }
-	cases := []struct {
-		name string
-		env  map[string]string
-		dir  func() (string, error)
-		want RuntimeEnv
-		// per variable: source and a fragment of the note
-		sources map[string]Source
-		notes   map[string]string
-		values  map[string]string // the value shown, where it matters
-		invalid []string          // the variables Err names
-	}{
-		{name: "defaults", dir: cfgDir,
-			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
-			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromDefault, EnvUserDBPath: FromDefault, EnvFindMode: FromDefault}},
-		{name: "all set", dir: cfgDir,
-			env:     map[string]string{"GPU_MAX_HW_QUEUES": "8", EnvNaiveTimeout: "0", EnvUserDBPath: "~/db", EnvFindMode: "normal", "HOME": "/home/u"},
-			want:    RuntimeEnv{HWQueues: 8, NaiveTimeoutPercent: 0, UserDBPath: "/home/u/db", FindMode: FindModeNormal},
-			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromEnv, EnvNaiveTimeout: FromEnv, EnvUserDBPath: FromEnv, EnvFindMode: FromEnv},
-			notes:   map[string]string{EnvNaiveTimeout: "is off"}},
-		{name: "ignored values", dir: cfgDir,
-			env:     map[string]string{"GPU_MAX_HW_QUEUES": "-1", EnvNaiveTimeout: "fast", EnvUserDBPath: "", EnvFindMode: "4"},
-			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
-			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromEnvInvalid, EnvUserDBPath: FromDefault, EnvFindMode: FromEnvInvalid},
-			notes:   map[string]string{"GPU_MAX_HW_QUEUES": "warning: GPU_MAX_HW_QUEUES=-1 is not positive", EnvNaiveTimeout: "error: MIOPEN_NAIVE_TIMEOUT=\"fast\" is not a whole number", EnvUserDBPath: "warning", EnvFindMode: "error: MIOPEN_FIND_MODE=\"4\" is not a find mode"},
-			values:  map[string]string{EnvNaiveTimeout: "fast", EnvFindMode: "4"},
-			invalid: []string{EnvNaiveTimeout, EnvFindMode}},
-		{name: "huge and negative naive timeouts", dir: cfgDir, env: map[string]string{EnvNaiveTimeout: "1e99"},
-			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
-			sources: map[string]Source{EnvNaiveTimeout: FromEnvInvalid}, values: map[string]string{EnvNaiveTimeout: "1e99"},
-			invalid: []string{EnvNaiveTimeout}},
-		{name: "negative naive timeout", dir: cfgDir, env: map[string]string{EnvNaiveTimeout: "-5"},
-			want:    RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
-			sources: map[string]Source{EnvNaiveTimeout: FromEnvInvalid}, notes: map[string]string{EnvNaiveTimeout: "is negative"},
-			invalid: []string{EnvNaiveTimeout}},
-		{name: "find mode by number", dir: cfgDir, env: map[string]string{EnvFindMode: "3"},
-			want: RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeHybrid}},
-		{name: "no config dir", dir: noDir,
-			want:  RuntimeEnv{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "", FindMode: FindModeDynamicHybrid},
-			notes: map[string]string{EnvUserDBPath: "no user config directory"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
-			got := ReadRuntimeEnv(lookup, c.dir)
-			if got.HWQueues != c.want.HWQueues || got.NaiveTimeoutPercent != c.want.NaiveTimeoutPercent ||
-				got.UserDBPath != c.want.UserDBPath || got.FindMode != c.want.FindMode {
-				t.Errorf("got %+v", got)
-			}
-			if len(got.Settings) != 4 {
-				t.Fatalf("%d settings, want 4", len(got.Settings))
-			}
-			for _, s := range got.Settings {
-				if want, ok := c.sources[s.Name]; ok && s.Source != want {
-					t.Errorf("%s source %s, want %s", s.Name, s.Source, want)
-				}
-				if want, ok := c.notes[s.Name]; ok && !strings.Contains(s.Note, want) {
-					t.Errorf("%s note %q lacks %q", s.Name, s.Note, want)
-				}
-				if want, ok := c.values[s.Name]; ok && s.Value != want {
-					t.Errorf("%s shown as %q, want %q", s.Name, s.Value, want)
-				}
-				// A refused value claims no fallback.
-				if s.Err != nil && strings.Contains(s.Note, "using") {
-					t.Errorf("%s note %q claims a fallback", s.Name, s.Note)
-				}
-			}
-			err := got.Err()
-			if (err != nil) != (len(c.invalid) > 0) {
-				t.Fatalf("Err() = %v, want errors naming %v", err, c.invalid)
-			}
-			for _, name := range c.invalid {
-				if !strings.Contains(err.Error(), name) {
-					t.Errorf("Err() = %v, lacks %s", err, name)
-				}
-			}
-		})
 	}
 }
 
@@ -553,5 +514,25 @@ func TestAtLeastOneNamesTheFirstCountBelowOne(t *testing.T) {
 	err := AtLeastOne(Count{"--a", 2}, Count{"--b", 0}, Count{"--c", -1})
 	if ExitCodeOf(err) != ExitUsage || err.Error() != "--b 0: want 1 or more" {
 		t.Fatalf("%v (exit %d)", err, ExitCodeOf(err))
+	}
+}
+
+// The output flags are the ones a checklist's Command column leaves out,
+// the root defines those that are global, and a child's result arguments
+// are output flags only.
+func TestOutputFlagsAgreeWithTheChecklist(t *testing.T) {
+	for _, fl := range OutputFlags {
+		if got := report.ChecklistCommand("miotool rules " + fl + "=x --action malloc"); got != "miotool rules --action malloc" {
+			t.Errorf("%s: the checklist keeps it: %q", fl, got)
+		}
+	}
+	if got := report.ChecklistCommand("miotool find " + strings.Join(ResultArgs(), " ")); got != "miotool find" {
+		t.Errorf("the result arguments are not all output flags: %q", got)
+	}
+	root := NewRootCmd(newTestCLI(t).f)
+	for _, name := range []string{"format", "no-progress"} {
+		if root.PersistentFlags().Lookup(name) == nil || !slices.Contains(OutputFlags, "--"+name) {
+			t.Errorf("--%s: a global output flag the root does not define, or one OutputFlags lacks", name)
+		}
 	}
 }

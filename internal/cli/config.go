@@ -101,10 +101,9 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 	if err != nil {
 		return UsageError(err)
 	}
+	// The file through viper; MIOTOOL_* variables through the Factory's
+	// LookupEnv, so that what a command sees is what the Factory was given.
 	v := viper.New()
-	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(envKeyReplacer)
-	v.AutomaticEnv()
 
 	lines := map[string]int{}
 	if path != "" {
@@ -132,18 +131,20 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 			return
 		}
 		key := ConfigKey(cmd, fl)
-		if !v.IsSet(key) {
-			return
-		}
-		value := configValueString(v.Get(key))
-		source := fmt.Sprintf("config file %s", path)
-		if l, ok := lines[key]; ok {
-			source += fmt.Sprintf(" line %d", l)
-		}
-		origin := fmt.Sprintf("%s: %s in %s", key[strings.LastIndexByte(key, '.')+1:], value, strings.TrimPrefix(source, "config file "))
-		if env := EnvName(key); os.Getenv(env) != "" {
+		var value, source, origin string
+		if env := EnvName(key); f.lookupSet(env) {
+			value, _ = f.LookupEnv(env)
 			source = "environment " + env
 			origin = fmt.Sprintf("%s=%s in the environment", env, value)
+		} else if v.IsSet(key) {
+			value = configValueString(v.Get(key))
+			source = fmt.Sprintf("config file %s", path)
+			if l, ok := lines[key]; ok {
+				source += fmt.Sprintf(" line %d", l)
+			}
+			origin = fmt.Sprintf("%s: %s in %s", key[strings.LastIndexByte(key, '.')+1:], value, strings.TrimPrefix(source, "config file "))
+		} else {
+			return
 		}
 		if err := cmd.Flags().Set(fl.Name, value); err != nil {
 			fillErr = UsageErrorf("%s: %s: invalid value %q: %v", source, key, value, err)
@@ -163,6 +164,13 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 		f.Verbosef("config file: none")
 	}
 	return nil
+}
+
+// lookupSet reports whether the environment sets name to a value; an
+// empty value counts as unset, as it would for viper.
+func (f *Factory) lookupSet(name string) bool {
+	v, ok := f.LookupEnv(name)
+	return ok && v != ""
 }
 
 // ConfigKeys lists every configuration key of the command tree under

@@ -55,3 +55,30 @@ func OrList[T ~string](items []T) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
+
+// WithAll is a list flag's values and "all", which stands for every one.
+func WithAll(values []string) []string { return append(values, "all") }
+
+// ParseList reads a list flag's values, where "all" means every value:
+// each value once, in the order given; none is a usage error.
+func ParseList[T comparable](vals []string, flag string, all []T, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	seen := map[T]bool{}
+	for _, v := range vals {
+		if v == "all" {
+			return all, nil
+		}
+		x, err := parse(v)
+		if err != nil {
+			return nil, UsageErrorf("%s: %v", flag, err)
+		}
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return nil, UsageErrorf("%s: give at least one value", flag)
+	}
+	return out, nil
+}

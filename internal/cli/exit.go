@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"miotool/internal/report"
@@ -111,31 +112,30 @@ func UsageError(err error) error {
 	return &ExitError{Code: ExitUsage, Err: err}
 }
 
-// ToolError marks err as a failure of the tool itself (exit 3) unless it
-// already carries an exit code; nil stays nil. Run functions' errors pass
-// through it, so that a plain error is never mistaken for a usage error.
-func ToolError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return &ExitError{Code: ExitToolFailure, Err: err}
-}
-
 // ExitCodeOf is the exit code err stands for: 0 for nil, its own code for an
-// *ExitError, and 3 (tool failure) otherwise.
+// *ExitError, 2 for cobra's "unknown command" (a usage error made before
+// any of miotool's hooks run), and 3 (tool failure) for every other error.
+// Main exits with it.
 func ExitCodeOf(err error) int {
 	if err == nil {
 		return ExitOK
 	}
+	return exitErrorOf(err).Code
+}
+
+// exitErrorOf is the *ExitError that err stands for (see ExitCodeOf).
+// Flag and argument errors are usage errors where they are made (the flag
+// error hook, the commands' argument checks); an error that says nothing
+// of its kind is the tool's own failure, never mistaken for bad input.
+func exitErrorOf(err error) *ExitError {
 	var ee *ExitError
 	if errors.As(err, &ee) {
-		return ee.Code
+		return ee
 	}
-	return ExitToolFailure
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	return &ExitError{Code: ExitToolFailure, Err: err}
 }
 
 // Count is a count flag's name and value, for AtLeastOne.

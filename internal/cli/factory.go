@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"miotool/internal/buildinfo"
 	"os"
 	"runtime"
 	"time"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // GlobalOptions are the root command's flags, after configuration.
@@ -45,9 +46,9 @@ type Factory struct {
 	OpenDevice func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)
 	// Backends lists the linked-in backends (hip.Backends).
 	Backends func() []hip.Backend
-	// LookupEnv reads the runtime variables (GPU_MAX_HW_QUEUES, MIOPEN_*)
-	// and MIOTOOL_CONFIG. MIOTOOL_* flag values are read by viper from the
-	// process environment.
+	// LookupEnv reads the environment: the runtime variables
+	// (GPU_MAX_HW_QUEUES, MIOPEN_*), MIOTOOL_CONFIG and the MIOTOOL_* flag
+	// values.
 	LookupEnv     func(string) (string, bool)
 	Getwd         func() (string, error)
 	UserConfigDir func() (string, error)
@@ -79,8 +80,8 @@ func (f *Factory) CommandLine() string {
 }
 
 // RuntimeEnv resolves the runtime variables through the factory.
-func (f *Factory) RuntimeEnv() RuntimeEnv {
-	return ReadRuntimeEnv(f.LookupEnv, f.UserConfigDir)
+func (f *Factory) RuntimeEnv() runenv.Env {
+	return runenv.Read(f.LookupEnv, f.UserConfigDir)
 }
 
 // Verbosef prints a line to stderr when --verbose is on.
@@ -101,11 +102,11 @@ func (f *Factory) Progress(label string) (update func(done, total int), done fun
 	return b.Update, b.Done
 }
 
-// WriteResult renders r in format to the factory's stdout and turns its
+// RenderResult renders r in format to the factory's stdout and turns its
 // verdict into the command's exit: nil for PASS, otherwise an *ExitError
 // with the verdict's code. For SKIP and ERROR the summary also goes to
 // stderr, so it is not lost when stdout is a file.
-func WriteResult(ios *IOStreams, format report.Format, r *report.Result) error {
+func RenderResult(ios *IOStreams, format report.Format, r *report.Result) error {
 	if err := report.Render(ios.Out, format, r, report.Options{TTY: ios.IsStdoutTTY(), Color: ios.ColorEnabled()}); err != nil {
 		return &ExitError{Code: ExitToolFailure, Err: fmt.Errorf("writing the result: %w", err)}
 	}

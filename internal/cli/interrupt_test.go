@@ -23,7 +23,7 @@ func TestASignalEndsTheCommandWithItsStatus(t *testing.T) {
 		{syscall.SIGTERM, ExitTerminated, "interrupted by SIGTERM", func(err error) error { return err }},
 		// A command that knows nothing of interruptions and fails with
 		// the context's error still exits with the signal's status.
-		{syscall.SIGINT, ExitInterrupted, "interrupted by SIGINT", func(error) error { return ToolError(errors.New("context canceled")) }},
+		{syscall.SIGINT, ExitInterrupted, "interrupted by SIGINT", func(error) error { return errors.New("context canceled") }},
 	} {
 		t.Run(tt.sig.String(), func(t *testing.T) {
 			tc := newTestCLI(t)

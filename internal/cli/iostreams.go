@@ -1,8 +1,10 @@
-// Package cli is the plumbing every miotool command shares, and the one
-// place below cmd/miotool where flags are spelled: IO streams with terminal
+// Package cli is the plumbing every miotool command shares, and where the
+// flags that several commands print are spelled: IO streams with terminal
 // detection, exit codes and the typed exit error, the global options,
-// configuration loading (flags, MIOTOOL_* environment, config file), the
-// runtime variables the tool honours, and the flag spellings results print.
+// configuration loading (flags, MIOTOOL_* environment, config file), flag
+// types and list parsing, the output flags and the child command lines
+// built from them, and the flag spellings results print. The commands
+// themselves are in internal/cmd.
 package cli
 
 import (

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -76,7 +75,8 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	return printError(f, cmd, err)
 }
 
-// prepareRoot gives the help command an example like every other command.
+// prepareRoot gives the help command an example like every other command,
+// and marks the errors of every command's argument check as usage errors.
 func prepareRoot(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
@@ -84,18 +84,27 @@ func prepareRoot(root *cobra.Command) {
 			c.Example = "  miotool help rules"
 		}
 	}
+	markArgErrors(root)
+}
+
+// markArgErrors makes the argument check of every command under c (cobra's
+// NoArgs, ExactArgs, OnlyValidArgs and the like) return usage errors, as
+// its flag error hook does for flags: wrong arguments are bad input.
+func markArgErrors(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error { return UsageError(check(cmd, args)) }
+	}
+	for _, sub := range c.Commands() {
+		markArgErrors(sub)
+	}
 }
 
 var unknownCommand = regexp.MustCompile(`^unknown command "([^"]*)" for "([^"]*)"`)
 
 // printError writes err as one line (plus a hint for usage errors) and
-// returns its exit code. Errors without an exit code come from cobra's own
-// parsing (unknown command, wrong arguments), so they are usage errors.
+// returns its exit code, the one ExitCodeOf gives.
 func printError(f *Factory, cmd *cobra.Command, err error) int {
-	var ee *ExitError
-	if !errors.As(err, &ee) {
-		ee = &ExitError{Code: ExitUsage, Err: err}
-	}
+	ee := exitErrorOf(err)
 	if ee.Silent {
 		return ee.Code
 	}

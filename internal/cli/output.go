@@ -6,7 +6,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"miotool/internal/report"
 )
+
+// OutputFlags are the flags that choose where and how a result is written
+// and change nothing about what is checked: a suite's checks may not set
+// them, since the suite sets them itself (ResultArgs), and a checklist's
+// Command column leaves them out.
+var OutputFlags = []string{"--format", "--junit", "--no-progress"}
+
+// ResultArgs end the command line of a miotool child whose result is read
+// back: one miotool/result JSON document on its standard output, and no
+// progress drawn on its standard error.
+func ResultArgs() []string { return []string{"--format", string(report.JSON), "--no-progress"} }
 
 // CheckOutputFile checks, before any work is done, that path (the value of
 // flag, e.g. "--junit") can be written: its folder exists and takes new
@@ -25,7 +38,7 @@ func CheckOutputFile(flag, path string) error {
 		if err != nil {
 			return UsageErrorf("%s %s: cannot be written: %v", flag, path, unwrapPath(err))
 		}
-		return ToolError(f.Close())
+		return f.Close()
 	}
 	dir := filepath.Dir(path)
 	info, err := os.Stat(dir)
@@ -44,7 +57,7 @@ func CheckOutputFile(flag, path string) error {
 	name := probe.Name()
 	probe.Close()
 	if err := os.Remove(name); err != nil {
-		return ToolError(fmt.Errorf("%s: removing the write check %s: %w", flag, name, err))
+		return fmt.Errorf("%s: removing the write check %s: %w", flag, name, err)
 	}
 	return nil
 }

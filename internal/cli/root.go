@@ -79,6 +79,15 @@ precedence after the command line.`,
 	return cmd
 }
 
+// NewTree is the root command with cmds below it, readied by FinishTree:
+// miotool's command tree, or in tests a part of it.
+func NewTree(f *Factory, cmds ...*cobra.Command) *cobra.Command {
+	root := NewRootCmd(f)
+	root.AddCommand(cmds...)
+	FinishTree(f, root)
+	return root
+}
+
 // FinishTree readies the command tree under root once every command is
 // added: flag values complete from what they accept (CompleteEnumFlags),
 // and a usage error about a flag set in a config file or a MIOTOOL_*

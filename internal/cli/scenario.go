@@ -9,6 +9,7 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // Scenario holds what the scenario commands (find, capture, replay,
@@ -23,7 +24,7 @@ type Scenario struct {
 	Now         func() time.Time
 	Verbosef    func(format string, args ...any)
 	Progress    func(label string) (update func(done, total int), done func())
-	Env         RuntimeEnv
+	Env         runenv.Env
 	Dialect     hip.Dialect
 }
 

@@ -12,20 +12,21 @@ import (
 	"time"
 
 	"miotool/internal/buildinfo"
-	"miotool/internal/cli"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // Input is what Diagnose looks at.
 type Input struct {
-	Backend     string // the backend requested, as resolved
-	Ordinal     int
-	Dialect     hip.Dialect // the simulator's rule table
-	Open        cli.OpenFunc
+	Backend string // the backend requested, as resolved
+	Ordinal int
+	Dialect hip.Dialect // the simulator's rule table
+	// Open selects and opens a backend (hip.Select).
+	Open        func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)
 	Backends    func() []hip.Backend
-	Env         cli.RuntimeEnv
+	Env         runenv.Env
 	ConfigUsed  string // "" when no config file was read
 	CommandLine string
 	Build       buildinfo.Info
@@ -167,7 +168,7 @@ func Diagnose(in Input) *report.Result {
 	device := r.AddTable("Device", "property", "value")
 	if dev != nil {
 		p := dev.Props()
-		r.Device = cli.DeviceOf(p)
+		r.Device = report.Device{Name: p.Name, Arch: p.Arch, Description: p.String()}
 		device.AddRow("name", p.Name)
 		device.AddRow("ordinal", strconv.Itoa(p.Ordinal))
 		device.AddRow("arch", p.Arch)
@@ -185,7 +186,7 @@ func Diagnose(in Input) *report.Result {
 	vars := r.AddTable("Runtime variables", "variable", "value", "source", "note")
 	for _, s := range in.Env.Settings {
 		source := string(s.Source)
-		if s.Raw != "" && s.Source == cli.FromDefault {
+		if s.Raw != "" && s.Source == runenv.FromDefault {
 			source = fmt.Sprintf("default (env %q ignored)", s.Raw)
 		}
 		vars.AddRow(s.Name, s.Value, source, s.Note)

@@ -3,15 +3,15 @@ package doctor
 import (
 	"bytes"
 	"errors"
-	"miotool/internal/buildinfo"
-	"miotool/internal/cli"
-	"miotool/internal/dnn/target"
 	"strings"
 	"testing"
 	"time"
 
+	"miotool/internal/buildinfo"
+	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // stubDevice answers the calls doctor makes; the embedded nil interface
@@ -46,7 +46,7 @@ func stubBackends(closed *int) []hip.Backend {
 }
 
 // stubSelect follows hip.Select's contract over the stub backends.
-func stubSelect(backends []hip.Backend) cli.OpenFunc {
+func stubSelect(backends []hip.Backend) func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
 	return func(name string, opts hip.OpenOptions) (hip.Device, hip.Selection, error) {
 		sel := hip.Selection{Requested: name}
 		for _, b := range backends {
@@ -70,7 +70,7 @@ func stubSelect(backends []hip.Backend) cli.OpenFunc {
 func diagnose(t *testing.T, backend string, closed *int) *report.Result {
 	t.Helper()
 	backends := stubBackends(closed)
-	env := cli.ReadRuntimeEnv(func(k string) (string, bool) {
+	env := runenv.Read(func(k string) (string, bool) {
 		if k == "GPU_MAX_HW_QUEUES" {
 			return "0", true
 		}

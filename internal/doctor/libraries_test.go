@@ -1,13 +1,13 @@
 package doctor
 
 import (
-	"miotool/internal/cli"
 	"strings"
 	"testing"
 	"time"
 
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 func diagnoseWithTargets(t *testing.T, targets func() []hip.Library) *report.Result {
@@ -19,7 +19,7 @@ func diagnoseWithTargets(t *testing.T, targets func() []hip.Library) *report.Res
 		Backend:         "auto",
 		Open:            stubSelect(backends),
 		Backends:        func() []hip.Backend { return backends },
-		Env:             cli.ReadRuntimeEnv(func(string) (string, bool) { return "", false }, func() (string, error) { return "/h", nil }),
+		Env:             runenv.Read(func(string) (string, bool) { return "", false }, func() (string, error) { return "/h", nil }),
 		CommandLine:     "miotool doctor",
 		Now:             func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) },
 		TargetLibraries: targets,

@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// OutputFlags are the flags that choose where and how a result is written.
-// They change nothing about what was checked, so the checklist's Command
-// column leaves them out, and a suite's checks may not set them. The bool
-// says whether the flag takes a value.
-var OutputFlags = map[string]bool{
+// outputFlags are the flags that choose where and how a result is written
+// (cli.OutputFlags, which the command layer spells and a test of cli keeps
+// equal to these). They change nothing about what was checked, so the
+// checklist's Command column leaves them out. The bool says whether the
+// flag takes a value.
+var outputFlags = map[string]bool{
 	"--format":      true,
 	"--junit":       true,
 	"--no-progress": false,
@@ -32,7 +33,7 @@ func ChecklistCommand(command string) string {
 			break
 		}
 		name, _, hasValue := strings.Cut(w, "=")
-		takesValue, isOutput := OutputFlags[name]
+		takesValue, isOutput := outputFlags[name]
 		if !isOutput {
 			kept = append(kept, raw[i])
 			continue

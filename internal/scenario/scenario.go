@@ -6,11 +6,6 @@ package scenario
 
 import (
 	"fmt"
-	"time"
-
-	"miotool/internal/aiheur/cache"
-	"miotool/internal/dnn/target"
-	"miotool/internal/streams"
 )
 
 // Outcome is a case's result in one word.
@@ -49,16 +44,6 @@ func ParseVariant(s string) (Variant, error) {
 		}
 	}
 	return "", fmt.Errorf("unknown variant %q (want same-thread or other-thread)", s)
-}
-
-// Words spell the facts a scenario reports (a reclaim policy, a cache
-// policy, a library target) as what a user types to get them. The command
-// layer, which owns the flags, supplies them to the Fill functions.
-type Words struct {
-	Reclaim    func(streams.Policy) string // the reclaim flag with that policy
-	Cache      func(cache.Policy) string   // the cache flag with that policy
-	Target     func(target.Name) string    // the target flag with that target
-	RaceWindow func(time.Duration) string  // the race-window flag with that duration
 }
 
 // JoinDetail joins two parts of a case's detail with "; ", leaving out an

@@ -67,7 +67,10 @@ var (
 )
 
 // Load reads and checks the suite file at path.
-func Load(path string) (*File, error) {
+//
+// reserved are flags a check may not set, because whoever runs the
+// suite sets them on every check (how a check writes its result).
+func Load(path string, reserved ...string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
@@ -76,12 +79,12 @@ func Load(path string) (*File, error) {
 		}
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	return Parse(path, data)
+	return Parse(path, data, reserved...)
 }
 
 // Parse checks data as the suite file at path. Every problem is an *Error
-// naming the file and line.
-func Parse(path string, data []byte) (*File, error) {
+// naming the file and line; a check that sets a reserved flag is one.
+func Parse(path string, data []byte, reserved ...string) (*File, error) {
 	fail := func(line int, format string, args ...any) error {
 		return &Error{File: path, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -135,7 +138,7 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 	seen := map[string]int{}
 	for _, node := range checks.Content {
-		c, err := parseCheck(node, fail)
+		c, err := parseCheck(node, reserved, fail)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +151,7 @@ func Parse(path string, data []byte) (*File, error) {
 	return f, nil
 }
 
-func parseCheck(node *yaml.Node, fail func(int, string, ...any) error) (Check, error) {
+func parseCheck(node *yaml.Node, reserved []string, fail func(int, string, ...any) error) (Check, error) {
 	c := Check{Line: node.Line}
 	if node.Kind != yaml.MappingNode {
 		return c, fail(node.Line, "a check must be a mapping with name, command and expect")
@@ -173,7 +176,7 @@ func parseCheck(node *yaml.Node, fail func(int, string, ...any) error) (Check, e
 		switch k.Value {
 		case "command":
 			hasCommand = true
-			c.Args, err = commandArgs(v, what, fail)
+			c.Args, err = commandArgs(v, what, reserved, fail)
 		case "expect":
 			hasExpect = true
 			var s string
@@ -261,7 +264,7 @@ func expectation(s string, line int, what string, fail func(int, string, ...any)
 
 // commandArgs reads a command given as one line ("miotool capture
 // --mode=global") or as a list of words; a leading "miotool" is dropped.
-func commandArgs(v *yaml.Node, what string, fail func(int, string, ...any) error) ([]string, error) {
+func commandArgs(v *yaml.Node, what string, reserved []string, fail func(int, string, ...any) error) ([]string, error) {
 	var words []string
 	switch v.Kind {
 	case yaml.ScalarNode:
@@ -291,7 +294,7 @@ func commandArgs(v *yaml.Node, what string, fail func(int, string, ...any) error
 	}
 	for _, w := range words {
 		name, _, _ := strings.Cut(w, "=")
-		if _, output := report.OutputFlags[name]; output {
+		if slices.Contains(reserved, name) {
 			return nil, fail(v.Line, "%scommand sets %s: the suite chooses how checks write their results; remove it", what, name)
 		}
 	}

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"errors"
-	"miotool/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"miotool/internal/report"
+	"miotool/internal/testutil"
 )
 
 func TestParseGoodFile(t *testing.T) {
@@ -102,7 +102,7 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(path, []byte(tc.data))
+			_, err := Parse(path, []byte(tc.data), "--format", "--junit", "--no-progress")
 			var se *Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want an *Error", err)

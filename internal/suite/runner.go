@@ -13,16 +13,9 @@ import (
 	"miotool/internal/report"
 )
 
-// Flag is a global flag the runner passes on to every check that does not
-// set it itself, e.g. the backend.
-type Flag struct {
-	Name  string // without dashes
-	Value string
-}
-
 // Runner runs suites. Each run of a check is a process of Command followed
-// by the check's arguments and "--format json --no-progress"; its standard
-// output must be one miotool/result result (any version ReadJSON reads).
+// by the check's arguments and ResultArgs; its standard output must be one
+// miotool/result result (any version ReadJSON reads).
 type Runner struct {
 	// Command is the miotool program and any arguments that go before a
 	// check's own: os.Executable() for real runs; tests re-execute their
@@ -30,11 +23,16 @@ type Runner struct {
 	Command []string
 	// Environ is the environment every check starts from (os.Environ()).
 	Environ []string
-	// Forward are flags for every check that does not set them.
-	Forward []Flag
-	Host    string
-	Tool    report.Tool
-	Now     func() time.Time
+	// Args are a check's arguments as it runs and as its row shows them:
+	// its own, and whatever the caller adds to every check. Nil: its own.
+	Args func(c Check) []string
+	// ResultArgs end every run's command line, after the check's
+	// arguments: what makes it print its result as one miotool/result
+	// JSON document on standard output and nothing else there.
+	ResultArgs []string
+	Host       string
+	Tool       report.Tool
+	Now        func() time.Time
 	// Progress, when set, hears of each run as it starts (done runs so
 	// far, all runs, the check's name) and once more when all are done.
 	Progress func(done, total int, current string)
@@ -92,7 +90,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	rows := make([][]*report.SuiteCheck, len(variants))
 	for vi, v := range variants {
 		for _, c := range f.Checks {
-			args := r.checkArgs(c)
+			args := r.argsOf(c)
 			row := &report.SuiteCheck{
 				Name:    c.Name,
 				Command: "miotool " + report.JoinCommandLine(args),
@@ -136,7 +134,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		if timeout <= 0 {
 			timeout = DefaultTimeout
 		}
-		run := r.runOnce(ctx, f.Workdir, r.checkArgs(c), row.Env, timeout, now)
+		run := r.runOnce(ctx, f.Workdir, r.argsOf(c), row.Env, timeout, now)
 		run.Iteration, run.Order, run.Host = st.Iteration, i+1, r.Host
 		if ctx.Err() != nil {
 			// The interruption stopped the run: whatever the process
@@ -176,28 +174,12 @@ func interruption(ctx context.Context) string {
 	return cause.Error()
 }
 
-// checkArgs are the check's arguments plus the forwarded flags it does not
-// set itself.
-func (r *Runner) checkArgs(c Check) []string {
-	args := slices.Clone(c.Args)
-	for _, fl := range r.Forward {
-		if !setsFlag(c.Args, fl.Name) {
-			args = append(args, "--"+fl.Name, fl.Value)
-		}
+// argsOf are the arguments c runs with (see Runner.Args).
+func (r *Runner) argsOf(c Check) []string {
+	if r.Args == nil {
+		return slices.Clone(c.Args)
 	}
-	return args
-}
-
-func setsFlag(args []string, name string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") {
-			return true
-		}
-	}
-	return false
+	return r.Args(c)
 }
 
 // runOnce runs one miotool process and turns what it printed into a run.
@@ -207,7 +189,7 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 	// runner kills its whole process group when it ends or times out.
 	res, err := childproc.Run(ctx, childproc.Spec{
 		Path:      r.Command[0],
-		Args:      slices.Concat(r.Command[1:], args, []string{"--format", "json", "--no-progress"}),
+		Args:      slices.Concat(r.Command[1:], args, r.ResultArgs),
 		Env:       mergeEnv(r.Environ, env),
 		Dir:       dir,
 		Timeout:   timeout,
@@ -219,7 +201,7 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 	failed := func(format string, args ...any) report.SuiteRun {
 		run.Verdict = report.Error
 		run.Summary = fmt.Sprintf(format, args...)
-		if last := lastLine(run.StderrTail); last != "" {
+		if last := childproc.LastLines(run.StderrTail, 1); last != "" {
 			run.Summary += ": " + last
 		}
 		return run
@@ -276,10 +258,4 @@ func mergeEnv(base, extra []string) []string {
 		}
 	}
 	return out
-}
-
-// lastLine is the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\r\n\t "), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -137,10 +137,11 @@ func fakeRunner(t *testing.T, extraEnv ...string) *Runner {
 	// A binary built with -race sleeps a second on exit unless told not to.
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 	return &Runner{
-		Command: []string{exe},
-		Environ: mergeEnv(os.Environ(), append([]string{fakeChildEnv + "=1", "GORACE=" + gorace}, extraEnv...)),
-		Host:    "testhost",
-		Tool:    report.Tool{Version: "test"},
+		Command:    []string{exe},
+		ResultArgs: []string{"--format", "json", "--no-progress"},
+		Environ:    mergeEnv(os.Environ(), append([]string{fakeChildEnv + "=1", "GORACE=" + gorace}, extraEnv...)),
+		Host:       "testhost",
+		Tool:       report.Tool{Version: "test"},
 	}
 }
 
@@ -357,10 +358,15 @@ func TestRepeatAndShuffleAreDeterministic(t *testing.T) {
 	}
 }
 
-func TestRunnerForwardsFlagsAndWorkdir(t *testing.T) {
+func TestRunnerRunsTheArgsItIsGivenInTheWorkdir(t *testing.T) {
 	dir := t.TempDir()
 	r := fakeRunner(t)
-	r.Forward = []Flag{{"backend", "sim"}, {"device", "1"}}
+	r.Args = func(c Check) []string {
+		if c.Name == "own-backend" {
+			return append(slices.Clone(c.Args), "--device", "1")
+		}
+		return append(slices.Clone(c.Args), "--backend", "sim", "--device", "1")
+	}
 	f := &File{Workdir: dir, Checks: []Check{
 		check("plain", report.Pass, "args", "x"),
 		check("own-backend", report.Pass, "args", "--backend=cuda"),

@@ -47,7 +47,7 @@ func gpuTrace(t *testing.T, obs, prog string, args ...string) (traced, time.Dura
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	r, err := Run(context.Background(), Options{Program: prog, Args: args, Observer: obs, Stdout: &stdout,
-		Stderr: &stderr, Timeout: 10 * time.Minute})
+		Stderr: &stderr, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,8 @@
 // abandoned a naive evaluation, on miotool's own mechanisms (Run) or on a
 // library target (RunTarget), and the replay-only workload that must still
 // release the abandoned evaluation's scratch (RunReplay). Each returns the
-// cases it measured; Fill, FillReplay and FillTarget write them into a
-// result.
+// cases it measured; internal/cmd/capture and internal/cmd/replay render
+// them.
 package capture
 
 import (

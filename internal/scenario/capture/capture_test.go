@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"miotool/internal/conv"
-	"miotool/internal/dnn/target"
 	"miotool/internal/dnn/target/targettest"
 	"miotool/internal/hip"
 	"miotool/internal/scenario"
@@ -174,10 +173,4 @@ func TestExpectations(t *testing.T) {
 	if n != 3 {
 		t.Errorf("lazy should fail in 3 combinations (global both variants, thread-local same thread), got %d", n)
 	}
-}
-
-// testWords spell policies and targets as the command line does.
-var testWords = scenario.Words{
-	Reclaim: func(p streams.Policy) string { return "--reclaim=" + string(p) },
-	Target:  func(t target.Name) string { return "--target=" + string(t) },
 }

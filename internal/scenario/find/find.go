@@ -3,8 +3,7 @@
 // mode (its immediate-mode fallback ranked by miotool's builtin TunaNet,
 // the model stress-threads uses), each solver verified against the CPU
 // reference, the user find-db read and merged, and a teardown that waits
-// for the abandoned naive evaluation. Fill turns those facts into the
-// command's result.
+// for the abandoned naive evaluation. internal/cmd/find renders them.
 package find
 
 import (

@@ -3,7 +3,7 @@
 // a device: TunaNet's solver ranking with its scores, whether the model
 // covers the problem (and MIOpen's reason when it does not), the features
 // fed to the network, and the KernelTuningNet prediction where one
-// applies. It returns facts; Report turns them into a result's tables.
+// applies. It returns facts; internal/cmd/heuristic renders them.
 package heuristic
 
 import (

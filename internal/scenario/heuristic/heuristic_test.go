@@ -12,11 +12,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"miotool/internal/aiheur"
 	"miotool/internal/aiheur/builtin"
-	"miotool/internal/report"
 	"miotool/internal/testutil"
 )
 
@@ -344,34 +342,5 @@ func TestKernelTuningNet(t *testing.T) {
 	}
 	if a := ask(t, m, "gfx908", p); a.KTN != nil || a.KTNSkipped != "" {
 		t.Errorf("gfx908 with a 3x3 filter has no KTN solver: %+v %q", a.KTN, a.KTNSkipped)
-	}
-}
-
-func TestReport(t *testing.T) {
-	m := shipped(t)
-	end := time.Date(2026, 12, 1, 9, 0, 1, 0, time.UTC)
-	a := ask(t, m, "gfx942", fwd(16, 64, 56, 56, 64, 3, 3, 1))
-	r := report.New(Check, "miotool heuristic --arch gfx942", end.Add(-time.Second))
-	Report(r, a, false, end)
-	if r.Verdict != report.Pass || len(r.Tables) != 2 || r.Tables[0].Columns[2] != "score" || len(r.Tables[0].Rows) != 21 ||
-		!strings.Contains(r.Summary, "ranks ConvBinWinogradRxSf2x3g1 first") || r.Device.Arch != "gfx942" {
-		t.Errorf("supported: %s %q, %d tables", r.Verdict, r.Summary, len(r.Tables))
-	}
-	verbose := report.New(Check, "", time.Time{})
-	Report(verbose, a, true, end)
-	if len(verbose.Tables) != 3 || verbose.Tables[1].Rows[0].Cells[0] != "Inp_0" || verbose.Tables[1].Rows[0].Cells[1] != "64" {
-		t.Errorf("verbose tables: %+v", verbose.Tables)
-	}
-	strided := fwd(1, 3, 224, 224, 64, 7, 7, 3)
-	strided.StrideH = 2
-	not := report.New(Check, "", time.Time{})
-	Report(not, ask(t, m, "gfx942", strided), false, end)
-	if not.Verdict != report.Skip || !strings.Contains(not.Summary, "stride 2x1 is not square") || not.Status != "Not supported: stride 2x1 is not square" {
-		t.Errorf("not covered: %s %q %q", not.Verdict, not.Summary, not.Status)
-	}
-	for _, tb := range not.Tables {
-		if strings.Contains(tb.Title, "ranked") {
-			t.Error("a problem the model does not cover has a ranking")
-		}
 	}
 }

@@ -42,7 +42,7 @@ func TestCrashingStressChild(t *testing.T) {
 	})
 	dev := newDevice(t, hip.DialectHIP)
 	run, err := RunHere(context.Background(), dev, Options{Threads: 4, Iters: 4, Trials: 2, Size: 16,
-		Policy: cache.Unlocked, Models: builtin.FS, convSource: crashing,
+		Policy: cache.Unlocked, Models: builtin.FS, convSource: crashing, Lines: os.Stdout,
 		Log: func(format string, _ ...any) {
 			if strings.HasPrefix(format, "trial ") { // a trial's sums: it is over
 				trialDone.Store(true)
@@ -51,7 +51,7 @@ func TestCrashingStressChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = WriteResult(os.Stdout, run)
+	_ = WriteRunLine(os.Stdout, run)
 	t.Fatal("the run was not killed in its second trial")
 }
 

@@ -35,11 +35,11 @@ func TestFakeStressChild(t *testing.T) {
 	run := &RunResult{Threads: 2, Iters: 10, Trials: 1, Size: 16, Expected: 36, Sums: [][]float64{{36, 36}}}
 	switch mode {
 	case "pass":
-		_ = WriteResult(os.Stdout, run)
+		_ = WriteRunLine(os.Stdout, run)
 		os.Exit(0)
 	case "wrong":
 		run.Sums[0][1], run.Wrong = 40, 1
-		_ = WriteResult(os.Stdout, run)
+		_ = WriteRunLine(os.Stdout, run)
 		os.Exit(1)
 	case "fault":
 		// A read of unmapped memory, as a released model's weights are.
@@ -75,13 +75,13 @@ func TestFakeStressChild(t *testing.T) {
 	case "detect-pass":
 		// Sums right, but the caches saw a destroyed model as it happened
 		// and report races in the result.
-		PrintDetection(*record(cache.KindDestroyed))
+		_ = WriteDetectionLine(os.Stdout, *record(cache.KindDestroyed))
 		run.Detections.Races = cache.Tally{Count: 12, First: record(cache.KindRace)}
-		_ = WriteResult(os.Stdout, run)
+		_ = WriteRunLine(os.Stdout, run)
 		os.Exit(0)
 	case "detect-crash":
 		// The record printed as it was made outlives the crash.
-		PrintDetection(*record(cache.KindUseAfterFree))
+		_ = WriteDetectionLine(os.Stdout, *record(cache.KindUseAfterFree))
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case "first-passes":
 		// The first run passes; the next says it started, then waits on the
@@ -89,7 +89,7 @@ func TestFakeStressChild(t *testing.T) {
 		dir := os.Getenv(fakeDirEnv)
 		if f, err := os.OpenFile(filepath.Join(dir, "first"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()
-			_ = WriteResult(os.Stdout, run)
+			_ = WriteRunLine(os.Stdout, run)
 			os.Exit(0)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "waiting"), []byte(fmt.Sprint(os.Getpid())), 0o600); err != nil {
@@ -319,4 +319,11 @@ func TestRunStressRunsInterrupted(t *testing.T) {
 	if len(res.runs) != 2 || res.runs[0].Kind != RunPassed || res.runs[1].Kind != RunInterrupted || res.runs[1].Crash != "" || res.runs[1].Index != 1 {
 		t.Fatalf("runs %+v; want run 1 passed, run 2 interrupted", res.runs)
 	}
+}
+
+// record is a cache record of kind k made by thread 2 after thread 1.
+func record(k cache.Kind) *cache.Record {
+	return &cache.Record{Kind: k, Cache: "TunaNet", Key: "gfx942", Thread: cache.Thread{ID: 7, Name: "thread 2"},
+		Other: cache.Thread{ID: 6, Name: "thread 1"}, Access: "write", Location: "map", OtherAccess: "read",
+		Since: 3 * time.Microsecond, Readers: 1}
 }

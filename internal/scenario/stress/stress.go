@@ -2,21 +2,20 @@
 // test_cudnn_multiple_threads_same_device made standalone: several threads
 // convolve at once, each choosing its solvers through the AI heuristic's
 // model cache (ROCM-27477), every run in a fresh process so that a crash is
-// a counted outcome. It returns the runs' facts and writes them into a
-// result (Fill); RunTarget runs the same workload on a library target.
+// a counted outcome. It returns the runs' facts (outcomes, tallies, the
+// caches' detections); RunTarget runs the same workload on a library
+// target. internal/cmd/stress renders them.
 package stress
 
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +65,10 @@ type Options struct {
 	Models fs.FS
 	Arch   string
 	Log    func(format string, args ...any)
+	// Lines gets a detection line (WriteDetectionLine) for the first cache
+	// record of each kind as it is made: the child's standard output, so
+	// that a run that crashes right after still leaves it. Nil: nowhere.
+	Lines io.Writer
 
 	// convSource and ownSource replace the kernel sources (nil: the
 	// scenario's own); tests substitute broken kernels through them.
@@ -102,7 +105,7 @@ func ExpectedSum(size, iters int) float64 {
 }
 
 // RunResult is what one process's run measured. A child process prints it
-// as one line (ResultPrefix + JSON) for the parent to read.
+// as one line (WriteRunLine) for the parent to read.
 type RunResult struct {
 	Threads  int     `json:"threads"`
 	Iters    int     `json:"iters"`
@@ -138,34 +141,6 @@ type RunResult struct {
 // OK reports whether every sum was right.
 func (r *RunResult) OK() bool { return r.Wrong == 0 }
 
-// ResultPrefix starts the line a child process prints its RunResult on.
-const ResultPrefix = "miotool-stress-run: "
-
-// WriteResult prints r as a child's result line.
-func WriteResult(w io.Writer, r *RunResult) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s%s\n", ResultPrefix, data)
-	return err
-}
-
-// ParseResult finds a child's result line in its standard output.
-func ParseResult(stdout []byte) (*RunResult, bool) {
-	for _, line := range strings.Split(string(stdout), "\n") {
-		body, ok := strings.CutPrefix(strings.TrimSpace(line), ResultPrefix)
-		if !ok {
-			continue
-		}
-		var r RunResult
-		if json.Unmarshal([]byte(body), &r) == nil {
-			return &r, true
-		}
-	}
-	return nil, false
-}
-
 // Arch picks the TunaNet model set in models: miotool's own when
 // present (it ranks miotool's solvers), else the set MIOpen would use for
 // deviceArch, else the first MIOpen set found.
@@ -176,10 +151,7 @@ func Arch(models fs.FS, deviceArch string) (string, error) {
 		_, e2 := fs.Stat(models, meta)
 		return e1 == nil && e2 == nil
 	}
-	candidates := []string{aiheur.BuiltinArch, aiheur.TunaNetArch(deviceArch)}
-	for _, a := range []string{"gfx942", "gfx90a", "gfx908"} {
-		candidates = append(candidates, a)
-	}
+	candidates := []string{aiheur.BuiltinArch, aiheur.TunaNetArch(deviceArch), "gfx942", "gfx90a", "gfx908"}
 	for _, a := range candidates {
 		if has(a) {
 			return a, nil
@@ -330,7 +302,8 @@ func RunHere(ctx context.Context, dev hip.Device, o Options) (*RunResult, error)
 			return nil, err
 		}
 	}
-	recs := cache.NewRecords(PrintDetection)
+	lines := &lineWriter{w: o.Lines}
+	recs := cache.NewRecords(func(r cache.Record) { _ = WriteDetectionLine(lines, r) })
 	caches, err := aiheur.NewCaches(o.Policy, cache.Options{RaceWindow: o.RaceWindow, Records: recs})
 	if err != nil {
 		return nil, err
@@ -622,23 +595,4 @@ func describe(bits uint32) string {
 		return "the poison NaN (no convolution wrote it, or it spread from an element none wrote)"
 	}
 	return fmt.Sprint(math.Float32frombits(bits))
-}
-
-// sortedCounts renders a name -> count map as "a 3, b 1", largest first.
-func sortedCounts(m map[string]int) string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(a, b)
-	})
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s %d", n, m[n])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -130,7 +130,7 @@ func TestStressCheckCatchesBrokenConvolutions(t *testing.T) {
 				if run.OK() || run.Wrong != 4 || !strings.Contains(run.WrongDetail, tt.want) {
 					t.Fatalf("%d iterations: wrong %d of 4, detail %q (want one mentioning %q), sums %v", iters, run.Wrong, run.WrongDetail, tt.want, run.Sums)
 				}
-				if _, ok := ParseResult([]byte(mustLine(t, run))); !ok {
+				if _, ok := ParseRunLine([]byte(mustLine(t, run))); !ok {
 					t.Error("the wrong run's result line does not parse")
 				}
 			})
@@ -143,7 +143,7 @@ func TestStressCheckCatchesBrokenConvolutions(t *testing.T) {
 func mustLine(t *testing.T, run *RunResult) string {
 	t.Helper()
 	var b strings.Builder
-	if err := WriteResult(&b, run); err != nil {
+	if err := WriteRunLine(&b, run); err != nil {
 		t.Fatalf("writing a wrong result: %v", err)
 	}
 	return b.String()

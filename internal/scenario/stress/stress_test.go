@@ -198,14 +198,14 @@ func TestStressRunLineRoundTrip(t *testing.T) {
 		CacheStats: cache.Stats{Hits: 5, Loads: 1}, Solvers: map[string]int{conv.SolverImplicitGemm: 6}, ElapsedMs: 12.5}
 	var b strings.Builder
 	b.WriteString("some log line\n")
-	if err := WriteResult(&b, in); err != nil {
+	if err := WriteRunLine(&b, in); err != nil {
 		t.Fatal(err)
 	}
-	out, ok := ParseResult([]byte(b.String()))
+	out, ok := ParseRunLine([]byte(b.String()))
 	if !ok || fmt.Sprint(*out) != fmt.Sprint(*in) {
 		t.Errorf("round trip: %+v, %v; want %+v", out, ok, in)
 	}
-	if _, ok := ParseResult([]byte("no result here\n" + ResultPrefix + "{broken")); ok {
+	if _, ok := ParseRunLine([]byte("no result here\n" + RunLinePrefix + "{broken")); ok {
 		t.Error("a broken line parsed")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/hip/osthread"
-	"miotool/internal/report"
 	"miotool/internal/scenario"
 )
 
@@ -385,66 +383,8 @@ func (sp *targetStressParty) teardown(dev hip.Device) error {
 	return k.Err
 }
 
-// countList renders counts most used first, e.g.
-// "IMPLICIT_GEMM x998, GEMM x2".
-func countList(m map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var kvs []kv
-	for k, v := range m {
-		kvs = append(kvs, kv{k, v})
-	}
-	sort.Slice(kvs, func(i, j int) bool {
-		if kvs[i].v != kvs[j].v {
-			return kvs[i].v > kvs[j].v
-		}
-		return kvs[i].k < kvs[j].k
-	})
-	parts := make([]string, len(kvs))
-	for i, e := range kvs {
-		parts[i] = fmt.Sprintf("%s x%d", e.k, e.v)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// FillTarget writes a library stress run into r: one row per thread
-// and trial, and the verdict: PASS when every thread of every trial ended
-// with the exact sum, FAIL otherwise (a wrong sum, a library error, a hang).
-func FillTarget(r *report.Result, res *TargetResult, end time.Time) {
-	o := res.Options
-	r.Note("library %s", res.Library)
-	r.Note("%d threads x %d trials, %d iterations of conv2d(2x2 ones) then /4 on %dx%d ones, %s algorithm selection; each sum must be %.0f",
-		o.Threads, o.Trials, o.Iterations, o.Size, o.Size, o.Select, o.Expected())
-	t := r.AddTable(fmt.Sprintf("%s: threads on one device, a handle each", res.Target),
-		"trial", "thread", "sum", "expected", "elements not 1", "algorithms", "time", "error")
-	t.FlagColumn = "wrong"
-	wrong := 0
-	for _, th := range res.Threads {
-		cells := []string{fmt.Sprint(th.Trial + 1), fmt.Sprint(th.Thread + 1), fmt.Sprintf("%.0f", th.Sum), fmt.Sprintf("%.0f", th.Expected),
-			fmt.Sprint(th.Wrong), countList(th.Algos), th.Elapsed.Round(time.Millisecond).String(), th.Err}
-		if th.OK() {
-			t.AddRow(cells...)
-		} else {
-			wrong++
-			t.AddFlaggedRow("!", cells...)
-		}
-	}
-	r.Count("threads run", int64(len(res.Threads)))
-	r.Count("wrong or failed", int64(wrong))
-	switch {
-	case res.Measured == scenario.Pass:
-		r.Finish(report.Pass, fmt.Sprintf("every thread of every trial ended with the exact sum %.0f", o.Expected()), end)
-	case res.Detail != "":
-		r.Finish(report.Fail, res.Detail, end)
-	default:
-		r.Finish(report.Fail, "a thread failed", end)
-	}
-}
-
 // AsRunResult is the run in the form a stress-threads child process
-// reports (WriteResult), so a library trial can run in a fresh process
+// reports (WriteRunLine), so a library trial can run in a fresh process
 // like the builtin ones. Arch names the library and Cache is "library".
 func (res *TargetResult) AsRunResult() *RunResult {
 	o := res.Options

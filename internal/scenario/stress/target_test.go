@@ -13,7 +13,6 @@ import (
 	"miotool/internal/dnn/target"
 	"miotool/internal/dnn/target/targettest"
 	"miotool/internal/hip"
-	"miotool/internal/report"
 	"miotool/internal/scenario"
 )
 
@@ -50,11 +49,6 @@ func TestTargetStressGetsTheExactSum(t *testing.T) {
 		t.Fatalf("log %q", logged)
 	}
 
-	r := report.New("stress-threads", "miotool stress-threads --target=cudnn", time.Time{})
-	FillTarget(r, res, time.Time{})
-	if r.Verdict != report.Pass || len(r.Tables[0].Rows) != 6 || !strings.Contains(r.Summary, "exact sum 196") {
-		t.Fatalf("verdict %s: %s", r.Verdict, r.Summary)
-	}
 	run := res.AsRunResult()
 	if !run.OK() || run.Trials != 2 || len(run.Sums) != 2 || len(run.Sums[1]) != 3 || run.Sums[1][2] != 196 ||
 		run.Solvers[conv.SolverImplicitGemm] != 60 || run.Cache != "library" {
@@ -94,11 +88,6 @@ func TestTargetStressCountsAWrongSum(t *testing.T) {
 	}
 	if res.Measured != scenario.Fail || res.Threads[1].OK() || !res.Threads[0].OK() || !strings.Contains(res.Detail, "trial 1 thread 2: sum") {
 		t.Fatalf("measured %s: %s", res.Measured, res.Detail)
-	}
-	r := report.New("stress-threads", "x", time.Time{})
-	FillTarget(r, res, time.Time{})
-	if r.Verdict != report.Fail || r.Tables[0].Flagged() != 1 {
-		t.Fatalf("verdict %s flagged %d", r.Verdict, r.Tables[0].Flagged())
 	}
 	if run := res.AsRunResult(); run.OK() || run.Wrong != 1 {
 		t.Fatalf("as a child's result: %+v", run)

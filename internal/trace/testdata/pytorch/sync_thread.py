@@ -18,21 +18,27 @@ inside, synced = threading.Event(), threading.Event()
 
 
 def other():
-    inside.wait()
-    torch.cuda.synchronize()
-    synced.set()
+    # The runtime refuses the synchronize (900) and PyTorch raises here; the
+    # capturing thread must go on either way, or the script would hang.
+    try:
+        inside.wait(timeout=60)
+        torch.cuda.synchronize()
+    except Exception as e:
+        print("sync_thread: the other thread's synchronize failed:", e)
+    finally:
+        synced.set()
 
 
-t = threading.Thread(target=other)
+t = threading.Thread(target=other, daemon=True)
 t.start()
 g = torch.cuda.CUDAGraph()
 try:
     with torch.cuda.graph(g, capture_error_mode="global"):
         y = x * 2
         inside.set()
-        synced.wait()
+        synced.wait(timeout=60)
         y = y + 1
     print("sync_thread: captured")
 except Exception as e:  # PyTorch reports only the code
     print("sync_thread: capture failed:", e)
-t.join()
+t.join(timeout=60)

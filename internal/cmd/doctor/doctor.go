@@ -1,0 +1,105 @@
+// Package doctor is `miotool doctor`: its options and flags.
+package doctor
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/buildinfo"
+	"miotool/internal/cli"
+	"miotool/internal/cmd/libtarget"
+	"miotool/internal/doctor"
+	"miotool/internal/hip"
+	"miotool/internal/runenv"
+)
+
+// DoctorOptions are the inputs of `miotool doctor`.
+type DoctorOptions struct {
+	IO          *cli.IOStreams
+	Global      cli.GlobalOptions
+	CommandLine string
+	OpenDevice  cli.OpenFunc
+	Backends    func() []hip.Backend
+	Env         runenv.Env
+	ConfigUsed  string
+	Build       buildinfo.Info
+	Now         func() time.Time
+
+	Dialect hip.Dialect
+}
+
+// NewCmdDoctor builds `miotool doctor`; runF, when set, replaces the run
+// function.
+func NewCmdDoctor(f *cli.Factory, runF func(*DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{IO: f.IOStreams, OpenDevice: f.OpenDevice, Backends: f.Backends, Build: f.Build, Now: f.Now}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show which backend and device would run, every library tried, and the runtime settings",
+		Long: `doctor reports the backend --backend selects and why, every backend and
+shared library tried with each path and what failed, the device (name, arch,
+compute units, runtime and driver versions), the effective runtime variables
+GPU_MAX_HW_QUEUES, MIOPEN_NAIVE_TIMEOUT, MIOPEN_USER_DB_PATH and
+MIOPEN_FIND_MODE with where each value came from, and the config file used.
+
+It exits 0 when the chosen backend opened (with --backend auto the simulator
+counts, so a machine without a GPU passes), 4 when the backend named with
+--backend did not open, and 2 when MIOPEN_NAIVE_TIMEOUT or MIOPEN_FIND_MODE
+holds a value the other commands refuse (shown as an error in the table); the
+report is printed either way.`,
+		Example: `  miotool doctor
+  miotool doctor --backend cuda
+  GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Complete(f)
+			if runF != nil {
+				return runF(opts)
+			}
+			return opts.Run()
+		},
+	}
+	cmd.Flags().Var(cli.NewEnumValue(&opts.Dialect, hip.DialectCUDA, hip.DialectCUDA, hip.DialectHIP), "dialect",
+		"rule table and naming of the simulated device: cuda or hip")
+	return cmd
+}
+
+// Complete reads the global options, the runtime variables and the
+// configuration file used.
+func (o *DoctorOptions) Complete(f *cli.Factory) {
+	o.Global = f.Global
+	o.CommandLine = f.CommandLine()
+	o.Env = f.RuntimeEnv()
+	o.ConfigUsed = f.ConfigUsed
+}
+
+// Run diagnoses and writes the result.
+func (o *DoctorOptions) Run() error {
+	r := doctor.Diagnose(doctor.Input{
+		Backend:     string(o.Global.Backend),
+		Ordinal:     o.Global.Device,
+		Dialect:     o.Dialect,
+		Open:        o.OpenDevice,
+		Backends:    o.Backends,
+		Env:         o.Env,
+		ConfigUsed:  o.ConfigUsed,
+		CommandLine: o.CommandLine,
+		Build:       o.Build,
+		Now:         o.Now,
+		Words:       doctor.Words{Backend: cli.BackendFlag, Target: libtarget.Flag, Selection: cli.SelectionReason},
+	})
+	// A runtime variable every scenario command refuses is a configuration
+	// error here too (exit 2), after the report that shows it, so that
+	// "doctor && ..." stops where the next command would.
+	if err := o.Env.Err(); err != nil {
+		for _, e := range strings.Split(err.Error(), "\n") {
+			r.Note("%s: find, capture, replay and stress-threads refuse to run with it", e)
+		}
+		if werr := cli.RenderResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
+			return werr
+		}
+		return &cli.ExitError{Code: cli.ExitUsage, Err: err, Hint: "Unset it or give a value miotool can use (see Runtime variables above)."}
+	}
+	return cli.RenderResult(o.IO, o.Global.Format, r)
+}

@@ -1,0 +1,51 @@
+package find
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"miotool/internal/finder"
+	"miotool/internal/report"
+	findscen "miotool/internal/scenario/find"
+)
+
+// The verdict says how the solver was chosen, and a find-db that could not
+// be written is a note, never a failure.
+func TestFillVerdicts(t *testing.T) {
+	ok := []finder.Entry{{Solver: "ConvImplicitGemmTiledFwd", Status: finder.StatusOK, TimeMs: 0.5}}
+	for _, tt := range []struct {
+		name    string
+		res     finder.Result
+		verdict report.Verdict
+		summary string
+		note    string
+	}{
+		{"benchmarked", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, NaiveAbandoned: true, NaiveDeadlineMs: 1.5, NaiveWaitMs: 1.5},
+			report.Pass, "chose ConvImplicitGemmTiledFwd, verified against the CPU reference; naive timed out and was abandoned", "naive deadline 1.5 ms"},
+		{"immediate mode", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, Mode: finder.ModeFast, Immediate: true},
+			report.Pass, "immediate-mode fallback chose ConvImplicitGemmTiledFwd", "find took"},
+		{"db not written", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, Warnings: []string{"find-db not written: read-only"}},
+			report.Pass, "chose ConvImplicitGemmTiledFwd", "find-db not written: read-only"},
+		{"chosen wrong", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd"},
+			report.Fail, "the chosen solver ConvImplicitGemmTiledFwd failed verification", ""},
+		{"past the bound", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, NaiveDeadlineMs: 1, NaiveWaitMs: 500},
+			report.Fail, "past its 1 ms deadline", ""},
+		{"nothing chosen", finder.Result{}, report.Fail, "no solver produced a result", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := tt.res
+			r := report.New("find", "miotool find", time.Unix(0, 0))
+			fill(r, findscen.Options{Reclaim: "worker", HWQueues: 4}, &findscen.Outcome{Result: &res, MaxDraining: 2}, time.Unix(1, 0))
+			if r.Verdict != tt.verdict || !strings.Contains(r.Summary, tt.summary) {
+				t.Errorf("verdict %s summary %q; want %s with %q", r.Verdict, r.Summary, tt.verdict, tt.summary)
+			}
+			if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, tt.note) {
+				t.Errorf("notes lack %q:\n%s", tt.note, notes)
+			}
+			if len(r.Tables) != 2 || r.Tables[1].Title != "stream tracker" {
+				t.Errorf("tables %+v", r.Tables)
+			}
+		})
+	}
+}

@@ -1,0 +1,135 @@
+// Package replay is `miotool replay`: its options, flags and the rendering
+// of its cases.
+package replay
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/cli"
+	capturecmd "miotool/internal/cmd/capture"
+	"miotool/internal/hip"
+	capturescen "miotool/internal/scenario/capture"
+	"miotool/internal/streams"
+)
+
+// ReplayOptions are the inputs of `miotool replay`.
+type ReplayOptions struct {
+	cli.Scenario
+	Problem  cli.ProblemFlags
+	Mode     string
+	Reclaims []string
+	Replays  int
+	Deadline time.Duration
+	Samples  int
+	Repeat   int
+	Seed     uint64
+
+	mode     hip.CaptureMode
+	policies []streams.Policy
+}
+
+// NewCmdReplay builds `miotool replay`; runF, when set, replaces the run function.
+func NewCmdReplay(f *cli.Factory, runF func(*ReplayOptions) error) *cobra.Command {
+	opts := &ReplayOptions{Scenario: cli.NewScenario(f)}
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Tune, capture, then only replay: is the abandoned evaluation's scratch released?",
+		Long: `replay runs the tune -> capture -> replay-only workload: a find abandons a naive
+evaluation (its scratch buffer stays pinned while its kernel runs), a
+convolution is captured into a graph, and from then on the graph is only
+replayed, with no other call into the library. The check: the abandoned
+evaluation's scratch is freed within --deadline of the last replay being queued.
+
+With --reclaim=guarded (the first revision of the fix) reclaim happens only on
+the launch path, which a replay-only workload never takes, so the scratch stays
+pinned: FAIL. With --reclaim=worker a host callback queued behind the
+evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
+--reclaim=lazy loses the capture itself under global mode.`,
+		Example: `  # Guarded fails, worker passes
+  miotool replay --reclaim=all
+
+  # The merged fix only, 100 replays, as a PR checklist row
+  miotool replay --reclaim=worker --replays 100 --format markdown`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
+			}
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return opts.Run()
+		},
+	}
+	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Mode, "mode", "global", "capture mode: "+cli.OrList(cli.StringsOf(hip.CaptureModes)))
+	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: "+cli.OrList(cli.WithAll(cli.Names(streams.Policies))))
+	cli.CompleteValues(cmd, "mode", cli.StringsOf(hip.CaptureModes))
+	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
+	fl.IntVar(&opts.Replays, "replays", 20, "graph launches")
+	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, "how long after the last replay is queued the scratch must be freed")
+	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
+	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
+	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
+	opts.AddDialectFlag(cmd)
+	return cmd
+}
+
+// Complete reads the configuration and resolves the mode and policies the
+// flags name.
+func (o *ReplayOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	if err := o.Scenario.Complete(f, cmd); err != nil {
+		return err
+	}
+	var err error
+	if o.mode, err = hip.ParseCaptureMode(o.Mode); err != nil {
+		return cli.UsageErrorf("--mode: %v", err)
+	}
+	o.policies, err = cli.ParseList(o.Reclaims, "--reclaim", streams.Policies, streams.ParsePolicy)
+	return err
+}
+
+// Validate checks the counts and the deadline.
+func (o *ReplayOptions) Validate() error {
+	if o.Deadline <= 0 {
+		return cli.UsageErrorf("--deadline %v: want a positive duration such as 5s", o.Deadline)
+	}
+	return cli.AtLeastOne(cli.Count{Flag: "--replays", N: o.Replays}, cli.Count{Flag: "--samples", N: o.Samples}, cli.Count{Flag: "--repeat", N: o.Repeat})
+}
+
+// Run runs the workload once per policy and writes the result.
+func (o *ReplayOptions) Run() error {
+	start := o.Now()
+	dev, r := o.Open("replay", start)
+	if dev == nil {
+		return cli.RenderResult(o.IO, o.Global.Format, r)
+	}
+	defer dev.Close()
+	co, label, err := capturecmd.ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
+	if err != nil {
+		return err
+	}
+	co.Policies, co.Samples, co.Seed, co.Repeat = o.policies, o.Samples, o.Seed, o.Repeat
+	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, o.mode)
+	update, done := o.Progress("replay: policy")
+	co.Progress = update
+	cases, err := capturescen.RunReplay(o.Context, dev, capturescen.ReplayOptions{
+		Options:         co,
+		Mode:            o.mode,
+		Replays:         o.Replays,
+		ReleaseDeadline: o.Deadline,
+	})
+	done()
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	fillCases(r, cases, dev.Dialect(), o.Now())
+	return cli.RenderResult(o.IO, o.Global.Format, r)
+}

@@ -1,0 +1,61 @@
+package report
+
+import (
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"miotool/internal/hip"
+)
+
+// flagValue is a global flag of this report run that every check of the
+// suite gets unless it sets the flag itself.
+type flagValue struct {
+	name  string // without dashes
+	value string
+}
+
+// passedOn are the global flags every check gets: the backend and device
+// when given, and the config file report read.
+func (o *ReportOptions) passedOn() []flagValue {
+	var out []flagValue
+	if g := o.Global; g.Backend != "" && g.Backend != hip.BackendAuto {
+		out = append(out, flagValue{"backend", string(g.Backend)})
+	}
+	if o.Global.Device != 0 {
+		out = append(out, flagValue{"device", strconv.Itoa(o.Global.Device)})
+	}
+	if o.ConfigUsed != "" {
+		// Checks may run in another directory (the suite's workdir).
+		if abs, err := filepath.Abs(o.ConfigUsed); err == nil {
+			out = append(out, flagValue{"config", abs})
+		}
+	}
+	return out
+}
+
+// checkArgs are a check's own arguments and the passed-on flags it does
+// not set itself.
+func checkArgs(own []string, passOn []flagValue) []string {
+	args := slices.Clone(own)
+	for _, fl := range passOn {
+		if !setsFlag(own, fl.name) {
+			args = append(args, "--"+fl.name, fl.value)
+		}
+	}
+	return args
+}
+
+// setsFlag reports whether args set --name, before any "--".
+func setsFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"miotool/internal/cmd/cmdtest"
+	"miotool/internal/report"
+)
+
+// suiteFile writes a suite result as `report --suite --format json` would,
+// with the given checks, and returns its path.
+func suiteFile(t *testing.T, dir, name string, s *report.SuiteResult) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.WriteSuiteJSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// passedSuite is one host's suite run whose one check passed.
+func passedSuite(host string) *report.SuiteResult {
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	s := report.NewSuiteResult("small", start)
+	s.Hosts = []string{host}
+	s.Checks = []*report.SuiteCheck{{Name: "rules-match", Command: "miotool rules", Expect: report.Pass,
+		Runs: []report.SuiteRun{{Host: host, Iteration: 1, Order: 1, Verdict: report.Pass, Started: start, Duration: time.Second,
+			Device: report.Device{Name: "miotool simulated device (cuda rules)", Arch: "sim"}}}}}
+	return s
+}
+
+// `miotool report merge`, run as the built binary: a result that ran
+// nothing and a suite run given twice are usage errors (exit 2) naming the
+// file, never a PASS and never runs counted twice.
+func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
+	bin := cmdtest.BuildMiotool(t)
+	dir := t.TempDir()
+	a := suiteFile(t, dir, "hostA.json", passedSuite("hostA"))
+	b := suiteFile(t, dir, "hostB.json", passedSuite("hostB"))
+	copyOfA := filepath.Join(dir, "copy-of-hostA.json")
+	data, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyOfA, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := suiteFile(t, dir, "empty.json", report.NewSuiteResult("small", time.Now()))
+	skipped := passedSuite("hostC")
+	skipped.Checks[0].Runs, skipped.Checks[0].Skip = nil, "needs a GPU"
+	allSkipped := suiteFile(t, dir, "all-skipped.json", skipped)
+
+	merge := func(args ...string) (int, string, string) {
+		cmd := exec.Command(bin, append([]string{"report", "merge", "--format", "json"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "PATH=" + os.Getenv("PATH")}
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("running %s: %v", bin, err)
+		}
+		return code, out.String(), errOut.String()
+	}
+
+	// Two distinct runs merge: one row, both runs, PASS.
+	code, out, errOut := merge(a, b)
+	if code != 0 {
+		t.Fatalf("merging two hosts: exit %d\n%s", code, errOut)
+	}
+	merged, err := report.ReadSuiteJSON(strings.NewReader(out))
+	if err != nil || len(merged.Checks) != 1 || len(merged.Checks[0].Runs) != 2 || merged.Verdict() != report.Pass || len(merged.MergedRuns) != 2 {
+		t.Fatalf("merged %+v, %v", merged, err)
+	}
+	mergedFile := filepath.Join(dir, "merged.json")
+	if err := os.WriteFile(mergedFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  []string
+	}{
+		{"the same file twice", []string{a, a}, []string{"hostA.json holds twice the same suite run", "count its runs twice"}},
+		{"a copy of a file", []string{a, copyOfA}, []string{"hostA.json and " + copyOfA + " hold the same suite run"}},
+		{"a merged result and one of its inputs", []string{mergedFile, b}, []string{"merged.json and " + b + " hold the same suite run"}},
+		{"a result with no checks", []string{empty}, []string{empty + ": the suite result has no checks"}},
+		{"a result with no checks beside a good one", []string{a, empty}, []string{empty + ": the suite result has no checks"}},
+		{"a result whose checks were all skipped", []string{allSkipped}, []string{allSkipped + ": no check of the suite result ran"}},
+	} {
+		code, out, errOut := merge(tc.files...)
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2\nstdout:\n%s\nstderr:\n%s", tc.name, code, out, errOut)
+			continue
+		}
+		if out != "" {
+			t.Errorf("%s: a refused merge wrote a result:\n%s", tc.name, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", tc.name, w, errOut)
+			}
+		}
+	}
+}

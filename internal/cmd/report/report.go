@@ -1,0 +1,286 @@
+// Package report is `miotool report --suite` and `miotool report merge`:
+// their options, flags and exits.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/buildinfo"
+	"miotool/internal/cli"
+	"miotool/internal/report"
+	"miotool/internal/suite"
+)
+
+// ReportOptions are the inputs of `miotool report --suite`.
+type ReportOptions struct {
+	IO          *cli.IOStreams
+	Global      cli.GlobalOptions
+	Context     context.Context
+	Build       buildinfo.Info
+	ConfigUsed  string
+	Now         func() time.Time
+	Executable  func() (string, error)
+	Hostname    func() (string, error)
+	NumCPU      func() int
+	Environ     func() []string
+	ProgressBar func(label string) *cli.ProgressBar
+
+	SuiteFile string
+	Repeat    int
+	Shuffle   bool
+	// Seed orders --shuffle; 0 draws a seed, which the result records.
+	Seed    uint64
+	CPULoad int
+	Env     []string
+	JUnit   string
+	Timeout time.Duration
+	Host    string
+
+	variants []suite.Variant
+}
+
+// NewCmdReport builds `miotool report` and its `merge` subcommand; runF,
+// when set, replaces the run function of `report --suite`.
+func NewCmdReport(f *cli.Factory, runF func(*ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{
+		IO: f.IOStreams, Build: f.Build, Now: f.Now,
+		Executable: os.Executable, Hostname: os.Hostname, NumCPU: f.NumCPU, Environ: os.Environ, ProgressBar: f.ProgressBar,
+	}
+	cmd := &cobra.Command{
+		Use:   "report --suite FILE",
+		Short: "Run a suite of checks and print a PR Testing Checklist; merge the suites of several hosts",
+		Long: `report --suite runs a suite file: named miotool checks, each a command line
+with the verdict it is expected to give, e.g. "capture --mode=global
+--reclaim=lazy" expected to FAIL and the same with --reclaim=worker expected to
+PASS. Each run of a check is its own miotool process (this binary, with the
+check's arguments and --format json), so a crash or a hang is an ERROR of that
+check, not the end of the suite.
+
+The output is the Testing Checklist of a pull request (Test | Command |
+Devices | Status) with statuses such as "Passed", "Fails as expected" or the
+check's own, e.g. "Fails with --reclaim=lazy, passes with --reclaim=worker";
+a count in brackets is the sub-tests of one run ("(24/24)"), repetitions are
+counted in runs (", 20/20 runs"). --format json writes the miotool/suite/v3
+document that "report merge" reads; --junit FILE also writes JUnit XML for CI
+systems.
+
+--repeat runs every check N times; --shuffle runs each pass in a random order
+drawn from --seed (0, the default, draws a seed, which the result records);
+--cpu-load keeps N busy workers (at most 4 per core) running beside the
+checks; each --env KEY=VALUE runs the whole suite once more with that
+environment (KEY=VALUE,KEY2=VALUE2 sets several).
+--backend and --device, when given, are passed on to every check that does not
+choose its own.
+
+Exit status: 0 when every check gave its expected verdict, 1 when one did not,
+2 for a bad suite file or flag (--junit is checked before the suite runs), 4
+when no check ran (every one skipped, or the suite has none): nothing passed.
+
+Suite file (YAML):
+
+    suite: pr12265
+    title: Naive-evaluation streams reclaimed outside graph captures
+    workdir: ../..          # where checks run, relative to this file
+    timeout: 5m             # per run (default 10m)
+    env: {MIOPEN_NAIVE_TIMEOUT: "300"}
+    checks:
+      - name: capture-global-lazy
+        command: miotool capture --mode=global --reclaim=lazy
+        expect: FAIL        # PASS, FAIL or SKIP
+      - name: stress-unlocked
+        command: miotool stress-threads --cache=unlocked --runs 20
+        expect: FAIL
+        timeout: 20m
+        skip: needs a GPU   # listed as "Not run (needs a GPU)"`,
+		Example: `  # The Testing Checklist of PR #12265 as Markdown
+  miotool report --suite configs/suites/pr12265.yaml --format markdown
+
+  # Twenty shuffled passes with both CPU cores busy, and again with 3 hardware queues
+  miotool report --suite configs/suites/pr12265.yaml --repeat 20 --shuffle --seed 7 \
+      --cpu-load 2 --env GPU_MAX_HW_QUEUES=3
+
+  # On each node of a fleet, then one table
+  miotool report --suite configs/suites/pr12265.yaml --format json > "$(hostname).json"
+  miotool report merge node*.json --format markdown
+
+  # JUnit for CI beside the text table
+  miotool report --suite configs/suites/rocm27477.yaml --junit rocm27477.xml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
+			}
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return opts.Run()
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&opts.SuiteFile, "suite", "", "the suite file to run (see configs/suites/)")
+	fl.IntVar(&opts.Repeat, "repeat", 1, "runs of every check")
+	fl.BoolVar(&opts.Shuffle, "shuffle", false, "run each pass over the checks in a random order (see --seed)")
+	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of --shuffle's order; 0 draws one, which the result records")
+	fl.IntVar(&opts.CPULoad, "cpu-load", 0, "keep N busy CPU workers running beside the checks (at most 4 per core)")
+	fl.StringArrayVar(&opts.Env, "env", nil, "run the suite again with KEY=VALUE set (repeatable; KEY=VALUE,KEY2=VALUE2 sets several)")
+	fl.StringVar(&opts.JUnit, "junit", "", "also write the result as JUnit XML to this file")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "bound on each run of a check, in place of the suite file's (default: the file's, else 10m)")
+	fl.StringVar(&opts.Host, "host", "", "host name recorded in the result (default: this machine's)")
+	_ = cmd.MarkFlagFilename("suite", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("junit", "xml")
+	cmd.AddCommand(newCmdReportMerge(f, nil))
+	return cmd
+}
+
+// Complete reads the global options and the --env variants.
+func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	o.Global = f.Global
+	o.Context = cmd.Context()
+	o.ConfigUsed = f.ConfigUsed
+	o.variants = nil
+	for _, e := range o.Env {
+		if e == "" {
+			continue // an empty list from a config file
+		}
+		v, err := suite.ParseVariant(e)
+		if err != nil {
+			return cli.UsageError(err)
+		}
+		o.variants = append(o.variants, v)
+	}
+	return nil
+}
+
+// Validate checks, before the suite runs, that the suite file is named, the
+// counts and durations, and that the --junit file can be written.
+func (o *ReportOptions) Validate() error {
+	switch {
+	case o.SuiteFile == "":
+		return cli.UsageErrorf("report: give a suite file with --suite FILE, or merge results with `miotool report merge`")
+	case o.Repeat < 1:
+		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
+	case o.CPULoad < 0:
+		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
+	case o.CPULoad > maxCPULoadPerCore*o.NumCPU():
+		// Thousands of spinning workers starve the checks themselves: the
+		// suite would look hung rather than loaded.
+		return cli.UsageErrorf("--cpu-load %d: want at most %d busy workers (%d per CPU core, %d cores here)",
+			o.CPULoad, maxCPULoadPerCore*o.NumCPU(), maxCPULoadPerCore, o.NumCPU())
+	case o.Timeout < 0:
+		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
+	case o.Seed != 0 && !o.Shuffle:
+		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
+	}
+	if o.JUnit != "" {
+		return cli.CheckOutputFile("--junit", o.JUnit)
+	}
+	return nil
+}
+
+// maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
+const maxCPULoadPerCore = 4
+
+// Run runs the suite and writes its result.
+func (o *ReportOptions) Run() error {
+	file, err := suite.Load(o.SuiteFile, cli.OutputFlags...)
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	exe, err := o.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the miotool binary to run checks with: %w", err)
+	}
+	host := o.Host
+	if host == "" {
+		if host, err = o.Hostname(); err != nil {
+			host = ""
+		}
+	}
+	seed := o.Seed
+	if o.Shuffle && seed == 0 {
+		seed = uint64(o.Now().UnixNano())
+	}
+	passOn := o.passedOn()
+	bar := o.ProgressBar("suite " + file.Name)
+	runner := &suite.Runner{
+		Command:    []string{exe},
+		Args:       func(c suite.Check) []string { return checkArgs(c.Args, passOn) },
+		ResultArgs: cli.ResultArgs(),
+		Environ:    o.Environ(),
+		Host:       host,
+		Tool:       report.Tool{Version: o.Build.Version, Commit: o.Build.Commit, GoVersion: o.Build.GoVersion},
+		Now:        o.Now,
+		Progress: func(done, total int, current string) {
+			// The check's name is what a narrow terminal must keep.
+			if current != "" {
+				bar.SetLabel(current)
+			}
+			bar.Update(done, total)
+		},
+	}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, runErr := runner.Run(ctx, file, suite.Options{
+		Repeat: o.Repeat, Shuffle: o.Shuffle, Seed: seed, CPULoad: o.CPULoad,
+		Variants: o.variants, Timeout: o.Timeout,
+	})
+	bar.Done()
+	if res == nil {
+		return runErr
+	}
+	if err := writeSuite(o.IO, o.Global.Format, o.JUnit, res); err != nil {
+		return err
+	}
+	if runErr != nil {
+		if errors.Is(runErr, context.Canceled) {
+			// The result says INTERRUPTED and holds the runs made before.
+			return cli.Interrupted(ctx)
+		}
+		return fmt.Errorf("suite %s: %w", file.Name, runErr)
+	}
+	return suiteExit(res)
+}
+
+// writeSuite prints res in format and, when junit is set, writes the JUnit
+// file.
+func writeSuite(ios *cli.IOStreams, format report.Format, junit string, res *report.SuiteResult) error {
+	if err := report.RenderSuite(ios.Out, format, res, report.Options{TTY: ios.IsStdoutTTY(), Color: ios.ColorEnabled()}); err != nil {
+		return fmt.Errorf("writing the result: %w", err)
+	}
+	if junit == "" {
+		return nil
+	}
+	out, err := os.Create(junit)
+	if err != nil {
+		return fmt.Errorf("--junit: %w", err)
+	}
+	if err := report.WriteJUnit(out, res); err != nil {
+		out.Close()
+		return fmt.Errorf("--junit %s: %w", junit, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("--junit %s: %w", junit, err)
+	}
+	return nil
+}
+
+// suiteExit is nil when every check met its expectation, else exit 1 (the
+// table already says which did not).
+func suiteExit(res *report.SuiteResult) error {
+	if code := res.ExitCode(); code != cli.ExitOK {
+		return &cli.ExitError{Code: code, Err: fmt.Errorf("suite %s: %s", res.Suite, res.Summary()), Silent: true}
+	}
+	return nil
+}

@@ -1,0 +1,324 @@
+// Package stress is `miotool stress-threads`: its options, flags, the child
+// process each run is, and the rendering of the runs.
+package stress
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/aiheur"
+	"miotool/internal/aiheur/cache"
+	"miotool/internal/cli"
+	"miotool/internal/cmd/libtarget"
+	"miotool/internal/dnn/target"
+	"miotool/internal/hip"
+	"miotool/internal/report"
+	stressscen "miotool/internal/scenario/stress"
+
+	// The embedded model: the default where no ROCm model directory is.
+	_ "miotool/internal/aiheur/builtin"
+)
+
+// StressOptions are the inputs of `miotool stress-threads`.
+type StressOptions struct {
+	cli.Scenario
+	Threads, Iters, Trials int
+	Runs, Jobs             int
+	Cache                  cache.Policy
+	ModelDir               string
+	RaceWindow             time.Duration
+	RunTimeout             time.Duration
+	// Target runs the workload through a real library (miopen, cudnn)
+	// instead of miotool's handle and heuristic; Algo is how that library
+	// picks its algorithm.
+	Target target.Name
+	Algo   stressscen.AlgoSelection
+	// Child makes this process one run: the workload, then one result
+	// line on stdout. The parent passes it to the processes it starts.
+	Child bool
+
+	// Executable is the program the runs re-execute with their arguments;
+	// os.Executable when nil. Tests put a stand-in there.
+	Executable func(args []string) (stressscen.ChildCommand, error)
+}
+
+// NewCmdStress builds `miotool stress-threads`; runF, when set, replaces the run function.
+func NewCmdStress(f *cli.Factory, runF func(*StressOptions) error) *cobra.Command {
+	opts := &StressOptions{Scenario: cli.NewScenario(f)}
+	cmd := &cobra.Command{
+		Use:   "stress-threads",
+		Short: "Convolve from several threads at once through the AI heuristic's model cache (ROCM-27477)",
+		Long: `stress-threads is PyTorch's test_cudnn_multiple_threads_same_device made
+standalone, to reproduce MIOpen's AI-heuristic model-cache race (ROCM-27477) and
+check its fix. Each of --threads threads has its own library handle and stream on
+one device; they meet at a barrier, then each runs --iters iterations that
+convolve the previous output with a 1x1x2x2 weight of ones and divide it by 4,
+starting from a 1x1x2048x2048 input of ones. Every iteration is a new problem
+size, and its solver is chosen by the TunaNet heuristic, which takes its model
+from the process's model cache on every call, as MIOpen does. After each of
+--trials trials every thread's sum must be exactly (2048 - iters)^2 (1098304 for
+1000 iterations).
+
+--cache picks the cache: unlocked is the pre-fix pattern (two threads that miss
+together both load, and the second insert destroys the model the first is still
+running: a real use-after-free, which may end the process), locked is the fix
+(one mutex over find and insert), lockfree reads without a lock. The race is only
+possible while the cache is first populated, so every run is a fresh process:
+--runs runs, --jobs at a time, each ended by a watchdog after --run-timeout.
+
+Crashes are luck; the verdict is not. The caches record, as a race detector
+would, an access from another thread with no lock or barrier in between (race),
+a published model destroyed by a concurrent insert, and a model released while a
+reader holds it (use-after-free), so the pre-fix cache fails every run on every
+machine. Each run's output is checked element by element (every value exactly 1,
+guard values beside it untouched), so a kernel that did not run is a wrong
+result. The table counts crashes by signal, use-after-free, destroyed models,
+races, wrong results, hangs and runs stopped by an interrupt (Ctrl-C: exit 130).
+PASS only when every run completed with nothing recorded.
+
+The model comes from --model-dir, by default an installed ROCm's
+share/miopen/db when there is one, else the model embedded in miotool (fitted to
+miotool's own solvers). --race-window widens the race on purpose, for
+demonstrations; it is off by default and printed with the result.`,
+		Example: `  # The pre-fix cache: FAIL in every run (race detected), crashes in some
+  miotool stress-threads --cache=unlocked --runs 200
+
+  # The fix, the same number of runs
+  miotool stress-threads --cache=locked --runs 200 --jobs 2
+
+  # One run of the PyTorch test's defaults, as a PR checklist row
+  miotool stress-threads --format markdown`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Complete(f, cmd); err != nil {
+				return err
+			}
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return opts.Run()
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Threads, "threads", stressscen.DefaultThreads, "threads, each with its own handle and stream")
+	fl.IntVar(&opts.Iters, "iters", stressscen.DefaultIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", stressscen.InputSize-1))
+	fl.IntVar(&opts.Trials, "trials", stressscen.DefaultTrials, "trials per run")
+	fl.IntVar(&opts.Runs, "runs", 1, "runs, each in a fresh process")
+	fl.IntVar(&opts.Jobs, "jobs", 1, "runs at a time")
+	fl.Var(cli.NewEnumValue(&opts.Cache, cache.Locked, cache.Policies...), "cache", "model cache policy: unlocked (pre-fix), locked (the fix) or lockfree")
+	fl.StringVar(&opts.ModelDir, "model-dir", "", "directory of MIOpen model files (default: an installed ROCm's share/miopen/db, else the embedded model)")
+	fl.DurationVar(&opts.RaceWindow, "race-window", 0, "widen the cache race on purpose: wait a random time of up to this long between a miss's load and its insert (demonstrations only; 0 = off)")
+	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, "watchdog: a run still going after this is killed and counted as a hang")
+	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
+		"what runs the convolutions: builtin (miotool's handle and TunaNet heuristic), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
+	fl.Var(cli.NewEnumValue(&opts.Algo, stressscen.SelectHeuristic, stressscen.SelectHeuristic, stressscen.SelectFind), "algo",
+		"with a library target: how it picks each convolution's algorithm, heuristic or find")
+	fl.BoolVar(&opts.Child, "child", false, "run the workload in this process and print one result line (used by the runs it starts)")
+	_ = fl.MarkHidden("child")
+	opts.AddDialectFlag(cmd)
+	return cmd
+}
+
+// Complete reads the configuration and refuses flags that do not apply to
+// the target.
+func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+	if err := o.Scenario.Complete(f, cmd); err != nil {
+		return err
+	}
+	if o.Target != target.Builtin {
+		for _, name := range []string{"cache", "model-dir", "race-window"} {
+			if cmd.Flags().Changed(name) {
+				return cli.UsageErrorf("--%s applies to --target=builtin only: a library uses its own heuristic and caches", name)
+			}
+		}
+	} else if cmd.Flags().Changed("algo") {
+		return cli.UsageErrorf("--algo applies to a library target (--target=miopen or cudnn)")
+	}
+	return nil
+}
+
+// Run is one run in this process with --child, else the runs, each a
+// fresh process, and their result.
+func (o *StressOptions) Run() error {
+	if o.Child {
+		return runStressChild(o)
+	}
+	return runStress(o)
+}
+
+// Validate checks the counts, durations and model directory.
+func (o *StressOptions) Validate() error {
+	switch {
+	case o.Threads < 1 || o.Threads > 1024:
+		return cli.UsageErrorf("--threads %d: want 1 to 1024", o.Threads)
+	case o.Iters < 1 || o.Iters >= stressscen.InputSize:
+		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, stressscen.InputSize-1, stressscen.InputSize, stressscen.InputSize)
+	case o.Trials < 1:
+		return cli.UsageErrorf("--trials %d: want 1 or more", o.Trials)
+	case o.Runs < 1:
+		return cli.UsageErrorf("--runs %d: want 1 or more", o.Runs)
+	case o.Jobs < 1:
+		return cli.UsageErrorf("--jobs %d: want 1 or more", o.Jobs)
+	case o.RaceWindow < 0:
+		return cli.UsageErrorf("--race-window %v: want 0 (off) or a positive duration", o.RaceWindow)
+	case o.RunTimeout <= 0:
+		return cli.UsageErrorf("--run-timeout %v: want a positive duration", o.RunTimeout)
+	}
+	if o.ModelDir != "" {
+		info, err := os.Stat(o.ModelDir)
+		if err != nil {
+			return cli.UsageErrorf("--model-dir: %v", err)
+		}
+		if !info.IsDir() {
+			return cli.UsageErrorf("--model-dir %s: not a directory", o.ModelDir)
+		}
+	}
+	return nil
+}
+
+// models resolves the model directory (the flag, an installed ROCm, or the
+// embedded model) and describes the choice.
+func (o *StressOptions) models() (dir, described string, fsys fs.FS, err error) {
+	dir, source := aiheur.ModelDir(o.ModelDir)
+	fsys, err = aiheur.ModelFS(dir)
+	if errors.Is(err, aiheur.ErrNoModels) {
+		return "", "", nil, fmt.Errorf("%w; give one with %s", err, cli.ModelDirFlag)
+	}
+	if err != nil {
+		return "", "", nil, err
+	}
+	switch source {
+	case aiheur.SourceEmbedded:
+		described = "the model embedded in miotool"
+	case aiheur.SourceFlag:
+		described = dir + " (" + cli.ModelDirFlag + ")"
+	default:
+		described = dir + " (" + source + ")"
+	}
+	return dir, described, fsys, nil
+}
+
+// childArgs are the arguments of one run's process: the parent's backend,
+// device and configuration, and this command's workload flags.
+func (o *StressOptions) childArgs(backend, modelDir string) []string {
+	args := []string{"--backend", backend, "--device", strconv.Itoa(o.Global.Device), "--no-progress"}
+	if o.Global.ConfigFile != "" {
+		args = append(args, "--config", o.Global.ConfigFile)
+	}
+	args = append(args, "stress-threads", "--child",
+		"--threads", strconv.Itoa(o.Threads), "--iters", strconv.Itoa(o.Iters), "--trials", strconv.Itoa(o.Trials),
+		"--dialect", string(o.Dialect))
+	if o.Target != target.Builtin {
+		return append(args, "--target", string(o.Target), "--algo", string(o.Algo))
+	}
+	args = append(args, "--cache", string(o.Cache), "--race-window", o.RaceWindow.String())
+	if modelDir != "" {
+		args = append(args, "--model-dir", modelDir)
+	}
+	return args
+}
+
+func osExecutable(args []string) (stressscen.ChildCommand, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return stressscen.ChildCommand{}, fmt.Errorf("finding miotool's own executable to start the runs: %w", err)
+	}
+	return stressscen.ChildCommand{Path: exe, Args: args}, nil
+}
+
+func runStress(opts *StressOptions) error {
+	start := opts.Now()
+	var (
+		dev hip.Device
+		r   *report.Result
+	)
+	if opts.Target != target.Builtin {
+		var cleanup func()
+		dev, r, cleanup = libtarget.Open(&opts.Scenario, "stress-threads", opts.Target, start)
+		defer cleanup()
+	} else {
+		dev, r = opts.Open("stress-threads", start)
+	}
+	if dev == nil {
+		return cli.RenderResult(opts.IO, opts.Global.Format, r)
+	}
+	props := dev.Props()
+	if opts.Target != target.Builtin {
+		for _, n := range target.NotesFor(nil, dev, opts.Target) {
+			r.Note("%s", n)
+		}
+	}
+	// The runs open the device themselves; this process only names it.
+	if err := dev.Close(); err != nil {
+		return fmt.Errorf("closing the device: %w", err)
+	}
+	if opts.Target != target.Builtin {
+		return runStressProcesses(opts, r, Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+			Size: stressscen.InputSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
+			Library: fmt.Sprintf("%s, %s algorithm selection", opts.Target, opts.Algo)}, "")
+	}
+	dir, described, fsys, err := opts.models()
+	if err != nil {
+		return err
+	}
+	// A model directory the user named that holds no usable model is a
+	// configuration error; a broken installed or embedded one is the tool's.
+	badModels := func(err error) error { return err }
+	if opts.ModelDir != "" {
+		badModels = cli.UsageError
+	}
+	arch, err := stressscen.CheckModels(fsys, props.Arch)
+	if err != nil {
+		return badModels(fmt.Errorf("%s: %w", described, err))
+	}
+	cacheLine, err := stressscen.CacheLine(opts.Cache, opts.RaceWindow)
+	if err != nil {
+		return err
+	}
+	setup := Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stressscen.InputSize,
+		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: cacheLine,
+		Models: described, Arch: arch, Timeout: opts.RunTimeout}
+	return runStressProcesses(opts, r, setup, dir)
+}
+
+// runStressProcesses starts the runs, each a fresh miotool process, and
+// writes their tally.
+func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, modelDir string) error {
+	exe := opts.Executable
+	if exe == nil {
+		exe = osExecutable
+	}
+	child, err := exe(opts.childArgs(r.Backend, modelDir))
+	if err != nil {
+		return err
+	}
+	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
+	update, done := opts.Progress("stress-threads: run")
+	update(0, opts.Runs)
+	runs, err := stressscen.RunProcesses(opts.Context, child, stressscen.RunnerOptions{
+		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
+	})
+	done()
+	interrupted := cli.Interrupted(opts.Context)
+	if err != nil && interrupted == nil {
+		return err
+	}
+	if interrupted != nil {
+		// The runs that finished are reported; the result says INTERRUPTED.
+		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
+	}
+	Fill(r, setup, runs, opts.Now())
+	if err := cli.RenderResult(opts.IO, opts.Global.Format, r); err != nil {
+		return err
+	}
+	return interrupted
+}
