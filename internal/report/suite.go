@@ -475,17 +475,12 @@ func (s *SuiteResult) interrupted() bool {
 	return s.Interrupted != "" || slices.ContainsFunc(s.Checks, (*SuiteCheck).Interrupted)
 }
 
-// tested reports whether any check tested something: it has a run that
-// finished and did not skip where another verdict was expected.
+// tested reports whether any check was tested: it met its expectation or
+// did not. A check whose runs skipped was not, even if some of its runs
+// met the expectation.
 func (s *SuiteResult) tested() bool {
-	for _, c := range s.Checks {
-		for _, r := range c.Runs {
-			if !r.stopped() && !c.runSkipped(r) {
-				return true
-			}
-		}
-	}
-	return false
+	t := s.Totals()
+	return t.Met+t.Unmet > 0
 }
 
 // Verdict is INTERRUPTED when the suite was stopped before it finished,
@@ -534,10 +529,10 @@ func (s *SuiteResult) Summary() string {
 		b.WriteString("the suite has no checks")
 	case t.Unmet == 0 && !s.ran():
 		b.WriteString("no check ran")
-	case t.Unmet == 0 && !s.tested():
-		b.WriteString("no check tested anything")
+	case !s.tested():
+		b.WriteString("no check was tested")
 	case t.Unmet == 0 && t.Skipped > 0:
-		fmt.Fprintf(&b, "every check that tested met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
+		fmt.Fprintf(&b, "every check that was tested met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
 	case t.Unmet == 0:
 		fmt.Fprintf(&b, "every check met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
 	default:
@@ -548,7 +543,11 @@ func (s *SuiteResult) Summary() string {
 		}
 	}
 	if t.Skipped > 0 {
-		fmt.Fprintf(&b, "; %d skipped (what %s not there)", t.Skipped, plural(t.Skipped, "it needs is", "they need is"))
+		sep := "; "
+		if !s.tested() {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%d skipped (what %s not there)", sep, t.Skipped, plural(t.Skipped, "it needs is", "they need is"))
 	}
 	if t.NotRun > 0 {
 		fmt.Fprintf(&b, "; %d not run", t.NotRun)
