@@ -41,6 +41,7 @@ type ReportOptions struct {
 	JUnit   string
 	Timeout time.Duration
 	Host    string
+	suiteFlags
 
 	variants []suite.Variant
 }
@@ -136,6 +137,7 @@ Suite file (YAML):
 	fl.StringVar(&opts.JUnit, "junit", "", "also write the result as JUnit XML to this file")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "bound on each run of a check, in place of the suite file's (default: the file's, else 10m)")
 	fl.StringVar(&opts.Host, "host", "", "host name recorded in the result (default: this machine's)")
+	addSuiteFlags(cmd, &opts.suiteFlags)
 	_ = cmd.MarkFlagFilename("suite", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("junit", "xml")
 	cmd.AddCommand(newCmdReportMerge(f, nil))
@@ -181,6 +183,9 @@ func (o *ReportOptions) Validate() error {
 	case o.Seed != 0 && !o.Shuffle:
 		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
 	}
+	if err := o.validateSuiteFlags(); err != nil {
+		return err
+	}
 	if o.JUnit != "" {
 		return cli.CheckOutputFile("--junit", o.JUnit)
 	}
@@ -192,9 +197,9 @@ const maxCPULoadPerCore = 4
 
 // Run runs the suite and writes its result.
 func (o *ReportOptions) Run() error {
-	file, err := suite.Load(o.SuiteFile, cli.OutputFlags...)
+	file, err := o.loadSuite()
 	if err != nil {
-		return cli.UsageError(err)
+		return err
 	}
 	exe, err := o.Executable()
 	if err != nil {
@@ -234,7 +239,7 @@ func (o *ReportOptions) Run() error {
 	}
 	res, runErr := runner.Run(ctx, file, suite.Options{
 		Repeat: o.Repeat, Shuffle: o.Shuffle, Seed: seed, CPULoad: o.CPULoad,
-		Variants: o.variants, Timeout: o.Timeout,
+		Variants: o.variants, Timeout: o.Timeout, Jobs: o.jobs(),
 	})
 	bar.Done()
 	if res == nil {
