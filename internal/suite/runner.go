@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"miotool/internal/childproc"
+	"miotool/internal/finddb"
 	"miotool/internal/report"
 	"miotool/internal/runenv"
 )
@@ -179,7 +181,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 			return nil, fmt.Errorf("making the suite's scratch find-db folder: %w", err)
 		}
 		// Every check has ended by the time Run returns.
-		defer os.RemoveAll(dir)
+		defer removeScratchDB(dir)
 		environ = mergeEnv(environ, []string{runenv.EnvUserDBPath + "=" + dir})
 		res.Notes = append(res.Notes, "find-db: the checks ran on a scratch find-db, removed after the suite; `find-db: user` in the suite file runs them on yours")
 	} else {
@@ -229,6 +231,21 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	res.Duration = now().Sub(res.Started)
 	return res, runErr
+}
+
+// removeScratchDB removes a suite run's scratch find-db folder, and the
+// lock files MIOpen's locking left for its files in MIOpen's lock folder
+// (find takes that lock too): each suite run's folder is new, so they
+// would pile up there otherwise.
+func removeScratchDB(dir string) {
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if lock, err := finddb.MIOpenLockFile(filepath.Join(dir, e.Name()), ""); err == nil {
+				_ = os.Remove(lock)
+			}
+		}
+	}
+	_ = os.RemoveAll(dir)
 }
 
 // stepRun is what became of one step of the plan.

@@ -142,7 +142,11 @@ func TestSuiteAsTheUserRunsIt(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, append([]string{"report", "--suite", suitePath, "--format", "json", "--no-progress"}, tc.flags...)...)
-			cmd.Env = userEnv(dir, db)
+			tmp := filepath.Join(dir, "tmp")
+			if err := os.Mkdir(tmp, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Env = append(userEnv(dir, db), "TMPDIR="+tmp)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			start := time.Now()
@@ -173,6 +177,16 @@ func TestSuiteAsTheUserRunsIt(t *testing.T) {
 			}
 			if sp := stateOf(t, suitePath); before[suitePath] != sp[suitePath] {
 				t.Errorf("the suite file changed: %s -> %s", before[suitePath], sp[suitePath])
+			}
+			if tc.dbSame {
+				// No scratch folder is left, nor a lock file MIOpen's
+				// locking made for a file in it.
+				left := stateOf(t, tmp)
+				delete(left, tmp)
+				delete(left, filepath.Join(tmp, "miopen-lockfiles"))
+				if len(left) > 0 {
+					t.Errorf("left in TMPDIR: %v", left)
+				}
 			}
 			if tc.code < 0 {
 				var doc struct {
