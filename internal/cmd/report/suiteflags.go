@@ -35,16 +35,22 @@ func DefaultJobs(numCPU int) int {
 	return min(max(numCPU, 1)+1, 4)
 }
 
-const suiteFlagsHelp = `
+var suiteFlagsHelp = fmt.Sprintf(`
 
 Checks run side by side, up to --jobs at once (default: one more than the
 cores, at most 4), each still its own process; the table lists them in the
-suite file's order whatever order they end in. They start in that order, and
-an exclusive check waits for those before it to end and has nothing beside
-it: find, stress-threads and trace checks are exclusive (find's verdict rests
-on the naive evaluation overrunning a multiple of the best solver's time, which
-a neighbour's load shifts; stress-threads measures a race), and any check can
-say exclusive: true or false. --jobs 1 runs one check at a time.
+suite file's order whatever order they end in. Each pass starts its exclusive
+checks first, one at a time with nothing beside them, then the others in the
+file's order. find, stress-threads and trace checks are exclusive (find's
+verdict rests on the naive evaluation overrunning a multiple of the best
+solver's time, which a neighbour's load shifts; stress-threads measures a
+race), and any check can say exclusive: true or false. --jobs 1 runs one check
+at a time, in the file's order.
+
+A check whose runs skip where it expects PASS or FAIL (the device or library
+it needs is not there) is SKIP, not a failure: it tested nothing, and a suite
+in which nothing was tested exits 4. A suite run makes at most %d runs
+(checks x --repeat x environments); a larger one is refused before it starts.
 
 The checks run on a scratch find-db, a folder of the suite run's own that is
 removed after it, so a suite's find never writes into yours; find-db: user in
@@ -65,7 +71,7 @@ More suite file keys:
       - name: replay-worker
         command: miotool replay --reclaim=worker
         expect: PASS
-        exclusive: true     # run with no other check beside it`
+        exclusive: true     # run with no other check beside it`, suite.MaxRuns)
 
 // addSuiteFlags adds --jobs and --allow-programs to cmd, and what they
 // do to its help.
