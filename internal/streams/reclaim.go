@@ -343,30 +343,30 @@ func (r *reclaimThread) workerBatch() {
 // paces by age rather than by a back-off: on the H200 one run of
 // BenchmarkHops/poller in ten reclaimed 41 µs after the kernel's end where
 // the nine others took 4, tightly (p90 44.5 µs) for all 300 iterations.
-// That run's figures rule out what the loop itself could do: the poller
-// was awake (its last wake, by the Abandon, came 40.5 µs before the
-// kernel's end, so no sleep of its own was involved: none is taken within
-// Spin of an arrival, and the thread's timer slack is 1 ns, see
-// preciseSleeps), no state is learned from one drain to the next (every
-// arrival restarts the fast phase), and the GPU was not late either: the
-// host function queued behind the same done event ran earlier in that run
-// (56 µs p50) than in any other. The wake-to-reclaim time, 81 µs, is two
-// query periods of ~40.5 µs where a query normally takes ~0.6 µs: the
-// poller's queries were blocking, ~40 µs each, which is what a futex sleep
-// and wake on a lock in the driver costs on that virtual machine, the lock
-// held by the driver's own host-function machinery working on the
-// benchmark's host function (the only other thread in the driver at the
-// time; the tracker's poller queues none). A run keeps its threads where
-// they landed, so the blocking sticks to a run. A poller querying back to
-// back keeps that lock busy most of the time and so meets such a holder
-// at nearly every query; with a gap of pollGap between rounds it holds it
-// a third as often, at the price of at most pollGap of latency.
-// BenchmarkHops reports the queries each reclaim took and their mean
-// period (polls, ns-per-poll), so a run shows whether its queries
-// blocked. In the slow phase the old doubling back-off polled 1 ms apart
-// by the time a 2 ms overrun ended, reclaiming ~700 µs after the kernel,
-// 3.5 times the worker's callback; pacing by age bounds the delay to a
-// sixteenth of the overrun.
+// That run's figures rule out what this loop could do by itself: the
+// poller was awake (its last wake, by the Abandon, came 40.5 µs before the
+// kernel's end), it takes no sleep within Spin of an arrival, its timer
+// slack is 1 ns (preciseSleeps), and it learns nothing from one drain to
+// the next (every arrival restarts the fast phase). Nor was the GPU late:
+// the host function the benchmark queued behind the same done event ran
+// earlier in that run (56 µs p50) than in any other. What is left is the
+// query itself: from the wake to the done event seen took 81 µs, two
+// periods of ~40.5 µs where a query normally takes ~0.6 µs, and ~40 µs is
+// what a futex sleep and wake costs on that virtual machine, as when a
+// query blocks on a lock in the driver held by another thread there (the
+// only other one at the time worked on the benchmark's host function; the
+// poller policy queues none). A run keeps its threads where they landed,
+// so such blocking sticks to a run. A poller querying back to back holds
+// the driver's lock most of the time and meets any other user of it at
+// nearly every query; with pollGap between rounds it holds it about a
+// third as often, for at most pollGap of latency. BenchmarkHops reports
+// each reclaim's queries and their mean period (polls, ns-per-poll), and
+// runs the poller with and without the benchmark's host function, so a
+// slow run shows whether its queries blocked. In the slow phase the old
+// doubling back-off polled 1 ms apart by the time a 2 ms overrun ended,
+// reclaiming ~700 µs after the kernel, 3.5 times the worker's callback;
+// pacing by age bounds the delay to a sixteenth of the overrun plus the
+// wake.
 func (r *reclaimThread) runPoller() {
 	t := r.t
 	var active []*abandonment
