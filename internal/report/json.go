@@ -94,7 +94,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		BackendReason: r.BackendReason,
 		Device:        jsonDevice(r.Device),
 		Verdict:       r.Verdict,
-		ExitCode:      r.Verdict.ExitCode(),
+		ExitCode:      r.ExitCode(),
 		Status:        r.Status,
 		Summary:       r.Summary,
 		DurationMS:    float64(r.Duration.Microseconds()) / 1000,
@@ -166,6 +166,9 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Summary:       j.Summary,
 		Duration:      time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Notes:         j.Notes,
+	}
+	if j.ExitCode != j.Verdict.ExitCode() {
+		r.Exit = j.ExitCode
 	}
 	if j.Started != nil {
 		r.Started = *j.Started

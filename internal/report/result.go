@@ -239,6 +239,10 @@ type Result struct {
 	Summary  string
 	Started  time.Time
 	Duration time.Duration
+	// Exit, when not 0, is the run's exit status where the verdict's own
+	// does not say it: 143 for a run SIGTERM interrupted, 2 for a report
+	// made in spite of a configuration error. JSON's exit_code is ExitCode.
+	Exit int
 
 	Tables   []*Table
 	Notes    []string
@@ -250,6 +254,14 @@ type Result struct {
 func New(check, command string, start time.Time) *Result {
 	return &Result{Schema: SchemaVersion, Check: check, Command: command, RunID: NewRunID(), Host: hostname(),
 		Verdict: Pass, Started: start}
+}
+
+// ExitCode is the run's exit status: Exit when set, else the verdict's.
+func (r *Result) ExitCode() int {
+	if r.Exit != 0 {
+		return r.Exit
+	}
+	return r.Verdict.ExitCode()
 }
 
 // AddTable appends a table and returns it for filling.
