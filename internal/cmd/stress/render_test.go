@@ -200,10 +200,14 @@ func TestFillStressDetectionNotes(t *testing.T) {
 func TestFillStressInterrupted(t *testing.T) {
 	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: stressscen.InputSize, Runs: 5, Jobs: 1, Policy: cache.Locked, Timeout: time.Minute,
 		Interrupted: "interrupted by SIGINT"}
-	runs := []stressscen.RunOutcome{{Index: 0, Kind: stressscen.RunPassed, Run: &stressscen.RunResult{}}, {Index: 1, Kind: stressscen.RunInterrupted, Detail: "killed when miotool was interrupted"}}
+	// The killed run had recorded a race before it was killed: it still
+	// counts as interrupted and in no other row.
+	killed := detected(1, cache.KindRace)
+	killed.Kind, killed.Detail = stressscen.RunInterrupted, "killed when miotool was interrupted"
+	runs := []stressscen.RunOutcome{{Index: 0, Kind: stressscen.RunPassed, Run: &stressscen.RunResult{}}, killed}
 	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
 	Fill(r, setup, runs, time.Unix(1, 0))
-	if r.Verdict != report.Interrupted || !strings.HasPrefix(r.Summary, "interrupted by SIGINT: 1 of 5 runs finished (1 interrupted)") {
+	if r.Verdict != report.Interrupted || r.Summary != "interrupted by SIGINT: 1 of 5 runs finished, 1 interrupted, 3 not started" {
 		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
 	}
 	if !strings.HasPrefix(r.Tables[0].Title, "2 of 5 runs (interrupted)") {
@@ -214,6 +218,14 @@ func TestFillStressInterrupted(t *testing.T) {
 	}
 	if n, _ := r.Counter("interrupted"); n != 1 {
 		t.Errorf("interrupted %d", n)
+	}
+	for _, row := range r.Tables[0].Rows {
+		if row.Cells[0] != "interrupted" && row.Cells[1] != "0" && row.Cells[0] != "passed" {
+			t.Errorf("the interrupted run shows in row %v", row.Cells)
+		}
+	}
+	if n, _ := r.Counter("race detected"); n != 0 {
+		t.Errorf("race detected %d, want 0", n)
 	}
 	var md strings.Builder
 	if err := report.Render(&md, report.Markdown, r, report.Options{}); err != nil {
