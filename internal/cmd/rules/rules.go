@@ -211,7 +211,11 @@ func (o *RulesOptions) Run() error {
 		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", o.Dialect, p.Backend, dev.Dialect())
 	}
 	update, done := o.Progress("rules: cell")
-	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: update})
+	progress := func(n, total int) {
+		update(n, total)
+		o.Verbosef("cell %d of %d measured", n, total)
+	}
+	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: progress})
 	done()
 	interrupted := cli.Interrupted(o.Context)
 	why := ""
