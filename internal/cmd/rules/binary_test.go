@@ -49,7 +49,9 @@ func newUserFiles(t *testing.T, dir string) userFiles {
 	return u
 }
 
-func (u userFiles) all() []string { return []string{u.expect, u.symlink, u.hardlink, u.broken, u.config} }
+func (u userFiles) all() []string {
+	return []string{u.expect, u.symlink, u.hardlink, u.broken, u.config}
+}
 
 // Bad input is exit 2 with one clear line before any cell is measured,
 // and the user's files keep their bytes, mode and inode; above all an
