@@ -1,6 +1,7 @@
 package stress
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/cmdtest"
+	"miotool/internal/hip"
 	"miotool/internal/report"
 	stressscen "miotool/internal/scenario/stress"
 )
@@ -136,6 +138,28 @@ func TestStressRunsFreshProcesses(t *testing.T) {
 	}
 	if r.Command != "miotool --backend sim --format json stress-threads --iters 2 --trials 1 --runs 2 --jobs 2 --cache lockfree" {
 		t.Errorf("command %q", r.Command)
+	}
+}
+
+// The command opens no device: its runs do, and the result's header is
+// what the first run said. A one-run command so pays a GPU runtime's
+// start-up once, in its run, not once here and again there.
+func TestStressParentOpensNoDevice(t *testing.T) {
+	h := cmdtest.New(t)
+	h.F.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
+		t.Error("stress-threads opened a device in the parent")
+		return nil, hip.Selection{}, errors.New("not here")
+	}
+	code := h.Run(forReal, "--backend", "sim", "--format", "json", "stress-threads", "--iters", "2", "--trials", "1")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, h.Out, h.ErrOut)
+	}
+	r, err := report.ReadJSON(strings.NewReader(h.Out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Backend != "sim" || r.BackendReason != "requested with --backend sim" || r.Device.Arch != "sim" || !strings.Contains(r.Device.Description, "simulated") {
+		t.Errorf("header from the run: backend %q (%s), device %+v", r.Backend, r.BackendReason, r.Device)
 	}
 }
 
