@@ -215,7 +215,11 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	case t.Runs == 0:
 		r.Finish(report.Error, "no run happened", end)
 	case failed > 0:
-		r.Status = fmt.Sprintf("Failed (%d/%d)", failed, t.Runs)
+		// As capture's --repeat: one run is the verdict's own word, more
+		// are counted ("Failed (20/20)", the runs that failed).
+		if t.Runs > 1 {
+			r.Status = fmt.Sprintf("Failed (%d/%d)", failed, t.Runs)
+		}
 		r.Finish(report.Fail, fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), end)
 	case t.Errors > 0:
 		r.Finish(report.Error, fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
