@@ -27,8 +27,10 @@ const maxListed = 3
 //     not be timed;
 //   - FAIL when a compared cell differs from exp;
 //   - PASS when every compared cell matches, for the cells compared only:
-//     the headline, the status and the table's title say "compared C of N"
-//     whenever exp covers fewer than the N measured;
+//     the headline and the table's title say "compared C of N", and the
+//     status "Passed for the C of N cells compared" whenever exp covers
+//     fewer than the N measured; a full comparison counts its cells as
+//     sub-tests ("Passed (243/243)");
 //   - SKIP (exit 4) when nothing was compared, without --expect or with a
 //     file that covers none of the measured cells. A measurement is not a
 //     check: PASS would tell a CI that the rules were verified, FAIL that
@@ -154,7 +156,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 		} else if cmp.Compared > 0 {
 			what += ", all match so far"
 		}
-		r.Status = fmt.Sprintf("Interrupted (%d/%d cells)", measured, planned)
+		r.Status = fmt.Sprintf("Interrupted after %d of %d cells", measured, planned)
 		r.Finish(report.Interrupted, what, end)
 	case probeErr != nil:
 		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
@@ -171,20 +173,20 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 		if len(cmp.Differences) > maxListed {
 			more = ", ..."
 		}
-		r.Status = fmt.Sprintf("Failed (%d of %d cells compared differ)", len(cmp.Differences), cmp.Compared)
+		r.Cases = report.Cases{Passed: cmp.Compared - len(cmp.Differences), Total: cmp.Compared}
 		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ: %s%s", compared, len(cmp.Differences), strings.Join(keys, ", "), more), end)
 	case cmp.Compared == 0:
 		why := "no expectations given (--expect)"
 		if exp != nil {
 			why = exp.Name + " has no expectation for any of them"
 		}
-		r.Status = fmt.Sprintf("Skipped (%d cells measured, none compared)", measured)
+		r.Status = fmt.Sprintf("Skipped: %d cells measured, none compared", measured)
 		r.Finish(report.Skip, fmt.Sprintf("%d cells measured, compared none: %s", measured, why), end)
 	case cmp.Compared < measured:
-		r.Status = fmt.Sprintf("Passed (%d/%d cells compared)", cmp.Compared, measured)
+		r.Status = fmt.Sprintf("Passed for the %d of %d cells compared", cmp.Compared, measured)
 		r.Finish(report.Pass, fmt.Sprintf("%s; all %d match; the other %d have no expectation there and were not compared", compared, cmp.Compared, measured-cmp.Compared), end)
 	default:
-		r.Status = fmt.Sprintf("Passed (%d/%d cells compared)", cmp.Compared, measured)
+		r.Cases = report.Cases{Passed: cmp.Compared, Total: cmp.Compared}
 		r.Finish(report.Pass, fmt.Sprintf("%s; all match", compared), end)
 	}
 	return cmp

@@ -210,24 +210,18 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 		if len(parts) > 0 {
 			what += "; so far " + strings.Join(parts, ", ")
 		}
-		r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", t.Runs-t.Interrupted, s.Runs)
+		r.Status = fmt.Sprintf("Interrupted: %d of %d runs finished", t.Runs-t.Interrupted, s.Runs)
 		r.Finish(report.Interrupted, what, end)
 	case t.Runs == 0:
 		r.Finish(report.Error, "no run happened", end)
 	case failed > 0:
-		// As capture's --repeat: one run is the verdict's own word, more
-		// are counted ("Failed (20/20)", the runs that failed).
-		if t.Runs > 1 {
-			r.Status = fmt.Sprintf("Failed (%d/%d)", failed, t.Runs)
-		}
+		countRuns(r, t)
 		r.Finish(report.Fail, fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), end)
 	case t.Errors > 0:
 		r.Finish(report.Error, fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
 			first(func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError })), end)
 	default:
-		if t.Runs > 1 {
-			r.Status = fmt.Sprintf("Passed (%d/%d)", t.Passed, t.Runs)
-		}
+		countRuns(r, t)
 		what := fmt.Sprintf("all %d runs passed", t.Runs)
 		if t.Runs == 1 {
 			what = "the run passed"
@@ -239,6 +233,18 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 			detected = ""
 		}
 		r.Finish(report.Pass, fmt.Sprintf("%s: no crash, no hang%s, every sum %.0f", what, detected, expected), end)
+	}
+}
+
+// countRuns counts the runs as the check's sub-tests, as a test binary's
+// "Passed (26/26)" counts its tests: the runs that passed of those run
+// ("Failed (0/20)": none of 20 passed). One run is not counted. The
+// status is the verdict's own word, so that a suite's checklist says a
+// met expectation in its words, "Fails as expected (0/20)", as for every
+// other check.
+func countRuns(r *report.Result, t stressscen.Tally) {
+	if t.Runs > 1 {
+		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs}
 	}
 }
 
