@@ -33,6 +33,9 @@ type testCLI struct {
 	errOut *bytes.Buffer
 	seen   probeOptions
 	runE   func() error
+	// checkE is the body of "check" and "merge", which have the output
+	// flags; without it they render a PASS result.
+	checkE func() error
 	// home is a temporary directory used as working directory and user
 	// config dir, so no real configuration leaks into the tests.
 	home string
@@ -77,8 +80,40 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 		ValidArgs: []string{"a", "b"},
 		RunE:      func(*cobra.Command, []string) error { return nil },
 	}
-	root.AddCommand(probe, pair)
+	var read []string
+	check := &cobra.Command{
+		Use:     "check",
+		Example: "  miotool check --junit r.xml",
+		Args:    cobra.NoArgs,
+		RunE:    func(*cobra.Command, []string) error { return tc.check(f) },
+	}
+	check.Flags().StringArrayVar(&read, "read", nil, "a file it reads")
+	MarkInputFile(check, "read")
+	merge := &cobra.Command{
+		Use:     "merge FILE...",
+		Example: "  miotool merge a.json",
+		Args:    cobra.ArbitraryArgs,
+		RunE:    func(*cobra.Command, []string) error { return tc.check(f) },
+	}
+	MarkInputArgs(merge)
+	root.AddCommand(probe, pair, AddOutputFlags(f, check), AddOutputFlags(f, merge))
 	return root
+}
+
+// check is the body of "check" and "merge".
+func (tc *testCLI) check(f *Factory) error {
+	if tc.checkE != nil {
+		return tc.checkE()
+	}
+	return RenderResult(f.IOStreams, f.Global.Format, testResult(report.Pass))
+}
+
+// testResult is a finished result with verdict v and a table.
+func testResult(v report.Verdict) *report.Result {
+	r := report.New("check", "miotool check", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	r.AddTable("cases", "case", "measured").AddRow("one", string(v))
+	r.Finish(v, "the case gave "+string(v), r.Started.Add(time.Second))
+	return r
 }
 
 // envOf is a LookupEnv that sees only env.
@@ -536,3 +571,4 @@ func TestOutputFlagsAgreeWithTheChecklist(t *testing.T) {
 		}
 	}
 }
+

@@ -42,7 +42,7 @@ precedence after the command line.`,
   miotool rules --format markdown`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Name() == "help" {
 				return nil // help must work even with a broken config file
 			}
@@ -52,7 +52,7 @@ precedence after the command line.`,
 			if f.Global.Device < 0 {
 				return f.WithValueOrigins(UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device))
 			}
-			return nil
+			return f.WithValueOrigins(f.checkFiles(cmd, args))
 		},
 	}
 	// --version, as well as the version command; both print the version.
