@@ -89,6 +89,8 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 	}
 	check.Flags().StringArrayVar(&read, "read", nil, "a file it reads")
 	MarkInputFile(check, "read")
+	stride := 1
+	check.Flags().IntVarP(&stride, "conv_stride_w", "v", 1, "MIOpenDriver's horizontal stride")
 	merge := &cobra.Command{
 		Use:     "merge FILE...",
 		Example: "  miotool merge a.json",
@@ -572,3 +574,32 @@ func TestOutputFlagsAgreeWithTheChecklist(t *testing.T) {
 	}
 }
 
+// -v has one meaning, MIOpenDriver's horizontal stride: verbose output is
+// --verbose only, and a -v where it is no flag, or without its number,
+// says so.
+func TestShortVIsTheStride(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-v", "probe"}, "unknown shorthand flag: 'v' in -v (verbose output is --verbose; -v is MIOpenDriver's horizontal stride"},
+		{[]string{"probe", "-v"}, "(verbose output is --verbose;"},
+		{[]string{"check", "-v"}, "flag needs an argument: 'v' in -v (on check, -v is MIOpenDriver's horizontal stride --conv_stride_w and takes a number; verbose output is --verbose)"},
+		{[]string{"check", "-v", "x"}, "(on check, -v is MIOpenDriver's horizontal stride --conv_stride_w"},
+	} {
+		tc := newTestCLI(t)
+		if code := tc.run(tt.args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", tt.args, code)
+		}
+		if first, _, _ := strings.Cut(tc.errOut.String(), "\n"); !strings.Contains(first, tt.want) {
+			t.Errorf("%v: stderr %q lacks %q", tt.args, first, tt.want)
+		}
+	}
+	tc := newTestCLI(t)
+	if code := tc.run("--verbose", "probe"); code != 0 || !tc.seen.global.Verbose {
+		t.Errorf("--verbose: exit %d, verbose %v", code, tc.seen.global.Verbose)
+	}
+	if fl := NewRootCmd(tc.f).PersistentFlags().Lookup("verbose"); fl == nil || fl.Shorthand != "" {
+		t.Errorf("--verbose has a shorthand: %+v", fl)
+	}
+}

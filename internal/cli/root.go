@@ -56,7 +56,10 @@ precedence after the command line.`,
 		},
 	}
 	// --version, as well as the version command; both print the version.
+	// Defined here, since cobra's own would take -v, which is
+	// MIOpenDriver's horizontal stride.
 	cmd.Version = f.Build.Version
+	cmd.Flags().Bool("version", false, "print miotool's version, commit and Go version")
 	cmd.SetVersionTemplate(fmt.Sprintf("miotool %s (commit %s, %s %s)\n", f.Build.Version, commitText(f.Build), f.Build.GoVersion, f.Build.Platform))
 	cmd.SetHelpCommand(newHelpCmd())
 	cmd.CompletionOptions.DisableDefaultCmd = true
@@ -64,7 +67,7 @@ precedence after the command line.`,
 	cmd.DisableSuggestions = true
 	cmd.SuggestionsMinimumDistance = 2
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err, Hint: UsageHint(c)}
+		return &ExitError{Code: ExitUsage, Err: explainShortV(c, err), Hint: UsageHint(c)}
 	})
 
 	fl := cmd.PersistentFlags()
@@ -74,7 +77,9 @@ precedence after the command line.`,
 	fl.IntVar(&f.Global.Device, "device", 0, "device ordinal")
 	fl.Var(NewEnumValue(&f.Global.Format, report.Text, report.Formats...), "format", "output format: text, markdown or json")
 	fl.StringVar(&f.Global.ConfigFile, "config", "", "config file (default ./miotool.yaml, else <user config dir>/miotool/miotool.yaml)")
-	fl.BoolVarP(&f.Global.Verbose, "verbose", "v", false, "print what the tool decides (config file, backend) on stderr")
+	// No -v: on the commands that take a convolution problem -v is
+	// MIOpenDriver's horizontal stride, and a short flag has one meaning.
+	fl.BoolVar(&f.Global.Verbose, "verbose", false, "print what the tool decides (config file, backend) on stderr")
 	fl.BoolVar(&f.Global.NoProgress, "no-progress", false, "do not show progress on stderr")
 	return cmd
 }
@@ -104,6 +109,22 @@ func FinishTree(f *Factory, root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// explainShortV adds to pflag's error about -v what -v is: MIOpenDriver's
+// horizontal stride on the commands that take a convolution problem, and
+// on no other command; verbose output is --verbose. Users of older miotool
+// builds, where -v was --verbose, learn the new spelling from it.
+func explainShortV(c *cobra.Command, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "'v' in -") && !strings.Contains(msg, `"-v, --`) {
+		return err
+	}
+	if stride := c.Flags().ShorthandLookup("v"); stride != nil {
+		return fmt.Errorf("%w (on %s, -v is MIOpenDriver's horizontal stride --%s and takes a number; verbose output is --verbose)",
+			err, c.Name(), stride.Name)
+	}
+	return fmt.Errorf("%w (verbose output is --verbose; -v is MIOpenDriver's horizontal stride on the commands that take a convolution problem)", err)
 }
 
 // UsageHint is the line printed under a usage error.
