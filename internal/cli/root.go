@@ -24,9 +24,13 @@ concurrent use from many threads. It runs on an NVIDIA GPU (CUDA driver API), an
 AMD GPU (HIP) or, where no GPU runtime loads, on a simulated device.
 
 Exit status: 0 every check passed; 1 a check failed; 2 usage or configuration
-error; 3 the tool itself failed; 4 skipped (the requested device or library is
-not there); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: what finished is
-reported, with the verdict INTERRUPTED.
+error; 3 the tool itself failed (standard output that could not be written
+included); 4 skipped (the requested device or library is not there); 130
+interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: what finished is reported, with
+the verdict INTERRUPTED; 131 quit by SIGQUIT (Ctrl-\), at once, with no result.
+
+Commands that print a result also write it to the files --junit,
+--export-markdown and --export-json name, before standard output.
 
 Flags may also come from MIOTOOL_* environment variables (MIOTOOL_FORMAT=json,
 MIOTOOL_RULES_DIALECT=hip) or from a YAML config file (--config, else
