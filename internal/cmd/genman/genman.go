@@ -166,8 +166,7 @@ func (w *roff) text(s string) {
 			cur.Reset()
 		}
 	}
-	for _, word := range strings.Fields(s) {
-		word = escape(word)
+	for _, word := range placeholderWords(strings.Fields(s)) {
 		if cur.Len() > 0 && cur.Len()+1+len(word) > maxLine {
 			flush()
 		}
@@ -179,6 +178,28 @@ func (w *roff) text(s string) {
 		cur.WriteString(word)
 	}
 	flush()
+}
+
+// placeholderWords escapes words and joins the words of a placeholder
+// such as <user config dir> with unbreakable spaces, so that it is never
+// split across lines.
+func placeholderWords(words []string) []string {
+	var out []string
+	open := false
+	for _, w := range words {
+		e := escape(w)
+		if open {
+			out[len(out)-1] += `\ ` + e
+		} else {
+			out = append(out, e)
+		}
+		if i := strings.LastIndexByte(w, '<'); i >= 0 && !strings.Contains(w[i:], ">") {
+			open = true
+		} else if strings.Contains(w, ">") {
+			open = false
+		}
+	}
+	return out
 }
 
 // blocks writes help text: paragraphs separated by blank lines, filled,

@@ -304,7 +304,7 @@ checks:
 		if !errors.As(err, &ee) || ee.ExitCode() != 131 {
 			t.Errorf("SIGQUIT: %v, want exit 131", err)
 		}
-		if !strings.HasPrefix(rest.String(), "miotool: quit by SIGQUIT") || !strings.Contains(rest.String(), "goroutine ") {
+		if !strings.Contains(rest.String(), "miotool: quit by SIGQUIT; the goroutines were:\n\ngoroutine ") {
 			t.Errorf("stderr after SIGQUIT: %.300q", rest.String())
 		}
 	})
