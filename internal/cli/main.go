@@ -39,6 +39,9 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	var caught atomic.Pointer[Interruption]
+	// settled is set once the exit status is decided and the result is
+	// written to say it: a signal after that is too late to change either.
+	var settled atomic.Bool
 	go func() {
 		select {
 		case sig := <-sigs:
@@ -62,7 +65,7 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	defer func() {
 		// Whatever the command made of it, a run the user stopped ends
 		// with the signal's status.
-		if in := caught.Load(); in != nil {
+		if in := caught.Load(); in != nil && !settled.Load() {
 			code = in.ExitCode()
 		}
 	}()
@@ -98,6 +101,7 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	}
 	code = ExitCodeOf(err)
 	var why error = err
+	settled.Store(true)
 	if in := caught.Load(); in != nil {
 		code, why = in.ExitCode(), in
 	}
