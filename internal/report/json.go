@@ -266,7 +266,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Notes:         j.Notes,
 	}
 	if j.ExitCode != j.Verdict.ExitCode() {
-		r.Exit = j.ExitCode
+		r.ExitStatus = j.ExitCode
 	}
 	if j.Started != nil {
 		r.Started = *j.Started

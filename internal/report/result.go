@@ -264,14 +264,25 @@ type Result struct {
 	Cases    Cases
 	Started  time.Time
 	Duration time.Duration
-	// Exit, when not 0, is the run's exit status where the verdict's own
-	// does not say it: 143 for a run SIGTERM interrupted, 2 for a report
-	// made in spite of a configuration error. JSON's exit_code is ExitCode.
-	Exit int
 
 	Tables   []*Table
 	Notes    []string
 	Counters []Counter
+
+	// ExitStatus, when not zero, is the exit status of the process that
+	// wrote the result where its verdict's code does not say it: 143 for
+	// a run SIGTERM stopped (INTERRUPTED's code is 130), 2 for an ERROR
+	// that was a usage error. ExitCode gives it.
+	ExitStatus int
+}
+
+// ExitCode is the exit status the result stands for: ExitStatus when
+// set, else its verdict's code.
+func (r *Result) ExitCode() int {
+	if r.ExitStatus != 0 {
+		return r.ExitStatus
+	}
+	return r.Verdict.ExitCode()
 }
 
 // New starts a result for check, run by command, at start, with a new run
@@ -279,14 +290,6 @@ type Result struct {
 func New(check, command string, start time.Time) *Result {
 	return &Result{Schema: SchemaVersion, Check: check, Command: command, RunID: NewRunID(), Host: hostname(),
 		Verdict: Pass, Started: start}
-}
-
-// ExitCode is the run's exit status: Exit when set, else the verdict's.
-func (r *Result) ExitCode() int {
-	if r.Exit != 0 {
-		return r.Exit
-	}
-	return r.Verdict.ExitCode()
 }
 
 // AddTable appends a table and returns it for filling.

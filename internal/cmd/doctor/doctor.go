@@ -3,7 +3,6 @@ package doctor
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -112,9 +111,9 @@ func (o *DoctorOptions) Run() error {
 		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
 	r.Finish(report.Error, strings.Join(refused, "; "), o.Now())
-	r.Exit = cli.ExitUsage
-	if err := report.Render(o.IO.Out, o.Global.Format, r, report.Options{TTY: o.IO.IsStdoutTTY(), Color: o.IO.ColorEnabled()}); err != nil {
-		return &cli.ExitError{Code: cli.ExitToolFailure, Err: fmt.Errorf("writing the result: %w", err)}
+	r.ExitStatus = cli.ExitUsage
+	if err := cli.RenderResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(err) == cli.ExitToolFailure {
+		return err // the result could not be written
 	}
 	return &cli.ExitError{Code: cli.ExitUsage, Err: errors.New(strings.Join(refused, "; ")),
 		Hint: "Unset it or give a value miotool can use (see Runtime variables in the report)."}

@@ -221,7 +221,7 @@ func (o *RulesOptions) Run() error {
 	why := ""
 	if interrupted != nil {
 		why = cli.InterruptedReason(o.Context).Error()
-		r.Exit = cli.ExitCodeOf(interrupted)
+		r.ExitStatus = cli.ExitCodeOf(interrupted)
 	}
 	if probeErr == nil {
 		defer dev.Close()

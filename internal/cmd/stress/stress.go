@@ -380,7 +380,7 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, mode
 // written is said whatever stopped the runs.
 func finish(opts *StressOptions, r *report.Result, interrupted error) error {
 	if interrupted != nil {
-		r.Exit = cli.ExitCodeOf(interrupted)
+		r.ExitStatus = cli.ExitCodeOf(interrupted)
 	}
 	err := cli.RenderResult(opts.IO, opts.Global.Format, r)
 	if interrupted != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
