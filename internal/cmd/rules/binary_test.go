@@ -70,12 +70,12 @@ func TestRulesBinaryBadInput(t *testing.T) {
 		first string
 	}{
 		{"write-expect over expect", []string{"--expect", u.expect, "--write-expect", u.expect},
-			"miotool: --write-expect " + u.expect + " is --expect (" + u.expect + "): write the measurement to another file"},
+			"miotool: --write-expect " + u.expect + ": is the file " + u.expect + " --expect names, which miotool rules reads; write the result to another file"},
 		{"write-expect over expect by another spelling", []string{"--expect", u.expect, "--write-expect", "./mine.yaml"},
-			"miotool: --write-expect ./mine.yaml is --expect"},
-		{"write-expect through a symlink", []string{"--expect", u.expect, "--write-expect", u.symlink}, "miotool: --write-expect " + u.symlink + " is --expect"},
-		{"write-expect to a hard link", []string{"--expect", u.expect, "--write-expect", u.hardlink}, "miotool: --write-expect " + u.hardlink + " is --expect"},
-		{"write-expect over the config", []string{"--write-expect", u.config}, "miotool: --write-expect " + u.config + " is the config file"},
+			"miotool: --write-expect ./mine.yaml: is the file " + u.expect + " --expect names"},
+		{"write-expect through a symlink", []string{"--expect", u.expect, "--write-expect", u.symlink}, "miotool: --write-expect " + u.symlink + ": is the file " + u.expect + " --expect names"},
+		{"write-expect to a hard link", []string{"--expect", u.expect, "--write-expect", u.hardlink}, "miotool: --write-expect " + u.hardlink + ": is the file " + u.expect + " --expect names"},
+		{"write-expect over the config", []string{"--write-expect", u.config}, "miotool: --write-expect " + u.config + ": is the file " + u.config + " the config file names"},
 		{"write-expect in a missing folder", []string{"--write-expect", filepath.Join(dir, "none", "x.yaml")}, "miotool: --write-expect " + filepath.Join(dir, "none", "x.yaml") + ": the folder " + filepath.Join(dir, "none") + " does not exist"},
 		{"write-expect a folder", []string{"--write-expect", folder}, "miotool: --write-expect " + folder + ": is a folder"},
 		{"expect missing", []string{"--expect", filepath.Join(dir, "none.yaml")}, "miotool: expectation file " + filepath.Join(dir, "none.yaml") + ": no such file or directory"},
