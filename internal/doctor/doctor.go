@@ -184,12 +184,17 @@ func Diagnose(in Input) *report.Result {
 	}
 
 	vars := r.AddTable("Runtime variables", "variable", "value", "source", "note")
+	dbErr := in.Env.UserDBErr()
 	for _, s := range in.Env.Settings {
 		source := string(s.Source)
 		if s.Raw != "" && s.Source == runenv.FromDefault {
 			source = fmt.Sprintf("default (env %q ignored)", s.Raw)
 		}
-		vars.AddRow(s.Name, s.Value, source, s.Note)
+		note := s.Note
+		if s.Name == runenv.EnvUserDBPath && dbErr != nil {
+			note = "error: " + dbErr.Error() + ": find refuses it"
+		}
+		vars.AddRow(s.Name, s.Value, source, note)
 	}
 
 	conf := r.AddTable("Configuration", "item", "value")

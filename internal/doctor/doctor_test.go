@@ -117,7 +117,7 @@ func TestDoctorReportsSelectionLibrariesDeviceAndEnvironment(t *testing.T) {
 			"cuda | libcuda | /usr/lib/wsl/lib/libcuda.so.1 | not found", "hip | libamdhip64 | /opt/rocm/lib/libamdhip64.so.7 | loaded | 7.2"},
 		"Device": {"name | AMD Instinct MI300X", "arch | gfx942", "compute units | 304", "runtime version | 7.2", "driver version | 6.10", "memory | 192.0 GiB"},
 		"Runtime variables": {`GPU_MAX_HW_QUEUES | 4 | default (env "0" ignored) | warning: GPU_MAX_HW_QUEUES=0 is not positive`,
-			"MIOPEN_NAIVE_TIMEOUT | 300 | default", "MIOPEN_USER_DB_PATH | /home/u/.config/miotool/db | default", "MIOPEN_FIND_MODE | DYNAMIC_HYBRID (5) | default"},
+			"MIOPEN_NAIVE_TIMEOUT | 300 | default", "MIOPEN_USER_DB_PATH | /home/u/.config/miotool/db | default", "MIOPEN_FIND_MODE | NORMAL (1) | default"},
 		"Configuration": {"config file | /work/miotool.yaml", "miotool | 1.0.0 (commit abc)"},
 	}
 	for title, wants := range checks {
