@@ -5,21 +5,20 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"miotool/internal/trace/tracetest"
 )
 
 // The C tests build, with gcc, into one temporary folder per test binary:
-// the observer (through Build, into its own cache), stand-ins of
-// libamdhip64, libcuda.so.1 and libcupti.so.13 that apply the capture
-// rules and fire CUPTI callbacks, and the test programs of
-// testdata/progs, built against HIP and against the CUDA driver API. They
-// skip without gcc.
+// the stand-ins and test programs of tracetest, and the observer (through
+// Build, into its own cache). They skip without gcc.
 
 // limit bounds every wait of these tests: wide for a loaded machine.
 const limit = 60 * time.Second
@@ -34,13 +33,12 @@ type kit struct {
 	loader   string // dlopens a library RTLD_LOCAL
 	helper   string // the library loader loads, linked to libamdhip64
 	cupti    string
-	err      error
 }
 
 var (
 	kitOnce sync.Once
 	theKit  kit
-	kitDir  string
+	kitErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -48,80 +46,74 @@ func TestMain(m *testing.M) {
 		os.Exit(helper())
 	}
 	code := m.Run()
-	if kitDir != "" {
-		os.RemoveAll(kitDir)
-	}
+	tracetest.Remove()
 	os.Exit(code)
 }
 
 func gccOrSkip(t testing.TB) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc is not on PATH")
-	}
-	return gcc
+	return tracetest.GCC(t)
 }
 
 // standIns builds the kit once and returns it.
 func standIns(t testing.TB) *kit {
 	t.Helper()
 	gcc := gccOrSkip(t)
+	tk := tracetest.Shared(t)
 	kitOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "miotool-trace-kit-")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		obs, err := Build(ctx, BuildOptions{CC: gcc, CacheDir: filepath.Join(tk.Dir, "cache")})
 		if err != nil {
-			theKit.err = err
+			kitErr = err
 			return
 		}
-		kitDir = dir
-		theKit = buildKit(gcc, dir)
+		theKit = kit{dir: tk.Dir, observer: obs, lib: tk.Lib, hipProg: tk.HIPProg, hipNoDyn: tk.HIPNoDyn,
+			cudaProg: tk.CUDAProg, loader: tk.Loader, helper: tk.Helper, cupti: tk.CUPTI}
 	})
-	if theKit.err != nil {
-		t.Fatal(theKit.err)
+	if kitErr != nil {
+		t.Fatal(kitErr)
 	}
 	return &theKit
 }
 
-func buildKit(gcc, dir string) kit {
-	k := kit{dir: dir, lib: filepath.Join(dir, "lib")}
-	bin := filepath.Join(dir, "bin")
-	for _, d := range []string{k.lib, bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return kit{err: err}
+// killOnCleanup kills, when t ends, what is left of process group pgid
+// and of the processes pids (descendants a test learned of, which may
+// have left the group): a test that fails, or a guard that a regression
+// broke, leaves nothing running. Only processes still in the group, or
+// still children of it, are signalled, so that a number the system has
+// given to another process since is never hit.
+func killOnCleanup(t *testing.T, pgid int, pids ...int) {
+	t.Helper()
+	t.Cleanup(func() {
+		if len(live(t, pgid)) > 0 {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	obs, err := Build(ctx, BuildOptions{CC: gcc, CacheDir: filepath.Join(dir, "cache")})
+		for _, pid := range pids {
+			if group, ok := groupOf(pid); ok && group == pgid {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+}
+
+// groupOf is the process group of a live process.
+func groupOf(pid int) (int, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return kit{err: err}
+		return 0, false
 	}
-	k.observer = obs
-	warn := []string{"-std=gnu11", "-O0", "-g", "-Wall", "-Wextra", "-Werror"}
-	rpath := "-Wl,-rpath," + k.lib
-	hip := filepath.Join(k.lib, "libamdhip64.so")
-	cuda := filepath.Join(k.lib, "libcuda.so.1")
-	k.cupti = filepath.Join(k.lib, "libcupti.so.13")
-	k.hipProg, k.hipNoDyn = filepath.Join(bin, "hipprog"), filepath.Join(bin, "hipprog-nodyn")
-	k.cudaProg, k.loader = filepath.Join(bin, "cudaprog"), filepath.Join(bin, "loader")
-	k.helper = filepath.Join(k.lib, "libhelper.so")
-	steps := [][]string{
-		{"-shared", "-fPIC", "-o", hip, "testdata/standin/libamdhip64.c", "-pthread"},
-		{"-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", cuda, "testdata/standin/libcuda.c", "-ldl", "-pthread"},
-		{"-shared", "-fPIC", "-Wl,-soname,libcupti.so.13", "-o", k.cupti, "testdata/standin/libcupti.c", cuda, rpath},
-		{"-rdynamic", "-o", k.hipProg, "testdata/progs/prog.c", "-L" + k.lib, "-lamdhip64", rpath, "-pthread"},
-		{"-o", k.hipNoDyn, "testdata/progs/prog.c", "-L" + k.lib, "-lamdhip64", rpath, "-pthread"},
-		{"-DUSE_CUDA", "-rdynamic", "-o", k.cudaProg, "testdata/progs/prog.c", cuda, rpath, "-pthread"},
-		{"-shared", "-fPIC", "-o", k.helper, "testdata/progs/helper.c", "-L" + k.lib, "-lamdhip64", rpath},
-		{"-o", k.loader, "testdata/progs/loader.c", "-ldl"},
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
 	}
-	for _, s := range steps {
-		args := append(append([]string{}, warn...), s...)
-		if out, err := exec.CommandContext(ctx, gcc, args...).CombinedOutput(); err != nil {
-			return kit{err: fmt.Errorf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)}
-		}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
 	}
-	return k
+	g, err := strconv.Atoi(f[2])
+	return g, err == nil
 }
 
 // traced is one run of a program under the trace.
@@ -136,6 +128,7 @@ type runOpt func(*Options)
 func withTimeout(d time.Duration) runOpt { return func(o *Options) { o.Timeout = d } }
 func withStdin(s string) runOpt          { return func(o *Options) { o.Stdin = strings.NewReader(s) } }
 func withEnv(kv ...string) runOpt        { return func(o *Options) { o.Env = append(o.Env, kv...) } }
+func withCUPTI(path string) runOpt       { return func(o *Options) { o.CUPTI = path } }
 
 // trace runs prog with args under the observer and judges it.
 func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts ...runOpt) traced {
@@ -147,7 +140,8 @@ func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts 
 	}
 	defer devnull.Close()
 	o := Options{Program: prog, Args: args, Observer: k.observer, CUPTI: k.cupti, Stdin: devnull,
-		Stdout: &stdout, Stderr: &stderr, Timeout: limit, Env: os.Environ()}
+		Stdout: &stdout, Stderr: &stderr, Timeout: limit, Env: os.Environ(),
+		Started: func(pid int) { killOnCleanup(t, pid) }}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -162,11 +156,14 @@ func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts 
 
 // helperEnv makes this test binary, re-executed, a stand-in miotool that
 // traces the program the variable names (its arguments follow in
-// helperArgsEnv) and prints "program PID" once it runs.
+// helperArgsEnv) and prints "program PID" once it runs; with
+// helperNoGuard set, without the watcher of its group, so that the
+// program's own death signal is all that ends it with the stand-in.
 const (
 	helperEnv      = "MIOTOOL_TRACE_TEST_HELPER"
 	helperArgsEnv  = "MIOTOOL_TRACE_TEST_HELPER_ARGS"
 	helperObserver = "MIOTOOL_TRACE_TEST_HELPER_OBSERVER"
+	helperNoGuard  = "MIOTOOL_TRACE_TEST_HELPER_NOGUARD"
 )
 
 func helper() int {
@@ -182,6 +179,7 @@ func helper() int {
 		Program: os.Getenv(helperEnv), Args: strings.Fields(os.Getenv(helperArgsEnv)),
 		Observer: os.Getenv(helperObserver), Stdin: devnull, Stdout: devnull, Stderr: devnull,
 		Started: func(pid int) { fmt.Printf("program %d\n", pid) },
+		noGuard: os.Getenv(helperNoGuard) != "",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

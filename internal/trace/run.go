@@ -72,6 +72,10 @@ type Options struct {
 	// Started, when set, is told the program's process id (also its
 	// process group's) once it runs.
 	Started func(pid int)
+
+	// noGuard leaves out the watcher that kills the program's group when
+	// miotool dies, so that a test can hold Pdeathsig alone.
+	noGuard bool
 }
 
 // UsageError is a program that cannot be run as given: a usage error.
@@ -94,9 +98,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	path, err := programPath(o.Program, lookupEnv(env, "PATH"), o.Dir)
+	path, err := LookProgram(o.Program, env, o.Dir)
 	if err != nil {
-		return nil, &UsageError{err}
+		return nil, err
 	}
 	if st, err := os.Stat(o.Observer); err != nil || !st.Mode().IsRegular() {
 		if err == nil {
@@ -179,6 +183,22 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// LookProgram is the executable that Run would start for program, in
+// environment env (nil: this process's) and folder dir, resolved as a
+// shell would: a name with a slash as given (relative to dir), one without
+// in env's $PATH. A program that is not there or cannot be executed is a
+// *UsageError, said in one line.
+func LookProgram(program string, env []string, dir string) (string, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	path, err := programPath(program, lookupEnv(env, "PATH"), dir)
+	if err != nil {
+		return "", &UsageError{err}
+	}
+	return path, nil
 }
 
 // programPath resolves the program as a shell would: a name with a slash

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +71,10 @@ func runProgram(ctx context.Context, o Options, path string, env []string) (Exit
 		s.afterStart()
 	}
 	pid := cmd.Process.Pid
+	if !o.noGuard {
+		release := guardGroup(pid)
+		defer release()
+	}
 	if o.Started != nil {
 		o.Started(pid)
 	}
@@ -132,6 +137,41 @@ func runProgram(ctx context.Context, o Options, path string, env []string) (Exit
 	out.finish(true, grace.C)
 	errOut.finish(true, grace.C)
 	return exit, nil
+}
+
+// guardScript waits for one line on its standard input: "done" when
+// miotool has ended the program's group itself, nothing (end of input)
+// when miotool died first; then it kills the group. It ignores the signals
+// a terminal or a group kill would send it.
+const guardScript = `trap '' INT TERM HUP QUIT; read -r word; [ "$word" = done ] || kill -KILL "-$1" 2>/dev/null; exit 0`
+
+// guardGroup starts a watcher of this process for the program's group
+// pgid: Pdeathsig kills the program when miotool dies, but not what the
+// program started (a data loader's workers, a test's forked children),
+// so a small shell outside the group holds the read end of a pipe that
+// only this process writes to, and kills the group when the pipe closes
+// without a word: this process was killed (SIGKILL) or crashed. The
+// returned function tells it the group is ended and reaps it. Where there
+// is no /bin/sh the program's own Pdeathsig is all there is.
+func guardGroup(pgid int) (release func()) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return func() {}
+	}
+	guard := exec.Command("/bin/sh", "-c", guardScript, "miotool-trace-guard", strconv.Itoa(pgid))
+	guard.Stdin = pr
+	guard.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = guard.Start()
+	pr.Close()
+	if err != nil {
+		pw.Close()
+		return func() {}
+	}
+	return func() {
+		_, _ = pw.Write([]byte("done\n"))
+		pw.Close()
+		_ = guard.Wait()
+	}
 }
 
 func unwrapExecError(err error) error {
