@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +19,7 @@ import (
 // Build, into its own cache). They skip without gcc.
 
 // limit bounds every wait of these tests: wide for a loaded machine.
-const limit = 60 * time.Second
+const limit = tracetest.Limit
 
 type kit struct {
 	dir      string
@@ -77,44 +75,13 @@ func standIns(t testing.TB) *kit {
 	return &theKit
 }
 
-// killOnCleanup kills, when t ends, what is left of process group pgid
-// and of the processes pids (descendants a test learned of, which may
-// have left the group): a test that fails, or a guard that a regression
-// broke, leaves nothing running. Only processes still in the group, or
-// still children of it, are signalled, so that a number the system has
-// given to another process since is never hit.
-func killOnCleanup(t *testing.T, pgid int, pids ...int) {
-	t.Helper()
-	t.Cleanup(func() {
-		if len(live(t, pgid)) > 0 {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-		for _, pid := range pids {
-			if group, ok := groupOf(pid); ok && group == pgid {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-}
-
-// groupOf is the process group of a live process.
-func groupOf(pid int) (int, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-		return 0, false
-	}
-	g, err := strconv.Atoi(f[2])
-	return g, err == nil
-}
+// Process helpers, from tracetest.
+var (
+	killOnCleanup = tracetest.KillOnCleanup
+	groupOf       = tracetest.GroupOf
+	wantGone      = tracetest.WantGone
+	waitForPID    = tracetest.WaitForPID
+)
 
 // traced is one run of a program under the trace.
 type traced struct {
@@ -186,57 +153,4 @@ func helper() int {
 		return 3
 	}
 	return 0
-}
-
-// live lists the processes of group pgid that have not died (zombies
-// have).
-func live(t *testing.T, pgid int) []string {
-	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // it ended while we looked
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if group, _ := strconv.Atoi(f[2]); group == pgid {
-			out = append(out, strings.TrimSpace(s[:i+1]))
-		}
-	}
-	return out
-}
-
-// wantGone fails t unless, within limit, no process of group pgid is
-// alive: a killed process takes a moment to finish dying.
-func wantGone(t *testing.T, pgid int) {
-	t.Helper()
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skipf("no /proc to look for processes in: %v", err)
-	}
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		l := live(t, pgid)
-		if len(l) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %d still running after %v: %v", pgid, limit, l)
-		}
-		<-tick.C
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -504,25 +503,4 @@ func TestTheProgramsChildrenDieWithMiotool(t *testing.T) {
 	}
 	_ = parent.Wait()
 	wantGone(t, pid)
-}
-
-// waitForPID reads the process id a program writes to path, within limit.
-func waitForPID(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if data, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(data), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil {
-				t.Fatalf("%s holds %q", path, data)
-			}
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no process id in %s within %v", path, limit)
-		}
-		<-tick.C
-	}
 }

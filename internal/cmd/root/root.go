@@ -16,6 +16,7 @@ import (
 	"miotool/internal/cmd/report"
 	"miotool/internal/cmd/rules"
 	"miotool/internal/cmd/stress"
+	"miotool/internal/cmd/trace"
 	"miotool/internal/cmd/version"
 )
 
@@ -35,6 +36,7 @@ func commands(f *cli.Factory) []*cobra.Command {
 		capture.NewCmdCapture(f, nil),
 		replay.NewCmdReplay(f, nil),
 		stress.NewCmdStress(f, nil),
+		trace.NewCmdTrace(f, nil),
 		heuristic.NewCmdHeuristic(f, nil),
 		report.NewCmdReport(f, nil),
 		completion.NewCmdCompletion(f),

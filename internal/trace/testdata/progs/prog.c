@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
                 fclose(f);
             }
         }
-        printf("%s: child %d\n", scenario, (int)child);
+        printf("%s: child %d of %d\n", scenario, (int)child, (int)getpid());
         fflush(stdout);
         for (;;)
             pause();
