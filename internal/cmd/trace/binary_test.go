@@ -267,6 +267,14 @@ func TestTraceBinary(t *testing.T) {
 		tracetest.WantGone(t, m.program)
 	})
 
+	t.Run("no libcupti for a CUDA program", func(t *testing.T) {
+		r := b.run(t, "", []string{"LD_LIBRARY_PATH="}, "trace", "--", k.CUDAProg, "clean")
+		if r.code != 4 || !strings.Contains(r.stdout, "trace: SKIP - no capture began: nothing to check; CUDA calls of process ") ||
+			!strings.Contains(r.stderr, "libcupti could not be loaded") || !strings.Contains(r.stderr, "apt-get install cuda-cupti-13-0") {
+			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
+
 	t.Run("no C compiler", func(t *testing.T) {
 		empty := t.TempDir()
 		r := b.run(t, "", []string{"PATH=" + empty, "XDG_CACHE_HOME=" + filepath.Join(empty, "cache"), "CC="}, "trace", "--", "/bin/true")
