@@ -81,6 +81,8 @@ var (
 	groupOf       = tracetest.GroupOf
 	wantGone      = tracetest.WantGone
 	waitForPID    = tracetest.WaitForPID
+
+	wantNoSocketFolder = tracetest.WantNoSocketFolder
 )
 
 // traced is one run of a program under the trace.

@@ -76,6 +76,9 @@ type Options struct {
 	// noGuard leaves out the watcher that kills the program's group when
 	// miotool dies, so that a test can hold Pdeathsig alone.
 	noGuard bool
+	// leftover is the folder of the events socket, which the watcher
+	// removes when miotool dies.
+	leftover string
 }
 
 // UsageError is a program that cannot be run as given: a usage error.
@@ -157,6 +160,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		sock.read(coll, token)
 	}()
 
+	o.leftover = sock.dir
 	exit, err := runProgram(ctx, o, path, env)
 	// Every record the program's processes sent before they ended is
 	// queued before this marker; read up to it.

@@ -432,13 +432,16 @@ func TestTraceProgramErrors(t *testing.T) {
 }
 
 // standInMiotool starts this test binary as a stand-in miotool that
-// traces prog with args, and returns it and the program's process id (also
-// its group's) once it runs. Both are killed when t ends, whatever the
+// traces prog with args, with a temporary folder of the test's own, and
+// returns it, the program's process id (also its group's) once it runs,
+// and that folder. Both processes are killed when t ends, whatever the
 // test made of them.
-func standInMiotool(t *testing.T, k *kit, guard bool, prog string, args ...string) (*exec.Cmd, int) {
+func standInMiotool(t *testing.T, k *kit, guard bool, prog string, args ...string) (*exec.Cmd, int, string) {
 	t.Helper()
+	tmp := t.TempDir()
 	parent := exec.Command(os.Args[0])
-	parent.Env = append(os.Environ(), helperEnv+"="+prog, helperArgsEnv+"="+strings.Join(args, " "), helperObserver+"="+k.observer)
+	parent.Env = append(os.Environ(), helperEnv+"="+prog, helperArgsEnv+"="+strings.Join(args, " "), helperObserver+"="+k.observer,
+		"TMPDIR="+tmp)
 	if !guard {
 		parent.Env = append(parent.Env, helperNoGuard+"=1")
 	}
@@ -468,7 +471,7 @@ func standInMiotool(t *testing.T, k *kit, guard bool, prog string, args ...strin
 		t.Fatalf("the stand-in miotool did not start the program within %v", limit)
 	}
 	killOnCleanup(t, pid)
-	return parent, pid
+	return parent, pid, tmp
 }
 
 // TestTheProgramDiesWithMiotool: a stand-in miotool (this test binary),
@@ -477,7 +480,7 @@ func standInMiotool(t *testing.T, k *kit, guard bool, prog string, args ...strin
 // kernel kills the program with it (Pdeathsig).
 func TestTheProgramDiesWithMiotool(t *testing.T) {
 	k := standIns(t)
-	parent, pid := standInMiotool(t, k, false, k.hipProg, "hang")
+	parent, pid, _ := standInMiotool(t, k, false, k.hipProg, "hang")
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -488,11 +491,12 @@ func TestTheProgramDiesWithMiotool(t *testing.T) {
 // TestTheProgramsChildrenDieWithMiotool: the program forks a child that
 // waits to be killed; when the stand-in miotool is killed with SIGKILL,
 // the program dies of its death signal and the child, which has none, is
-// killed with the program's group by the watcher.
+// killed with the program's group by the watcher, which also removes the
+// events socket's folder that the stand-in can no longer remove.
 func TestTheProgramsChildrenDieWithMiotool(t *testing.T) {
 	k := standIns(t)
 	pidFile := filepath.Join(t.TempDir(), "child")
-	parent, pid := standInMiotool(t, k, true, k.hipProg, "fork-hang", pidFile)
+	parent, pid, tmp := standInMiotool(t, k, true, k.hipProg, "fork-hang", pidFile)
 	child := waitForPID(t, pidFile)
 	killOnCleanup(t, pid, child)
 	if g, ok := groupOf(child); !ok || g != pid {
@@ -503,4 +507,5 @@ func TestTheProgramsChildrenDieWithMiotool(t *testing.T) {
 	}
 	_ = parent.Wait()
 	wantGone(t, pid)
+	wantNoSocketFolder(t, tmp)
 }

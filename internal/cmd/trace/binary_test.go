@@ -265,6 +265,7 @@ func TestTraceBinary(t *testing.T) {
 		}
 		_, _ = m.wait(t)
 		tracetest.WantGone(t, m.program)
+		tracetest.WantNoSocketFolder(t, m.tmp)
 	})
 
 	t.Run("no libcupti for a CUDA program", func(t *testing.T) {
@@ -289,7 +290,8 @@ func TestTraceBinary(t *testing.T) {
 // in its capture, and its child forked.
 type started struct {
 	cmd     *exec.Cmd
-	program int // its process id and group
+	tmp     string // its TMPDIR
+	program int    // its process id and group
 	child   int
 	out     *lockedBuffer
 	lines   chan string
@@ -308,7 +310,8 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 func (b *binary) start(t *testing.T, args ...string) *started {
 	t.Helper()
 	cmd := exec.Command(b.bin, args...)
-	cmd.Env, cmd.Dir = b.env, b.home
+	s := &started{cmd: cmd, tmp: t.TempDir(), out: &lockedBuffer{}, lines: make(chan string, 64), exited: make(chan struct{})}
+	cmd.Env, cmd.Dir = append(append([]string{}, b.env...), "TMPDIR="+s.tmp), b.home
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +325,6 @@ func (b *binary) start(t *testing.T, args ...string) *started {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &started{cmd: cmd, out: &lockedBuffer{}, lines: make(chan string, 64), exited: make(chan struct{})}
 	go func() {
 		defer close(s.lines)
 		sc := bufio.NewScanner(pipe)

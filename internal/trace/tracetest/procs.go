@@ -125,3 +125,25 @@ func WaitForPID(t testing.TB, path string) int {
 		<-tick.C
 	}
 }
+
+// WantNoSocketFolder fails t unless, within Limit, no events socket
+// folder of a trace (miotool-trace-*) is left in dir.
+func WantNoSocketFolder(t testing.TB, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(Limit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left, err := filepath.Glob(filepath.Join(dir, "miotool-trace-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind after %v: %v", Limit, left)
+		}
+		<-tick.C
+	}
+}
