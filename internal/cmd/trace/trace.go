@@ -60,8 +60,9 @@ made: which call broke it, on which thread, and which library made the call.
 
 Everything after -- belongs to the program, its own flags included; miotool's
 flags go before it. The program gets miotool's standard input, output and
-error as they are, and miotool's result follows its output once it has ended.
-It runs in a process group of its own, which is killed when the program ends
+error as they are, and miotool's result follows its output once it has ended
+(so with --format json, whatever the program printed comes before the JSON
+document; --junit FILE writes a file of its own). It runs in a process group of its own, which is killed when the program ends
 (nothing it started outlives it), when --timeout runs out, and when miotool
 dies; on a terminal it has the foreground, so Ctrl-C reaches it as from a
 shell.
