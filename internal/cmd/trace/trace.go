@@ -62,10 +62,10 @@ Everything after -- belongs to the program, its own flags included; miotool's
 flags go before it. The program gets miotool's standard input, output and
 error as they are, and miotool's result follows its output once it has ended
 (so with --format json, whatever the program printed comes before the JSON
-document; --junit FILE writes a file of its own). It runs in a process group of its own, which is killed when the program ends
-(nothing it started outlives it), when --timeout runs out, and when miotool
-dies; on a terminal it has the foreground, so Ctrl-C reaches it as from a
-shell.
+document; --junit FILE writes a file of its own). It runs in a process group
+of its own, which is killed when the program ends (nothing it started
+outlives it), when --timeout runs out, and when miotool dies; on a terminal
+it has the foreground, so Ctrl-C reaches it as from a shell.
 
 What is observed: CUDA's driver API through CUPTI callbacks, with an injection
 library (CUDA_INJECTION64_PATH), which sees every driver call, the ones the
