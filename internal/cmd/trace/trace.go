@@ -37,7 +37,6 @@ type TraceOptions struct {
 	Timeout  time.Duration
 	Strict   bool
 	Observer string
-	JUnit    string
 
 	// Program and Args are what follows --.
 	Program string
@@ -62,7 +61,8 @@ Everything after -- belongs to the program, its own flags included; miotool's
 flags go before it. The program gets miotool's standard input, output and
 error as they are, and miotool's result follows its output once it has ended
 (so with --format json, whatever the program printed comes before the JSON
-document; --junit FILE writes a file of its own). It runs in a process group
+document; --export-json FILE, --export-markdown FILE and --junit FILE write
+files of their own). It runs in a process group
 of its own, which is killed when the program ends (nothing it started
 outlives it), when --timeout runs out, and when miotool dies; on a terminal
 it has the foreground, so Ctrl-C reaches it as from a shell.
@@ -142,9 +142,11 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards: calls that only the capture's relaxed or thread-local mode let through")
 	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+trace.EnvObserver+")")
-	fl.StringVar(&opts.JUnit, "junit", "", "also write the result as JUnit XML to this file")
 	_ = cmd.MarkFlagFilename("observer", "so")
-	_ = cmd.MarkFlagFilename("junit", "xml")
+	cli.MarkInputFile(cmd, "observer")
+	// The program and its arguments may name files it reads or writes,
+	// which no result file may replace.
+	cli.MarkInputArgs(cmd)
 	return cmd
 }
 
@@ -177,15 +179,12 @@ func (o *TraceOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []strin
 }
 
 // Validate checks, before anything is built or started, the watchdog, the
-// --junit file, the program and a given observer.
+// program and a given observer. The files the output flags name were
+// checked before (they can be written, none is the program or one of its
+// arguments).
 func (o *TraceOptions) Validate() error {
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout %v: want 0 (none) or a positive duration such as 10m", o.Timeout)
-	}
-	if o.JUnit != "" {
-		if err := cli.CheckOutputFile("--junit", o.JUnit); err != nil {
-			return err
-		}
 	}
 	if _, err := trace.LookProgram(o.Program, o.Environ(), ""); err != nil {
 		return cli.UsageError(err)
@@ -262,7 +261,7 @@ func (o *TraceOptions) RunTrace() error {
 	j := trace.Judge(res, o.Strict)
 	fill(r, res, j, rules)
 	r.Finish(j.Verdict, j.Summary, o.Now())
-	return o.write(r)
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }
 
 // buildFailed is the result of a trace whose observer could not be built:
@@ -287,39 +286,7 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 		r.Finish(report.Error, fmt.Sprintf("the trace observer: %v", err), o.Now())
 	}
 	r.Note("the program was not started: %s", report.JoinCommandLine(append([]string{o.Program}, o.Args...)))
-	return o.write(r)
-}
-
-// write writes the --junit file, then the result in --format to standard
-// output, and returns the verdict's exit. The file comes first, so that
-// it is written whatever becomes of standard output.
-func (o *TraceOptions) write(r *report.Result) error {
-	var junitErr error
-	if o.JUnit != "" {
-		junitErr = writeJUnit(o.JUnit, r)
-	}
-	err := cli.RenderResult(o.IO, o.Global.Format, r)
-	if junitErr != nil {
-		return &cli.ExitError{Code: cli.ExitToolFailure, Err: junitErr}
-	}
-	return err
-}
-
-// writeJUnit writes r as JUnit XML: a suite of the one check, expected to
-// PASS.
-func writeJUnit(path string, r *report.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--junit: %w", err)
-	}
-	if err := report.WriteJUnit(f, report.SuiteFromResult(r)); err != nil {
-		f.Close()
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	return nil
+	return cli.RenderResult(o.IO, o.Global.Format, r)
 }
 
 // lastLines is the last n lines of s.

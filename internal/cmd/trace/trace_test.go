@@ -24,7 +24,7 @@ import (
 
 // withRun is a command tree whose trace hands its options to runF.
 func withRun(runF func(*TraceOptions) error) func(*cli.Factory) *cobra.Command {
-	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdTrace(f, runF) })
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return cli.AddOutputFlags(f, NewCmdTrace(f, runF)) })
 }
 
 // faked runs the trace with fake observer builds and runs.
