@@ -19,6 +19,7 @@ import (
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/rules"
+	"miotool/internal/testutil"
 	"miotool/internal/trace"
 )
 
@@ -363,4 +364,21 @@ func TestTraceJUnit(t *testing.T) {
 		!strings.Contains(doc.Suites[0].Cases[0].Failure.Text, "cuCtxSynchronize from thread 512") {
 		t.Errorf("JUnit:\n%s", data)
 	}
+	t.Run("against junit-10.xsd", func(t *testing.T) { testutil.ValidateJUnit(t, data) })
+
+	// A program that began no capture is a skipped case, not a pass.
+	h = cmdtest.New(t)
+	code = h.Run(faked(func(context.Context, trace.BuildOptions) (string, error) { return "/lib/observer.so", nil },
+		func(context.Context, trace.Options) (*trace.Result, error) {
+			return &trace.Result{Program: "true", Processes: []*trace.Process{{PID: 3}}}, nil
+		}), "trace", "--junit", junit, "--", "true")
+	data, err = os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != cli.ExitSkipped || !strings.Contains(string(data), `skipped="1"`) ||
+		!strings.Contains(string(data), "no capture began: nothing to check") {
+		t.Errorf("exit %d, JUnit:\n%s", code, data)
+	}
+	t.Run("skipped, against junit-10.xsd", func(t *testing.T) { testutil.ValidateJUnit(t, data) })
 }
