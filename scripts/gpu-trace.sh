@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # gpu-trace.sh: the trace section of the GPU results, on a machine with an
-# NVIDIA GPU, PyTorch and a C compiler.
+# NVIDIA GPU, PyTorch and a C compiler, as a function scripts/gpu-check.sh
+# sources (its "trace" section), or as a command:
 #
-#   source scripts/gpu-trace.sh; trace_section OUTDIR [FILE]
-#   scripts/gpu-trace.sh OUTDIR [FILE]
+#   scripts/gpu-trace.sh OUTDIR
 #
-# trace_section runs `miotool trace --format markdown` on the PyTorch
-# cases of internal/trace/testdata/pytorch and on miotool's own capture
-# scenario, and times scripts/pytorch-threads.py with and without the
-# trace, and appends a "## trace" section to FILE, or to a new
-# OUTDIR/sections-HHMMSS-trace.md with the run's stamp line (what
-# `scripts/gpu-check.sh assemble OUTDIR` joins into docs/results). Every
-# table is miotool's own Markdown; each case says its command, exit status,
-# time and whether it gave the verdict and culprit it should; the program's
-# own output is quoted apart. One line per case goes to stdout too.
+# trace_section OUTDIR runs `miotool trace --format markdown` on the
+# PyTorch cases of internal/trace/testdata/pytorch and on miotool's own
+# capture scenario, and times scripts/pytorch-threads.py with and without
+# the trace. It writes the section ("## trace ...") to OUTDIR/trace.md and
+# prints it; one line per case goes to standard error as it finishes (and
+# to OUTDIR/trace-summary.txt), and the commands' standard error to
+# OUTDIR/trace.log. Every table is miotool's own Markdown; each case says
+# its command, exit status, time and whether it gave the verdict and named
+# the calls it should; the traced program's own output is quoted apart.
 #
 # Every command is bounded by `timeout` (TRACE_CASE_LIMIT, default 180 s,
 # beside miotool's own watchdog of 150 s); the whole section takes about
@@ -109,9 +109,9 @@ trace_case() {
 		echo
 		echo "_exit status $rc, $elapsed s; expected $want: $([ $met = yes ] && echo met || echo "NOT MET${missing:+ (missing:$missing)}")_"
 	} >>"$out"
-	cat "$tmp/stderr" >>"$LOG"
+	cat "$tmp/stderr" >>"$TRACE_LOG"
 	echo "[trace $title] ${verdict:-no result} (exit $rc, $elapsed s), expected $want: $([ $met = yes ] && echo met || echo "NOT MET$missing"): $headline" |
-		tee -a "$LOG"
+		tee -a "$TRACE_SUMMARY" >&2
 	rm -rf "$tmp"
 }
 
@@ -132,16 +132,16 @@ trace_overhead() {
 		shift
 		local s rc
 		s=$(date +%s.%N)
-		timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$@" >"$tmp/last" 2>>"$LOG" </dev/null
+		timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$@" >"$tmp/last" 2>>"$TRACE_LOG" </dev/null
 		rc=$?
 		echo "$label $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') $rc" >>"$times"
 		# Under the trace the program must have run to its end: miotool says
 		# SKIP (it captured nothing), exit 4, and that it exited 0.
 		if [ "$label" = traced ] && ! grep -q 'the program exited with status 0' "$tmp/last"; then
-			echo "[trace overhead] a traced run did not end well (exit $rc): $(grep -m1 '^trace: ' "$tmp/last")" | tee -a "$LOG"
+			echo "[trace overhead] a traced run did not end well (exit $rc): $(grep -m1 '^trace: ' "$tmp/last")" | tee -a "$TRACE_SUMMARY" >&2
 		fi
 	}
-	echo "[trace overhead] $pairs pairs of ${body[*]}" | tee -a "$LOG"
+	echo "[trace overhead] $pairs pairs of ${body[*]}" >&2
 	for ((i = 1; i <= pairs; i++)); do
 		if [ $((i % 2)) = 1 ]; then
 			timed plain "${body[@]}"
@@ -190,26 +190,26 @@ if plain and traced:
           f"ratio of the medians {mt / mp:.3f} (target ≤ 1.05: {'met' if mt / mp <= 1.05 else 'NOT MET'}). "
           f"Exit statuses: {', '.join(codes['plain'])} without, {', '.join(codes['traced'])} under the trace (4: no capture began).")
 PY
-	} >>"$out" 2>>"$LOG"
-	echo "[trace overhead] $(tail -n 1 "$out")" | tee -a "$LOG"
+	} >>"$out" 2>>"$TRACE_LOG"
+	echo "[trace overhead] $(tail -n 1 "$out")" | tee -a "$TRACE_SUMMARY" >&2
 	rm -rf "$tmp"
 }
 
-# trace_section OUTDIR [FILE]: the whole section.
+# trace_section OUTDIR: the whole section, into OUTDIR/trace.md and to
+# standard output.
 trace_section() {
-	local dir=$1 file=${2:-}
+	local dir=$1
 	local BIN=${BIN:-bin}
 	mkdir -p "$dir"
-	LOG=${LOG:-$dir/gpu-check.log}
-	local out=$file
-	if [ -z "$out" ]; then
-		out=$dir/sections-$(date -u +%H%M%S)-trace.md
-		echo "_Run at $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) CPU cores, sections: trace; $("$BIN/miotool" version --format markdown 2>/dev/null)_" >>"$out"
-		echo >>"$out"
-	fi
+	local out=$dir/trace.md
+	TRACE_LOG=$dir/trace.log
+	TRACE_SUMMARY=$dir/trace-summary.txt
+	: >"$out"
+	: >"$TRACE_SUMMARY"
 	local T=("$BIN/miotool" --no-progress trace --format markdown --timeout 150s --)
 	local py=internal/trace/testdata/pytorch
 	{
+		echo
 		echo "## trace: the call that broke a real program's capture, named (PyTorch, miotool), and the observer's cost"
 		echo
 		echo "Each case is \`miotool trace --format markdown\` on a program; CUDA is observed through CUPTI"
@@ -226,12 +226,12 @@ trace_section() {
 	trace_case "$out" "miotool capture --reclaim=worker under the trace" PASS \
 		-- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=worker
 	trace_overhead "$out"
-	echo "wrote $out"
+	cat "$out"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -uo pipefail
 	cd "$(dirname "$0")/.." || exit 2
-	[ $# -ge 1 ] || { echo "usage: $0 OUTDIR [FILE]" >&2; exit 2; }
-	trace_section "$@"
+	[ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
+	trace_section "$1"
 fi
