@@ -23,7 +23,7 @@ type DoctorOptions struct {
 	Global      cli.GlobalOptions
 	CommandLine string
 	OpenDevice  cli.OpenFunc
-	Backends    func() []hip.Backend
+	Backends    func() []hip.Registration
 	Env         runenv.Env
 	ConfigUsed  string
 	Build       buildinfo.Info
