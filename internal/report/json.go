@@ -189,7 +189,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		BackendReason: r.BackendReason,
 		Device:        jsonDevice(r.Device),
 		Verdict:       r.Verdict,
-		ExitCode:      r.Verdict.ExitCode(),
+		ExitCode:      r.ExitCode(),
 		Status:        r.Status,
 		Summary:       r.Summary,
 		Cases:         toJSONCases(r.Cases),
@@ -264,6 +264,9 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Cases:         j.Cases.cases(),
 		Duration:      time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Notes:         j.Notes,
+	}
+	if j.ExitCode != j.Verdict.ExitCode() {
+		r.ExitStatus = j.ExitCode
 	}
 	if j.Started != nil {
 		r.Started = *j.Started

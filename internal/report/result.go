@@ -268,6 +268,21 @@ type Result struct {
 	Tables   []*Table
 	Notes    []string
 	Counters []Counter
+
+	// ExitStatus, when not zero, is the exit status of the process that
+	// wrote the result where its verdict's code does not say it: 143 for
+	// a run SIGTERM stopped (INTERRUPTED's code is 130), 2 for an ERROR
+	// that was a usage error. ExitCode gives it.
+	ExitStatus int
+}
+
+// ExitCode is the exit status the result stands for: ExitStatus when
+// set, else its verdict's code.
+func (r *Result) ExitCode() int {
+	if r.ExitStatus != 0 {
+		return r.ExitStatus
+	}
+	return r.Verdict.ExitCode()
 }
 
 // New starts a result for check, run by command, at start, with a new run

@@ -69,10 +69,10 @@ type SuiteResult struct {
 	// finished, e.g. "interrupted by SIGINT": its verdict is INTERRUPTED
 	// and the checks it never reached are not run.
 	Interrupted string
-	// InterruptExitCode is the exit status the interruption gives the
-	// process, 128 plus the signal (143 for SIGTERM); 0 means
-	// ExitInterrupted.
-	InterruptExitCode int
+	// ExitStatus, when not zero, is the exit status of the process that
+	// wrote the result where its verdict's code does not say it: 143 for
+	// a suite SIGTERM stopped. ExitCode gives it.
+	ExitStatus int
 	// Notes say what the suite did besides its checks' runs: where its
 	// checks' find-db was, which programs it ran.
 	Notes []string
@@ -505,14 +505,14 @@ func (s *SuiteResult) Verdict() Verdict {
 }
 
 // ExitCode is the suite's exit status: 0 when every check met its
-// expectation, 1 when one did not, 4 when no check tested anything, 130
-// (or 128 and the signal, InterruptExitCode) when it was interrupted.
+// expectation, 1 when one did not, 4 when no check was tested, 130 when
+// it was interrupted (ExitStatus, when set, in place of these: 143 for
+// SIGTERM).
 func (s *SuiteResult) ExitCode() int {
-	v := s.Verdict()
-	if v == Interrupted && s.InterruptExitCode > 128 {
-		return s.InterruptExitCode
+	if s.ExitStatus != 0 {
+		return s.ExitStatus
 	}
-	return v.ExitCode()
+	return s.Verdict().ExitCode()
 }
 
 // Summary is one line on the outcome. For an interrupted suite it says how
@@ -1012,9 +1012,6 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 				why = m.Interrupted + "; " + why
 			}
 			m.Interrupted = why
-			if m.InterruptExitCode == 0 {
-				m.InterruptExitCode = r.InterruptExitCode
-			}
 		}
 		for _, n := range r.Notes {
 			m.Notes = append(m.Notes, sources[i]+": "+n)

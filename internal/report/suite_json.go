@@ -29,7 +29,7 @@ type jsonSuite struct {
 	// Notes say what the suite did besides its checks' runs.
 	Notes    []string    `json:"notes,omitempty"`
 	Verdict  Verdict     `json:"verdict"`   // derived
-	ExitCode int         `json:"exit_code"` // derived, but for an interrupted suite read back: 128 and the signal
+	ExitCode int         `json:"exit_code"` // derived
 	Summary  string      `json:"summary"`   // derived
 	Totals   jsonTotals  `json:"totals"`    // derived
 	Checks   []jsonCheck `json:"checks"`
@@ -250,11 +250,6 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		Interrupted: j.Interrupted,
 		Notes:       j.Notes,
 	}
-	if j.Interrupted != "" && j.ExitCode > 128 {
-		// What the signal made of the process's exit, which the runs
-		// alone do not tell.
-		s.InterruptExitCode = j.ExitCode
-	}
 	if j.Started != nil {
 		s.Started = *j.Started
 	}
@@ -323,7 +318,7 @@ func SuiteFromResult(r *Result) *SuiteResult {
 	if r.Host != "" {
 		s.Hosts = []string{r.Host}
 	}
-	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.Verdict.ExitCode(),
+	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.ExitCode(),
 		Status: r.Status, Summary: r.Summary, Cases: r.Cases, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
 	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
 	return s

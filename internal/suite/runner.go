@@ -118,8 +118,9 @@ func plural(n int, one, many string) string {
 
 // Run runs every check of f as opts says and returns the suite's result.
 // A cancelled ctx stops the suite: the result holds the runs made so far,
-// says it was interrupted (by the cause of ctx's end, whose ExitCode,
-// when it has one, is the result's exit status), and the error is ctx's.
+// says it was interrupted (by the cause of ctx's end), and the error is
+// ctx's; the command that writes it says the process's exit status
+// (report.SuiteResult.ExitStatus).
 // The runs the interruption stopped are recorded as interrupted, with the
 // time they ran (no outcome: neither met nor unmet); the runs it came
 // before are not run.
@@ -224,10 +225,6 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	if runErr != nil {
 		res.Interrupted = interruption(ctx)
-		var coded interface{ ExitCode() int }
-		if errors.As(context.Cause(ctx), &coded) {
-			res.InterruptExitCode = coded.ExitCode()
-		}
 	}
 	res.Duration = now().Sub(res.Started)
 	return res, runErr

@@ -3,12 +3,10 @@ package suite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -155,77 +153,49 @@ func TestChecksRunOnAScratchFindDB(t *testing.T) {
 	}
 }
 
-// exitCause is an interruption that knows its exit status, as the command
-// layer's does.
-type exitCause struct{ code int }
-
-func (e exitCause) Error() string { return fmt.Sprintf("interrupted by signal %d", e.code-128) }
-func (e exitCause) ExitCode() int { return e.code }
-
-// The result of an interrupted suite gives the exit status its
-// interruption gives the process (143 for SIGTERM), in JSON too; one
-// without says 130. Every run going when it came is interrupted.
-func TestInterruptionGivesItsExitStatus(t *testing.T) {
-	for _, tc := range []struct {
-		cause error
-		want  int
-	}{
-		{exitCause{143}, 143},
-		{exitCause{130}, 130},
-		{errors.New("interrupted"), 130},
-	} {
-		fifoA, fifoB := mkfifo(t), mkfifo(t)
-		ctx, cancel := context.WithCancelCause(context.Background())
-		var once sync.Once
-		opened := make(chan struct{}, 2)
-		for _, p := range []string{fifoA, fifoB} {
-			go func() {
-				if f, err := os.Open(p); err == nil { // once the gate check opened it
-					f.Close()
-					opened <- struct{}{}
-				}
-			}()
-		}
+// With runs side by side, an interruption stops every run going: each is
+// interrupted, with the time it ran, and the runs it came before are not
+// run.
+func TestInterruptStopsEveryRunningCheck(t *testing.T) {
+	fifoA, fifoB := mkfifo(t), mkfifo(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
+	opened := make(chan struct{}, 2)
+	for _, p := range []string{fifoA, fifoB} {
 		go func() {
-			for range 2 {
-				select {
-				case <-opened:
-				case <-ctx.Done():
-					return
-				}
+			if f, err := os.Open(p); err == nil { // once the gate check opened it
+				f.Close()
+				opened <- struct{}{}
 			}
-			once.Do(func() { cancel(tc.cause) })
 		}()
-		f := &File{Name: "x", Timeout: 60 * time.Second, Checks: []Check{
-			check("one", report.Pass, "gate", fifoA), check("two", report.Pass, "gate", fifoB), check("later", report.Pass, "pass")}}
-		res, err := fakeRunner(t).Run(ctx, f, Options{Jobs: 2})
-		cancel(nil)
-		if err != context.Canceled {
-			t.Fatalf("err = %v", err)
+	}
+	go func() {
+		for range 2 {
+			select {
+			case <-opened:
+			case <-ctx.Done():
+				return
+			}
 		}
-		if res.ExitCode() != tc.want || res.Verdict() != report.Interrupted {
-			t.Errorf("cause %v: exit %d verdict %s, want %d", tc.cause, res.ExitCode(), res.Verdict(), tc.want)
-		}
-		if back := roundTripSuite(t, res); back.ExitCode() != tc.want {
-			t.Errorf("read back from JSON: exit %d, want %d", back.ExitCode(), tc.want)
-		}
-		if tot := res.Totals(); tot.Interrupted != 2 || tot.NotRun != 1 {
-			t.Errorf("totals %+v: want the two running checks interrupted and one never started", tot)
+		cancel(errors.New("interrupted by SIGTERM"))
+	}()
+	f := &File{Name: "x", Timeout: 60 * time.Second, Checks: []Check{
+		check("one", report.Pass, "gate", fifoA), check("two", report.Pass, "gate", fifoB), check("later", report.Pass, "pass")}}
+	res, err := fakeRunner(t).Run(ctx, f, Options{Jobs: 2})
+	if err != context.Canceled {
+		t.Fatalf("err = %v", err)
+	}
+	if res.Verdict() != report.Interrupted || res.Interrupted != "interrupted by SIGTERM" {
+		t.Errorf("verdict %s, interrupted %q", res.Verdict(), res.Interrupted)
+	}
+	if tot := res.Totals(); tot.Interrupted != 2 || tot.NotRun != 1 {
+		t.Errorf("totals %+v: want the two running checks interrupted and one never started", tot)
+	}
+	for _, c := range res.Checks[:2] {
+		if r := c.Runs[0]; r.Summary != "interrupted by SIGTERM while the check ran" || r.Duration <= 0 {
+			t.Errorf("%s: %+v", c.Name, r)
 		}
 	}
-}
-
-func roundTripSuite(t *testing.T, s *report.SuiteResult) *report.SuiteResult {
-	t.Helper()
-	var b strings.Builder
-	if err := report.WriteSuiteJSON(&b, s); err != nil {
-		t.Fatal(err)
-	}
-	back, err := report.ReadSuiteJSON(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return back
 }
 
 // A trace check's program gets its own arguments: the runner's result
