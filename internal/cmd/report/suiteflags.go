@@ -25,12 +25,13 @@ type suiteFlags struct {
 const maxJobs = 64
 
 // DefaultJobs is how many checks run at once without --jobs: one more
-// than the machine's cores, at most 4. Most of a check's wall time is
-// waiting (rules-sim-vs-h200 spends 0.2 CPU-s of its 7.5 s on a timer,
-// replay-guarded 0.2 of 2.1 s on its deadline), so one check beside each
-// busy core keeps them busy; past 4 the checks that do compute only slow
-// each other. Checks whose verdict a neighbour's load could change run
-// alone whatever the count (suite.ExclusiveCommands, exclusive: true).
+// than the machine's cores, at most 4. Much of a check's wall time is
+// waiting (rules-sim-vs-h200 on timers, replay-guarded on its 2 s
+// deadline, each process on its start), so one check more than the cores
+// keeps them busy: on 2 cores pr12265 took 6.5 s at --jobs 2, 5.0 s at 3
+// and 4.4 s at 4, where the checks that compute only slow each other.
+// Checks whose verdict a neighbour's load could change run alone
+// whatever the count (suite.ExclusiveCommands, exclusive: true).
 func DefaultJobs(numCPU int) int {
 	return min(max(numCPU, 1)+1, 4)
 }
