@@ -99,6 +99,8 @@ func TestSuiteAsTheUserRunsIt(t *testing.T) {
 		name   string
 		suite  string
 		flags  []string
+		env    []string // beside the user's
+		config string   // a config file the report is given
 		code   int
 		stderr string // the first line of stderr contains it
 		dbSame bool   // the user's find-db folder is unchanged
@@ -114,6 +116,10 @@ func TestSuiteAsTheUserRunsIt(t *testing.T) {
 			stderr: "S.yaml:3: check \"a\": command: /opt/miotool-1.0/bin/miotool: suites run this miotool; write `miotool capture --mode=global`", dbSame: true},
 		{name: "a program", suite: "checks:\n  - name: a\n    command: miotool trace -- /bin/sh -c 'echo hi'\n    expect: PASS\n", code: 2,
 			stderr: "S.yaml:3: check \"a\": runs the program /bin/sh", dbSame: true},
+		{name: "programs allowed by a variable", suite: "checks:\n  - name: a\n    command: miotool trace -- /bin/true\n    expect: PASS\n",
+			env: []string{"MIOTOOL_REPORT_ALLOW_PROGRAMS=true"}, code: 2, stderr: "runs the program /bin/true", dbSame: true},
+		{name: "programs allowed by a config file", suite: "checks:\n  - name: a\n    command: miotool trace -- /bin/true\n    expect: PASS\n",
+			config: "report:\n  allow-programs: true\n", code: 2, stderr: `unknown key "report.allow-programs"`, dbSame: true},
 		{name: "the user's db set by the suite", suite: "checks:\n  - name: a\n    command: " + smallFind + "\n    expect: PASS\n    env: {MIOPEN_USER_DB_PATH: /tmp}\n", code: 2,
 			stderr: "S.yaml:5: check \"a\": env: MIOPEN_USER_DB_PATH: a suite does not choose where find writes", dbSame: true},
 		{name: "repeat past the bound", suite: "checks:\n  - name: a\n    command: " + smallFind + "\n    expect: PASS\n", flags: []string{"--repeat", "1000000000"}, code: 2,
@@ -138,15 +144,23 @@ func TestSuiteAsTheUserRunsIt(t *testing.T) {
 			if err := os.WriteFile(mine, []byte("# my records\nk=A:1,0,x\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			args := append([]string{"report", "--suite", suitePath, "--format", "json", "--no-progress"}, tc.flags...)
+			if tc.config != "" {
+				cfg := filepath.Join(dir, "miotool.yaml")
+				if err := os.WriteFile(cfg, []byte(tc.config), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", cfg)
+			}
 			before := stateOf(t, suitePath, db)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, append([]string{"report", "--suite", suitePath, "--format", "json", "--no-progress"}, tc.flags...)...)
+			cmd := exec.CommandContext(ctx, bin, args...)
 			tmp := filepath.Join(dir, "tmp")
 			if err := os.Mkdir(tmp, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			cmd.Env = append(userEnv(dir, db), "TMPDIR="+tmp)
+			cmd.Env = append(append(userEnv(dir, db), "TMPDIR="+tmp), tc.env...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			start := time.Now()
