@@ -518,6 +518,20 @@ func envLine(v *yaml.Node, name string) int {
 	return v.Line
 }
 
+// flagValue is the value words give flag ("--flag V" or "--flag=V"); ""
+// when they give none.
+func flagValue(words []string, flag string) string {
+	for i, w := range words {
+		if v, ok := strings.CutPrefix(w, flag+"="); ok {
+			return v
+		}
+		if w == flag && i+1 < len(words) {
+			return words[i+1]
+		}
+	}
+	return ""
+}
+
 // Programs say, one line each, what of a suite runs other code than
 // miotool's: each trace check's program and each code-loading variable,
 // with the line of the file that asks for it. Empty for a suite of
@@ -532,6 +546,9 @@ func (f *File) Programs() []string {
 	for _, c := range f.Checks {
 		if c.Program != nil {
 			out = append(out, fmt.Sprintf("%s:%d: check %q runs %s", f.Path, c.Line, c.Name, report.JoinCommandLine(c.Program)))
+			if lib := flagValue(ownWords(c.Args), "--observer"); lib != "" {
+				out = append(out, fmt.Sprintf("%s:%d: check %q loads the observer library %s into it", f.Path, c.Line, c.Name, lib))
+			}
 		}
 		for _, kv := range c.Loads {
 			out = append(out, fmt.Sprintf("%s:%d: check %q's environment sets %s", f.Path, c.Line, c.Name, kv))

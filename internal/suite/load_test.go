@@ -104,6 +104,9 @@ func TestChecksThatLoad(t *testing.T) {
 		{"an allowed program", suiteWith("miotool trace --backend cuda -- python3 t.py --format x"), true,
 			[]string{"trace", "--backend", "cuda", "--", "python3", "t.py", "--format", "x"}, []string{"python3", "t.py", "--format", "x"}, true,
 			[]string{`s.yaml:3: check "a" runs python3 t.py --format x`}},
+		{"an allowed program with its observer", suiteWith("miotool trace --observer=/opt/obs.so -- ./train"), true,
+			[]string{"trace", "--observer=/opt/obs.so", "--", "./train"}, []string{"./train"}, true,
+			[]string{`s.yaml:3: check "a" runs ./train`, `s.yaml:3: check "a" loads the observer library /opt/obs.so into it`}},
 		{"an allowed variable", suiteWith("miotool capture", "env: {LD_LIBRARY_PATH: /opt/lib}"), true, []string{"capture"}, nil, false,
 			[]string{`s.yaml:3: check "a"'s environment sets LD_LIBRARY_PATH=/opt/lib`}},
 	}
