@@ -32,8 +32,9 @@ const EnvConfig = EnvPrefix + "_CONFIG"
 // <user config dir>/miotool/.
 const ConfigFileName = "miotool.yaml"
 
-// flags that never come from configuration.
-var notConfigurable = map[string]bool{"help": true, "config": true}
+// flags that never come from configuration. allow-programs is the user's
+// own leave for a suite to run programs: no config file may give it.
+var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true}
 
 // configurable reports whether fl may come from a MIOTOOL_* variable or
 // the config file. The result files (--junit, --export-*) may not: set

@@ -122,10 +122,15 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 			switch c.Outcome() {
 			case Skip:
 				msg := s.statusOf(c)
-				if c.Skip == "" && s.Interrupted != "" {
+				if c.NotRun() && c.Skip == "" && s.Interrupted != "" {
 					msg = "Not run: the suite was interrupted before it started (" + s.Interrupted + ")"
 				}
-				jc.Skipped = &junitMessage{Message: msg}
+				var text string
+				if !c.NotRun() {
+					// It ran and skipped: the reason its runs gave.
+					text = xmlSafe(junitDetail(c))
+				}
+				jc.Skipped = &junitMessage{Message: msg, Text: text}
 				js.Skipped++
 			case Interrupted:
 				msg := c.Status()

@@ -37,6 +37,9 @@ type SuiteOptions struct {
 	Shuffle bool   // checks ran in a shuffled order
 	Seed    uint64 // the shuffle's seed (meaningful only with Shuffle)
 	CPULoad int    // busy CPU workers kept running beside the checks
+	// Jobs is how many checks ran at once at most (exclusive checks
+	// alone); 0 and 1 both mean one at a time.
+	Jobs int
 	// Variants are the environment variants run besides the baseline,
 	// e.g. "GPU_MAX_HW_QUEUES=3".
 	Variants []string
@@ -70,6 +73,9 @@ type SuiteResult struct {
 	// wrote the result where its verdict's code does not say it: 143 for
 	// a suite SIGTERM stopped. ExitCode gives it.
 	ExitStatus int
+	// Notes say what the suite did besides its checks' runs: where its
+	// checks' find-db was, which programs it ran.
+	Notes []string
 }
 
 // SuiteRunRef names one suite run inside a merged result, with the
@@ -167,6 +173,24 @@ func (s *SuiteResult) digest() string {
 // runMet reports whether a run's verdict is the expected one.
 func (c *SuiteCheck) runMet(r SuiteRun) bool { return r.Verdict == c.Expect }
 
+// runSkipped reports whether a run skipped where the check expected
+// another verdict: the check found no device or library to test on, so
+// the run tested nothing, and says neither that the check holds nor that
+// it does not.
+func (c *SuiteCheck) runSkipped(r SuiteRun) bool { return r.Verdict == Skip && c.Expect != Skip }
+
+// skippedRuns counts the runs that skipped where another verdict was
+// expected.
+func (c *SuiteCheck) skippedRuns() int {
+	n := 0
+	for _, r := range c.Runs {
+		if c.runSkipped(r) {
+			n++
+		}
+	}
+	return n
+}
+
 // stopped reports whether a run is one the suite's interruption stopped
 // before it gave a verdict: no outcome, neither met nor unmet.
 func (r SuiteRun) stopped() bool { return r.Verdict == Interrupted }
@@ -211,9 +235,10 @@ func (c *SuiteCheck) Interrupted() bool {
 }
 
 // unmetFinished reports whether a run that finished gave another verdict
-// than the expected one: a finding, whatever stopped the suite later.
+// than the expected one, other than a skip: a finding, whatever stopped
+// the suite later.
 func (c *SuiteCheck) unmetFinished() bool {
-	return slices.ContainsFunc(c.Runs, func(r SuiteRun) bool { return !r.stopped() && !c.runMet(r) })
+	return slices.ContainsFunc(c.Runs, func(r SuiteRun) bool { return !r.stopped() && !c.runMet(r) && !c.runSkipped(r) })
 }
 
 // Test is the checklist's Test cell: the name, with the variant in brackets.
@@ -243,25 +268,29 @@ func (c *SuiteCheck) Duration() time.Duration {
 }
 
 // Outcome is the check's verdict as a test: PASS when it met its
-// expectation, SKIP when it was not run, INTERRUPTED when the suite's
-// interruption stopped a run of it and every run before met the
 // expectation, ERROR when a run that finished did not meet it and could
-// not produce a result, FAIL when one did not meet it otherwise.
+// not produce a result, FAIL when one did not meet it otherwise,
+// INTERRUPTED when the suite's interruption stopped a run of it and every
+// run before met the expectation or skipped, SKIP when it was not run or
+// its runs skipped (the device or library it needs is not there) where
+// they were not expected to: it tested nothing it was asked to.
 func (c *SuiteCheck) Outcome() Verdict {
 	switch {
 	case c.NotRun():
 		return Skip
 	case c.Met():
 		return Pass
-	case !c.unmetFinished():
+	case c.unmetFinished():
+		for _, r := range c.Runs {
+			if r.Verdict == Error && c.Expect != Error {
+				return Error
+			}
+		}
+		return Fail
+	case c.stoppedRuns() > 0:
 		return Interrupted
 	}
-	for _, r := range c.Runs {
-		if r.Verdict == Error && c.Expect != Error {
-			return Error
-		}
-	}
-	return Fail
+	return Skip
 }
 
 // Status is the checklist's Status cell. Its count in brackets means what
@@ -271,7 +300,10 @@ func (c *SuiteCheck) Outcome() Verdict {
 // apart, in runs. So: "Passed", "Passed (24/24)", "Fails as expected",
 // the child's own status ("Fails with --reclaim=lazy (global), passes
 // with --reclaim=worker (24/24)"), with ", 20/20 runs" after it when the
-// check ran 20 times; "Interrupted after 2.04s" for a check the suite's
+// check ran 20 times; "Skipped (expected PASS)" for a check whose runs
+// skipped (the device or library it needs is not there), "Skipped in 3
+// of 5 runs (expected PASS); 2 as expected" for one whose runs did so in
+// part; "Interrupted after 2.04s" for a check the suite's
 // interruption stopped; "Unexpected (expected PASS): FAIL" or, over
 // several runs, "Unexpected (expected PASS): FAIL 3, PASS 17 of 20 runs".
 func (c *SuiteCheck) Status() string {
@@ -290,6 +322,18 @@ func (c *SuiteCheck) Status() string {
 		s += c.casesText()
 		if n > 1 {
 			s += fmt.Sprintf(", %d/%d runs", n, n)
+		}
+		return s
+	}
+	if !c.unmetFinished() && c.stoppedRuns() == 0 {
+		// Every run that did not meet the expectation skipped.
+		skipped := c.skippedRuns()
+		s := fmt.Sprintf("Skipped (expected %s)", c.Expect)
+		if n > 1 {
+			s = fmt.Sprintf("Skipped in %d of %d runs (expected %s)", skipped, n, c.Expect)
+			if met := n - skipped; met > 0 {
+				s += fmt.Sprintf("; %d as expected", met)
+			}
 		}
 		return s
 	}
@@ -391,6 +435,9 @@ type SuiteTotals struct {
 	Unmet  int // did not
 	Errors int // of the unmet, those where a run produced no result
 	NotRun int // skipped by the suite, or not reached before an interruption
+	// Skipped are the checks that ran and skipped where they were
+	// expected to give another verdict: what they need is not there.
+	Skipped int
 	// Interrupted are the checks the suite's interruption stopped while
 	// one of their runs ran: neither met nor unmet.
 	Interrupted int
@@ -405,7 +452,11 @@ func (s *SuiteResult) Totals() SuiteTotals {
 		case Pass:
 			t.Met++
 		case Skip:
-			t.NotRun++
+			if c.NotRun() {
+				t.NotRun++
+			} else {
+				t.Skipped++
+			}
 		case Interrupted:
 			t.Interrupted++
 		case Error:
@@ -424,10 +475,19 @@ func (s *SuiteResult) interrupted() bool {
 	return s.Interrupted != "" || slices.ContainsFunc(s.Checks, (*SuiteCheck).Interrupted)
 }
 
+// tested reports whether any check was tested: it met its expectation or
+// did not. A check whose runs skipped was not, even if some of its runs
+// met the expectation.
+func (s *SuiteResult) tested() bool {
+	t := s.Totals()
+	return t.Met+t.Unmet > 0
+}
+
 // Verdict is INTERRUPTED when the suite was stopped before it finished,
 // FAIL when a check did not meet its expectation, ERROR when a check has
-// no run and no reason, SKIP when no check ran (or there are none:
-// nothing passed), PASS otherwise.
+// no run and no reason, SKIP when no check tested anything (none ran,
+// every run skipped, or there are no checks: nothing passed), PASS
+// otherwise.
 func (s *SuiteResult) Verdict() Verdict {
 	switch {
 	case s.interrupted():
@@ -438,15 +498,16 @@ func (s *SuiteResult) Verdict() Verdict {
 		// Checks with no run and no reason, in a suite that was not
 		// interrupted: the tool lost them.
 		return Error
-	case !s.ran():
+	case !s.tested():
 		return Skip
 	}
 	return Pass
 }
 
 // ExitCode is the suite's exit status: 0 when every check met its
-// expectation, 1 when one did not, 4 when no check ran, 130 when it was
-// interrupted (ExitStatus, when set, in place of these: 143 for SIGTERM).
+// expectation, 1 when one did not, 4 when no check was tested, 130 when
+// it was interrupted (ExitStatus, when set, in place of these: 143 for
+// SIGTERM).
 func (s *SuiteResult) ExitCode() int {
 	if s.ExitStatus != 0 {
 		return s.ExitStatus
@@ -468,13 +529,25 @@ func (s *SuiteResult) Summary() string {
 		b.WriteString("the suite has no checks")
 	case t.Unmet == 0 && !s.ran():
 		b.WriteString("no check ran")
+	case !s.tested():
+		b.WriteString("no check was tested")
+	case t.Unmet == 0 && t.Skipped > 0:
+		fmt.Fprintf(&b, "every check that was tested met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
 	case t.Unmet == 0:
 		fmt.Fprintf(&b, "every check met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
 	default:
-		fmt.Fprintf(&b, "%d of %d %s did not meet the expectation", t.Unmet, t.Checks-t.NotRun, plural(t.Checks-t.NotRun, "check", "checks"))
+		ran := t.Checks - t.NotRun - t.Skipped
+		fmt.Fprintf(&b, "%d of %d %s did not meet the expectation", t.Unmet, ran, plural(ran, "check", "checks"))
 		if t.Errors > 0 {
 			fmt.Fprintf(&b, " (%d without a result)", t.Errors)
 		}
+	}
+	if t.Skipped > 0 {
+		sep := "; "
+		if !s.tested() {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%d skipped (what %s not there)", sep, t.Skipped, plural(t.Skipped, "it needs is", "they need is"))
 	}
 	if t.NotRun > 0 {
 		fmt.Fprintf(&b, "; %d not run", t.NotRun)
@@ -496,11 +569,13 @@ func (s *SuiteResult) interruptedSummary(t SuiteTotals) string {
 			skipped++
 		}
 	}
-	finished := t.Met + t.Unmet
+	finished := t.Met + t.Unmet + t.Skipped
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s before the suite finished: %d of %d %s finished", why, finished, t.Checks, plural(t.Checks, "check", "checks"))
 	switch {
 	case finished == 0:
+	case t.Unmet == 0 && t.Skipped > 0:
+		fmt.Fprintf(&b, " (%d met the expectation, %d skipped)", t.Met, t.Skipped)
 	case t.Unmet == 0:
 		b.WriteString(" (every one met its expectation)")
 	default:
@@ -632,15 +707,27 @@ type unmetRun struct {
 
 // unmetRuns lists, in check order, the runs that finished and did not
 // meet their check's expectation (a run an interruption stopped has no
-// outcome: its row says so), runs with the same verdict and summary
-// together.
+// outcome: its row says so; a run that skipped tested nothing:
+// skippedRuns lists it), runs with the same verdict and summary together.
 func (s *SuiteResult) unmetRuns() []unmetRun {
+	return s.groupRuns(func(c *SuiteCheck, r SuiteRun) bool { return !r.stopped() && !c.runMet(r) && !c.runSkipped(r) })
+}
+
+// skippedRuns lists, like unmetRuns, the runs that skipped where their
+// check expected another verdict, each with the reason it gave.
+func (s *SuiteResult) skippedRuns() []unmetRun {
+	return s.groupRuns((*SuiteCheck).runSkipped)
+}
+
+// groupRuns lists, in check order, the runs keep accepts, runs of a check
+// with the same verdict and summary together.
+func (s *SuiteResult) groupRuns(keep func(*SuiteCheck, SuiteRun) bool) []unmetRun {
 	var out []unmetRun
 	for _, c := range s.Checks {
 		first := len(out)
 	runs:
 		for _, r := range c.Runs {
-			if r.stopped() || c.runMet(r) {
+			if !keep(c, r) {
 				continue
 			}
 			for i := first; i < len(out); i++ {
@@ -788,8 +875,8 @@ func (ref SuiteRunRef) labels() []string {
 	return []string{"run " + ref.RunID}
 }
 
-// text is "each check 2 times, in shuffled order (seed 7), beside 2 busy
-// CPU workers, in the baseline environment and with GPU_MAX_HW_QUEUES=3".
+// text is "each check 2 times, in shuffled order (seed 7), up to 3 at a
+// time, beside 2 busy CPU workers, in the baseline environment and with GPU_MAX_HW_QUEUES=3".
 func (o SuiteOptions) text() string {
 	var parts []string
 	switch {
@@ -800,6 +887,9 @@ func (o SuiteOptions) text() string {
 	}
 	if o.Shuffle {
 		parts = append(parts, fmt.Sprintf("in shuffled order (seed %d)", o.Seed))
+	}
+	if o.Jobs > 1 {
+		parts = append(parts, fmt.Sprintf("up to %d at a time", o.Jobs))
 	}
 	if o.CPULoad > 0 {
 		parts = append(parts, fmt.Sprintf("beside %d busy CPU %s", o.CPULoad, plural(o.CPULoad, "worker", "workers")))
@@ -813,7 +903,7 @@ func (o SuiteOptions) text() string {
 // equal reports whether o and p describe the same way of running.
 func (o SuiteOptions) equal(p SuiteOptions) bool {
 	return o.Repeat == p.Repeat && o.Shuffle == p.Shuffle && (!o.Shuffle || o.Seed == p.Seed) &&
-		o.CPULoad == p.CPULoad && slices.Equal(o.Variants, p.Variants)
+		o.CPULoad == p.CPULoad && max(o.Jobs, 1) == max(p.Jobs, 1) && slices.Equal(o.Variants, p.Variants)
 }
 
 // uniform reports whether every suite run s holds was made with the same
@@ -922,6 +1012,9 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 				why = m.Interrupted + "; " + why
 			}
 			m.Interrupted = why
+		}
+		for _, n := range r.Notes {
+			m.Notes = append(m.Notes, sources[i]+": "+n)
 		}
 		fallbackHost := strings.TrimSuffix(filepath.Base(sources[i]), filepath.Ext(sources[i]))
 		for _, h := range r.Hosts {

@@ -25,12 +25,14 @@ type jsonSuite struct {
 	MergedFrom []string          `json:"merged_from,omitempty"`
 	MergedRuns []jsonRunRef      `json:"merged_runs,omitempty"`
 	// Interrupted says what stopped the suite early; absent when it finished.
-	Interrupted string      `json:"interrupted,omitempty"`
-	Verdict     Verdict     `json:"verdict"`   // derived
-	ExitCode    int         `json:"exit_code"` // derived
-	Summary     string      `json:"summary"`   // derived
-	Totals      jsonTotals  `json:"totals"`    // derived
-	Checks      []jsonCheck `json:"checks"`
+	Interrupted string `json:"interrupted,omitempty"`
+	// Notes say what the suite did besides its checks' runs.
+	Notes    []string    `json:"notes,omitempty"`
+	Verdict  Verdict     `json:"verdict"`   // derived
+	ExitCode int         `json:"exit_code"` // derived
+	Summary  string      `json:"summary"`   // derived
+	Totals   jsonTotals  `json:"totals"`    // derived
+	Checks   []jsonCheck `json:"checks"`
 }
 
 type jsonRunRef struct {
@@ -53,6 +55,7 @@ type jsonSuiteOptions struct {
 	Shuffle  bool     `json:"shuffle"`
 	Seed     *uint64  `json:"seed,omitempty"`
 	CPULoad  int      `json:"cpu_load"`
+	Jobs     int      `json:"jobs,omitempty"` // absent: one at a time
 	Variants []string `json:"env_variants"`
 }
 
@@ -62,6 +65,7 @@ type jsonTotals struct {
 	Unmet       int `json:"unmet"`
 	Errors      int `json:"errors"`
 	NotRun      int `json:"not_run"`
+	Skipped     int `json:"skipped"`
 	Interrupted int `json:"interrupted"`
 }
 
@@ -99,6 +103,9 @@ type jsonRun struct {
 
 func toJSONOptions(o SuiteOptions) *jsonSuiteOptions {
 	j := &jsonSuiteOptions{Repeat: o.Repeat, Shuffle: o.Shuffle, CPULoad: o.CPULoad, Variants: append([]string{}, o.Variants...)}
+	if o.Jobs > 1 {
+		j.Jobs = o.Jobs
+	}
 	if o.Shuffle {
 		seed := o.Seed
 		j.Seed = &seed
@@ -110,7 +117,7 @@ func (j *jsonSuiteOptions) options() SuiteOptions {
 	if j == nil {
 		return SuiteOptions{}
 	}
-	o := SuiteOptions{Repeat: j.Repeat, Shuffle: j.Shuffle, CPULoad: j.CPULoad, Variants: j.Variants}
+	o := SuiteOptions{Repeat: j.Repeat, Shuffle: j.Shuffle, CPULoad: j.CPULoad, Jobs: j.Jobs, Variants: j.Variants}
 	if j.Seed != nil {
 		o.Seed = *j.Seed
 	}
@@ -153,6 +160,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		DurationMS:  durationMS(s.Duration),
 		MergedFrom:  s.Sources,
 		Interrupted: s.Interrupted,
+		Notes:       s.Notes,
 		Verdict:     s.Verdict(),
 		ExitCode:    s.ExitCode(),
 		Summary:     s.Summary(),
@@ -240,6 +248,7 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		Options:     j.Options.options(),
 		Sources:     j.MergedFrom,
 		Interrupted: j.Interrupted,
+		Notes:       j.Notes,
 	}
 	if j.Started != nil {
 		s.Started = *j.Started

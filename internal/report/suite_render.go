@@ -81,6 +81,20 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 			b.WriteString("\n")
 		}
 	}
+	if skipped := s.skippedRuns(); len(skipped) > 0 {
+		b.WriteString("#### Skipped\n\n")
+		for _, u := range skipped {
+			fmt.Fprintf(&b, "- %s\n", mdInline(u.line()))
+		}
+		b.WriteString("\n")
+	}
+	if len(s.Notes) > 0 {
+		b.WriteString("#### Notes\n\n")
+		for _, n := range s.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdInline(n))
+		}
+		b.WriteString("\n")
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -122,6 +136,18 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 					b.WriteString("      " + strings.TrimRight(line, "\n") + "\n")
 				}
 			}
+		}
+	}
+	if skipped := s.skippedRuns(); len(skipped) > 0 {
+		b.WriteString("\nskipped:\n")
+		for _, u := range skipped {
+			fmt.Fprintf(&b, "  - %s\n", oneLine(u.line()))
+		}
+	}
+	if len(s.Notes) > 0 {
+		b.WriteString("\nnotes:\n")
+		for _, n := range s.Notes {
+			fmt.Fprintf(&b, "  - %s\n", oneLine(n))
 		}
 	}
 	_, err := w.Write(b.Bytes())

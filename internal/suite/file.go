@@ -31,8 +31,24 @@ type File struct {
 	Workdir string
 	Timeout time.Duration // per run; DefaultTimeout when the file sets none
 	Env     []string      // KEY=VALUE set for every check
+	// FindDB is the find-db the checks run on: a scratch one of each
+	// suite run's own unless the file asks for the user's.
+	FindDB FindDB
+	// EnvLine is the line of the suite's env, for what it sets.
+	EnvLine int
 	Checks  []Check
 }
+
+// FindDB names the find-db a suite's checks run on.
+type FindDB string
+
+const (
+	// FindDBScratch is a folder of the suite run's own, removed after
+	// it: what a suite's find checks write never reaches the user's db.
+	FindDBScratch FindDB = "scratch"
+	// FindDBUser is the user's own (MIOPEN_USER_DB_PATH, or its default).
+	FindDBUser FindDB = "user"
+)
 
 // Check is one named check of a suite.
 type Check struct {
@@ -45,6 +61,17 @@ type Check struct {
 	Timeout time.Duration // 0: the suite's
 	Skip    string        // when set, the check is listed but not run
 	Line    int           // where the check starts in the file
+	// Exclusive checks run with no other check beside them, whatever
+	// --jobs says: those whose verdict rests on timing or on a race that
+	// a neighbour's load would change. Set by the file's exclusive key,
+	// else by the command (ExclusiveCommands).
+	Exclusive bool
+	// Program is what a trace check runs: the program and its
+	// arguments, after "--". Nil for miotool's own checks.
+	Program []string
+	// Loads are the KEY=VALUE of the check's own env that make a process
+	// load or run other code (LD_PRELOAD and the like).
+	Loads []string
 }
 
 // Error is a problem in a suite file, with the line it is on.
@@ -62,15 +89,43 @@ func (e *Error) Error() string {
 }
 
 var (
-	suiteKeys = []string{"checks", "env", "suite", "timeout", "title", "workdir"}
-	checkKeys = []string{"command", "env", "expect", "name", "skip", "timeout"}
+	suiteKeys = []string{"checks", "env", "find-db", "suite", "timeout", "title", "workdir"}
+	checkKeys = []string{"command", "env", "exclusive", "expect", "name", "skip", "timeout"}
 )
 
-// Load reads and checks the suite file at path.
-//
-// reserved are flags a check may not set, because whoever runs the
-// suite sets them on every check (how a check writes its result).
+// CheckCommands are the miotool commands a suite check may run: those
+// that check something and print its result. version, help, completion
+// and report print none.
+var CheckCommands = []string{"capture", "doctor", "find", "heuristic", "replay", "rules", "stress-threads", "trace"}
+
+// ExclusiveCommands are the commands whose checks run alone unless the
+// suite file says otherwise: find's verdict rests on the naive
+// evaluation overrunning a multiple of the best solver's time, which a
+// neighbour's load shifts; stress-threads measures a race, and starts
+// processes of its own on every core; trace runs a program miotool knows
+// nothing about.
+var ExclusiveCommands = []string{"find", "stress-threads", "trace"}
+
+// LoadOptions say what a suite file may ask for.
+type LoadOptions struct {
+	// Reserved are flags a check may not set, because whoever runs the
+	// suite sets them on every check (how a check writes its result).
+	Reserved []string
+	// AllowPrograms lets checks run programs other than miotool
+	// (`miotool trace -- PROGRAM`) and set variables that make a process
+	// load other code (LD_PRELOAD): the user allowed it on the command
+	// line. Without it such a suite is refused.
+	AllowPrograms bool
+}
+
+// Load reads and checks the suite file at path; reserved are as in
+// LoadOptions.
 func Load(path string, reserved ...string) (*File, error) {
+	return LoadWith(path, LoadOptions{Reserved: reserved})
+}
+
+// LoadWith reads and checks the suite file at path.
+func LoadWith(path string, opts LoadOptions) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
@@ -79,12 +134,20 @@ func Load(path string, reserved ...string) (*File, error) {
 		}
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	return Parse(path, data, reserved...)
+	return ParseWith(path, data, opts)
 }
 
-// Parse checks data as the suite file at path. Every problem is an *Error
-// naming the file and line; a check that sets a reserved flag is one.
+// Parse checks data as the suite file at path, with reserved as in
+// LoadOptions.
 func Parse(path string, data []byte, reserved ...string) (*File, error) {
+	return ParseWith(path, data, LoadOptions{Reserved: reserved})
+}
+
+// ParseWith checks data as the suite file at path. Every problem is an
+// *Error naming the file and line: a check that sets a reserved flag, a
+// command that is not a miotool check, a program or a code-loading
+// variable the options do not allow.
+func ParseWith(path string, data []byte, opts LoadOptions) (*File, error) {
 	fail := func(line int, format string, args ...any) error {
 		return &Error{File: path, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -100,7 +163,7 @@ func Parse(path string, data []byte, reserved ...string) (*File, error) {
 		return nil, fail(root.Line, "want a mapping with suite, title and checks")
 	}
 	base := filepath.Base(path)
-	f := &File{Path: path, Name: strings.TrimSuffix(base, filepath.Ext(base)), Timeout: DefaultTimeout}
+	f := &File{Path: path, Name: strings.TrimSuffix(base, filepath.Ext(base)), Timeout: DefaultTimeout, FindDB: FindDBScratch}
 	var checks *yaml.Node
 	checksLine := 0
 	err := eachKey(root, suiteKeys, "", fail, func(k, v *yaml.Node) error {
@@ -121,7 +184,20 @@ func Parse(path string, data []byte, reserved ...string) (*File, error) {
 		case "timeout":
 			f.Timeout, err = duration(v, "timeout", fail)
 		case "env":
-			f.Env, err = envList(v, "env", fail)
+			f.EnvLine = k.Line
+			if f.Env, err = envList(v, "env", fail); err == nil {
+				_, err = checkEnv(f.Env, v, "env", opts, fail)
+			}
+		case "find-db":
+			var db string
+			if db, err = scalar(v, "find-db", fail); err == nil {
+				switch FindDB(strings.TrimSpace(db)) {
+				case FindDBScratch, FindDBUser:
+					f.FindDB = FindDB(strings.TrimSpace(db))
+				default:
+					err = fail(v.Line, "find-db: %q: want scratch (the default: a folder of the suite run's own, removed after) or user (MIOPEN_USER_DB_PATH, or its default)", db)
+				}
+			}
 		case "checks":
 			checks, checksLine = v, k.Line
 		}
@@ -138,7 +214,7 @@ func Parse(path string, data []byte, reserved ...string) (*File, error) {
 	}
 	seen := map[string]int{}
 	for _, node := range checks.Content {
-		c, err := parseCheck(node, reserved, fail)
+		c, err := parseCheck(node, opts, fail)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +227,7 @@ func Parse(path string, data []byte, reserved ...string) (*File, error) {
 	return f, nil
 }
 
-func parseCheck(node *yaml.Node, reserved []string, fail func(int, string, ...any) error) (Check, error) {
+func parseCheck(node *yaml.Node, opts LoadOptions, fail func(int, string, ...any) error) (Check, error) {
 	c := Check{Line: node.Line}
 	if node.Kind != yaml.MappingNode {
 		return c, fail(node.Line, "a check must be a mapping with name, command and expect")
@@ -171,12 +247,21 @@ func parseCheck(node *yaml.Node, reserved []string, fail func(int, string, ...an
 	}
 	what := fmt.Sprintf("check %q: ", c.Name)
 	hasCommand, hasExpect := false, false
+	var exclusive *bool
 	err := eachKey(node, checkKeys, what, fail, func(k, v *yaml.Node) error {
 		var err error
 		switch k.Value {
 		case "command":
 			hasCommand = true
-			c.Args, err = commandArgs(v, what, reserved, fail)
+			if c.Args, err = commandArgs(v, what, opts.Reserved, fail); err == nil {
+				c.Program, err = programOf(c.Args, v.Line, what, opts, fail)
+			}
+		case "exclusive":
+			var b bool
+			if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
+				return fail(v.Line, "%sexclusive: %q: want true (the check runs with no other beside it) or false", what, v.Value)
+			}
+			exclusive = &b
 		case "expect":
 			hasExpect = true
 			var s string
@@ -184,7 +269,9 @@ func parseCheck(node *yaml.Node, reserved []string, fail func(int, string, ...an
 				c.Expect, err = expectation(s, v.Line, what, fail)
 			}
 		case "env":
-			c.Env, err = envList(v, what+"env", fail)
+			if c.Env, err = envList(v, what+"env", fail); err == nil {
+				c.Loads, err = checkEnv(c.Env, v, what+"env", opts, fail)
+			}
 		case "timeout":
 			c.Timeout, err = duration(v, what+"timeout", fail)
 		case "skip":
@@ -202,6 +289,10 @@ func parseCheck(node *yaml.Node, reserved []string, fail func(int, string, ...an
 		return c, fail(node.Line, "%sno command: add command: the miotool command line to run", what)
 	case !hasExpect:
 		return c, fail(node.Line, "%sno expect: add expect: PASS, FAIL or SKIP", what)
+	}
+	c.Exclusive = slices.Contains(ExclusiveCommands, commandName(c.Args))
+	if exclusive != nil {
+		c.Exclusive = *exclusive
 	}
 	return c, nil
 }
@@ -283,22 +374,187 @@ func commandArgs(v *yaml.Node, what string, reserved []string, fail func(int, st
 	default:
 		return nil, fail(v.Line, "%scommand: want a command line or a list of words", what)
 	}
-	if len(words) > 0 && (words[0] == "miotool" || strings.HasSuffix(words[0], "/miotool")) {
+	if len(words) > 0 && strings.Contains(words[0], "/") {
+		// Another binary's path would silently run this one.
+		rest := append([]string{"miotool"}, words[1:]...)
+		return nil, fail(v.Line, "%scommand: %s: suites run this miotool; write `%s`", what, words[0], report.JoinCommandLine(rest))
+	}
+	if len(words) > 0 && words[0] == "miotool" {
 		words = words[1:]
 	}
 	if len(words) == 0 {
 		return nil, fail(v.Line, "%scommand is empty: give a miotool command such as capture --mode=global", what)
 	}
-	if words[0] == "report" {
-		return nil, fail(v.Line, "%scommand: a suite cannot run `miotool report`", what)
-	}
-	for _, w := range words {
+	own := ownWords(words)
+	for _, w := range own {
 		name, _, _ := strings.Cut(w, "=")
 		if slices.Contains(reserved, name) {
 			return nil, fail(v.Line, "%scommand sets %s: the suite chooses how checks write their results; remove it", what, name)
 		}
+		switch name {
+		case "-h", "--help", "--version":
+			return nil, fail(v.Line, "%scommand: %s prints help, not a result: remove it", what, name)
+		case "--write-expect":
+			return nil, fail(v.Line, "%scommand sets --write-expect: a check compares, it does not write files; run `miotool rules --write-expect FILE` yourself", what)
+		}
+	}
+	cmd, at := commandWord(own)
+	line := report.JoinCommandLine(append([]string{"miotool"}, words...))
+	switch {
+	case at < 0:
+		return nil, fail(v.Line, "%scommand `%s` names no miotool command; a check is one of %s", what, line, strings.Join(CheckCommands, ", "))
+	case cmd == "report":
+		return nil, fail(v.Line, "%scommand: a suite cannot run `miotool report`", what)
+	case !slices.Contains(CheckCommands, cmd):
+		why := "is not a miotool command" + didYouMean(cmd, CheckCommands)
+		if slices.Contains(resultlessCommands, cmd) {
+			why = "prints no result to check"
+		}
+		return nil, fail(v.Line, "%scommand `%s`: %s %s; a check is one of %s", what, line, cmd, why, strings.Join(CheckCommands, ", "))
 	}
 	return words, nil
+}
+
+// resultlessCommands are miotool commands that print no result a suite
+// could check.
+var resultlessCommands = []string{"completion", "gen-man", "help", "version"}
+
+// globalValueFlags are miotool's global flags that take a value, so that
+// the command word after them is found.
+var globalValueFlags = []string{"--backend", "--device", "--config", "--format"}
+
+// ownWords are miotool's own words of a command line: those before a
+// "--", after which a trace check's program and its arguments follow.
+func ownWords(words []string) []string {
+	if i := slices.Index(words, "--"); i >= 0 {
+		return words[:i]
+	}
+	return words
+}
+
+// commandWord is the miotool command a command line runs and its index,
+// past any global flags before it; -1 when it names none.
+func commandWord(words []string) (string, int) {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if !strings.HasPrefix(w, "-") {
+			return w, i
+		}
+		if slices.Contains(globalValueFlags, w) {
+			i++ // its value
+		}
+	}
+	return "", -1
+}
+
+// commandName is the miotool command of a check's arguments.
+func commandName(args []string) string {
+	cmd, _ := commandWord(ownWords(args))
+	return cmd
+}
+
+// programOf is the program a `miotool trace [flags] -- PROGRAM [ARGS...]`
+// check runs, which only a user who allows programs lets it; nil for
+// every other check.
+func programOf(args []string, line int, what string, opts LoadOptions, fail func(int, string, ...any) error) ([]string, error) {
+	if commandName(args) != "trace" {
+		return nil, nil
+	}
+	i := slices.Index(args, "--")
+	if i < 0 || i+1 == len(args) {
+		return nil, fail(line, "%scommand: trace runs the program given after --: write `miotool trace [flags] -- PROGRAM [ARGS...]`", what)
+	}
+	program := slices.Clone(args[i+1:])
+	if !opts.AllowPrograms {
+		return nil, fail(line, "%sruns the program %s (`%s`): a suite runs programs other than miotool only when you allow it with --allow-programs",
+			what, program[0], report.JoinCommandLine(program))
+	}
+	return program, nil
+}
+
+// loaderVariables make a process load or run code of their naming: the
+// dynamic loader's (every LD_*), the program search path and compiler
+// trace builds its observer with, the runtimes' tool and injection hooks,
+// and the folders GPU libraries are loaded from.
+var loaderVariables = []string{"PATH", "CC", "CUDA_INJECTION64_PATH", "HSA_TOOLS_LIB", "ROCP_TOOL_LIBRARIES",
+	"ROCM_PATH", "HIP_PATH", "CUDA_HOME", "CUDA_PATH", "MIOTOOL_TRACE_OBSERVER", "MIOTOOL_TRACE_CUPTI"}
+
+// loads reports whether setting name makes a process load or run code
+// the value names.
+func loads(name string) bool {
+	return strings.HasPrefix(name, "LD_") || slices.Contains(loaderVariables, name)
+}
+
+// checkEnv checks a suite's or a check's env: it may not choose where
+// find writes (find-db says that), and may set code-loading variables
+// only where programs are allowed. It returns those it sets.
+func checkEnv(env []string, v *yaml.Node, what string, opts LoadOptions, fail func(int, string, ...any) error) ([]string, error) {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		line := envLine(v, name)
+		switch {
+		case name == "MIOPEN_USER_DB_PATH":
+			return nil, fail(line, "%s: MIOPEN_USER_DB_PATH: a suite does not choose where find writes: its checks run on a scratch find-db, or with `find-db: user` on yours", what)
+		case loads(name) && !opts.AllowPrograms:
+			return nil, fail(line, "%s: %s makes every check's process load or run what it names (%s): a suite sets it only when you allow programs with --allow-programs", what, name, kv)
+		case loads(name):
+			out = append(out, kv)
+		}
+	}
+	return out, nil
+}
+
+// envLine is the line where an env mapping or list sets name.
+func envLine(v *yaml.Node, name string) int {
+	for i, n := range v.Content {
+		if v.Kind == yaml.MappingNode && i%2 == 0 && n.Value == name {
+			return n.Line
+		}
+		if v.Kind == yaml.SequenceNode && strings.HasPrefix(n.Value, name+"=") {
+			return n.Line
+		}
+	}
+	return v.Line
+}
+
+// flagValue is the value words give flag ("--flag V" or "--flag=V"); ""
+// when they give none.
+func flagValue(words []string, flag string) string {
+	for i, w := range words {
+		if v, ok := strings.CutPrefix(w, flag+"="); ok {
+			return v
+		}
+		if w == flag && i+1 < len(words) {
+			return words[i+1]
+		}
+	}
+	return ""
+}
+
+// Programs say, one line each, what of a suite runs other code than
+// miotool's: each trace check's program and each code-loading variable,
+// with the line of the file that asks for it. Empty for a suite of
+// miotool's own checks.
+func (f *File) Programs() []string {
+	var out []string
+	for _, kv := range f.Env {
+		if name, _, _ := strings.Cut(kv, "="); loads(name) {
+			out = append(out, fmt.Sprintf("%s:%d: every check's environment sets %s", f.Path, f.EnvLine, kv))
+		}
+	}
+	for _, c := range f.Checks {
+		if c.Program != nil {
+			out = append(out, fmt.Sprintf("%s:%d: check %q runs %s", f.Path, c.Line, c.Name, report.JoinCommandLine(c.Program)))
+			if lib := flagValue(ownWords(c.Args), "--observer"); lib != "" {
+				out = append(out, fmt.Sprintf("%s:%d: check %q loads the observer library %s into it", f.Path, c.Line, c.Name, lib))
+			}
+		}
+		for _, kv := range c.Loads {
+			out = append(out, fmt.Sprintf("%s:%d: check %q's environment sets %s", f.Path, c.Line, c.Name, kv))
+		}
+	}
+	return out
 }
 
 // envList reads a mapping of variable names to values (or a list of

@@ -61,3 +61,27 @@ func Plan(f *File, variants, repeat int, shuffle bool, seed uint64) []Step {
 	}
 	return steps
 }
+
+// ExclusiveFirst reorders each pass of steps (the runs of one variant and
+// iteration) so that its exclusive checks come first, the others after
+// them, each group in the order it had. With runs side by side, an
+// exclusive check in the middle of a pass would make every later run wait
+// for the runs before it to end; first, it only delays the pass's start.
+func ExclusiveFirst(f *File, steps []Step) []Step {
+	out := make([]Step, 0, len(steps))
+	for start := 0; start < len(steps); {
+		end := start
+		for end < len(steps) && steps[end].Variant == steps[start].Variant && steps[end].Iteration == steps[start].Iteration {
+			end++
+		}
+		for _, exclusive := range []bool{true, false} {
+			for _, st := range steps[start:end] {
+				if f.Checks[st.Check].Exclusive == exclusive {
+					out = append(out, st)
+				}
+			}
+		}
+		start = end
+	}
+	return out
+}

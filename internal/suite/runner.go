@@ -5,12 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"miotool/internal/childproc"
+	"miotool/internal/finddb"
 	"miotool/internal/report"
+	"miotool/internal/runenv"
 )
 
 // Runner runs suites. Each run of a check is a process of Command followed
@@ -26,20 +32,26 @@ type Runner struct {
 	// Args are a check's arguments as it runs and as its row shows them:
 	// its own, and whatever the caller adds to every check. Nil: its own.
 	Args func(c Check) []string
-	// ResultArgs end every run's command line, after the check's
-	// arguments: what makes it print its result as one miotool/result
-	// JSON document on standard output and nothing else there.
+	// ResultArgs go into every run's command line after the check's own
+	// flags (before a trace check's "--"): what makes it print its result
+	// as one miotool/result JSON document on standard output and nothing
+	// else there.
 	ResultArgs []string
 	Host       string
 	Tool       report.Tool
 	Now        func() time.Time
 	// Progress, when set, hears of each run as it starts (done runs so
-	// far, all runs, the check's name) and once more when all are done.
+	// far, all runs, the check's name), of each run's end when runs go
+	// side by side (with the name of one still running, or ""), and once
+	// more when all are done. Its calls never overlap.
 	Progress func(done, total int, current string)
 	// PipeGrace is how long a check's output pipes may stay open after it
 	// ended (held by a process it started that left its process group)
 	// before the runner stops waiting; 0 means childproc's default.
 	PipeGrace time.Duration
+	// TempDir is where a suite run's scratch find-db folder is made;
+	// empty means os.TempDir().
+	TempDir string
 }
 
 // Options say how to run a suite.
@@ -48,6 +60,12 @@ type Options struct {
 	Shuffle bool // shuffle each pass over the checks
 	Seed    uint64
 	CPULoad int // busy CPU workers kept running while the checks run
+	// Jobs is how many runs may go at once; 0 and 1 run one at a time.
+	// Runs start in the plan's order, with more than one job the
+	// exclusive checks of each pass first (ExclusiveFirst); an exclusive
+	// check's run waits for every run before it to end and has nothing
+	// beside it.
+	Jobs int
 	// Variants are environments to run the whole suite in again, after
 	// the baseline.
 	Variants []Variant
@@ -59,12 +77,58 @@ type Options struct {
 // stderrTailBytes is how much of a check's standard error is kept.
 const stderrTailBytes = 4096
 
+// MaxRuns bounds the runs of one suite run: each is a process of its own
+// and a row of the result, so a suite of 9 checks at --repeat 1000
+// already takes hours; more is a typo, not a plan.
+const MaxRuns = 10000
+
+// CheckSize says, before anything runs, whether f run repeat times in
+// variants environments (the baseline counted) stays within MaxRuns.
+func CheckSize(f *File, repeat, variants int) error {
+	runnable := 0
+	for _, c := range f.Checks {
+		if c.Skip == "" {
+			runnable++
+		}
+	}
+	repeat, variants = max(repeat, 1), max(variants, 1)
+	// Compared by division, so that no product overflows.
+	if runnable > 0 && (repeat > MaxRuns/runnable || repeat*runnable > MaxRuns/variants) {
+		return fmt.Errorf("--repeat %d: %s would make %s runs (%d %s x %d x %d %s), more than the %d one suite run may make",
+			repeat, f.Path, runsProduct(runnable, repeat, variants), runnable, plural(runnable, "check", "checks"),
+			repeat, variants, plural(variants, "environment", "environments"), MaxRuns)
+	}
+	return nil
+}
+
+// runsProduct is runnable*repeat*variants in decimal, however large.
+func runsProduct(runnable, repeat, variants int) string {
+	n := new(big.Int).SetInt64(int64(runnable))
+	n.Mul(n, big.NewInt(int64(repeat)))
+	n.Mul(n, big.NewInt(int64(variants)))
+	return n.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Run runs every check of f as opts says and returns the suite's result.
 // A cancelled ctx stops the suite: the result holds the runs made so far,
 // says it was interrupted (by the cause of ctx's end), and the error is
-// ctx's. The run the interruption stopped is recorded as interrupted,
-// with the time it ran (no outcome: neither met nor unmet); the checks it
-// never reached are not run.
+// ctx's; the command that writes it says the process's exit status
+// (report.SuiteResult.ExitStatus).
+// The runs the interruption stopped are recorded as interrupted, with the
+// time they ran (no outcome: neither met nor unmet); the runs it came
+// before are not run.
+//
+// Unless f asks for the user's find-db, every check runs with
+// MIOPEN_USER_DB_PATH set to a folder of this run's own, removed when the
+// last check has ended; the suite's, a check's and a variant's env may
+// still set it.
 func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteResult, error) {
 	if len(r.Command) == 0 {
 		return nil, errors.New("suite runner: no miotool command to run checks with")
@@ -75,15 +139,22 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	repeat := max(opts.Repeat, 1)
 	variants := append([]Variant{{}}, opts.Variants...)
+	if err := CheckSize(f, repeat, len(variants)); err != nil {
+		return nil, err
+	}
+	jobs := max(opts.Jobs, 1)
 
 	res := report.NewSuiteResult(f.Name, now())
 	res.Title, res.File, res.Tool = f.Title, f.Path, r.Tool
 	if r.Host != "" {
 		res.Hosts = []string{r.Host}
 	}
-	res.Options = report.SuiteOptions{Repeat: repeat, Shuffle: opts.Shuffle, Seed: opts.Seed, CPULoad: opts.CPULoad}
+	res.Options = report.SuiteOptions{Repeat: repeat, Shuffle: opts.Shuffle, Seed: opts.Seed, CPULoad: opts.CPULoad, Jobs: jobs}
 	for _, v := range opts.Variants {
 		res.Options.Variants = append(res.Options.Variants, v.Label)
+	}
+	for _, p := range f.Programs() {
+		res.Notes = append(res.Notes, "allowed with --allow-programs: "+p)
 	}
 	// One result row per check and variant, in file order, whatever order
 	// they run in.
@@ -104,51 +175,49 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		}
 	}
 
+	environ := r.Environ
+	if f.FindDB != FindDBUser {
+		dir, err := os.MkdirTemp(r.TempDir, "miotool-suite-find-db-")
+		if err != nil {
+			return nil, fmt.Errorf("making the suite's scratch find-db folder: %w", err)
+		}
+		// Every check has ended by the time Run returns.
+		defer removeScratchDB(dir)
+		environ = mergeEnv(environ, []string{runenv.EnvUserDBPath + "=" + dir})
+		res.Notes = append(res.Notes, "find-db: the checks ran on a scratch find-db, removed after the suite; `find-db: user` in the suite file runs them on yours")
+	} else {
+		res.Notes = append(res.Notes, "find-db: the checks ran on your find-db (MIOPEN_USER_DB_PATH, or its default), as the suite file asks (find-db: user)")
+	}
+
 	if opts.CPULoad > 0 {
 		stop := StartCPULoad(opts.CPULoad)
 		defer stop()
 	}
 	steps := Plan(f, len(variants), repeat, opts.Shuffle, opts.Seed)
+	if jobs > 1 {
+		steps = ExclusiveFirst(f, steps)
+	}
+	runs := r.runSteps(ctx, f, steps, rows, environ, jobs, opts.Timeout, now)
 	var runErr error
-	for i, st := range steps {
-		if err := ctx.Err(); err != nil {
-			runErr = err
-			break
-		}
-		c := f.Checks[st.Check]
-		row := rows[st.Variant][st.Check]
-		if r.Progress != nil {
-			r.Progress(i, len(steps), row.Test())
-		}
-		if err := ctx.Err(); err != nil {
-			runErr = err // stopped before this run started
-			break
-		}
-		timeout := c.Timeout
-		if timeout == 0 {
-			timeout = f.Timeout
-		}
-		if opts.Timeout > 0 {
-			timeout = opts.Timeout
-		}
-		if timeout <= 0 {
-			timeout = DefaultTimeout
-		}
-		run := r.runOnce(ctx, f.Workdir, r.argsOf(c), row.Env, timeout, now)
+	if len(runs) < len(steps) {
+		runErr = ctx.Err() // stopped before every run started
+	}
+	for i, out := range runs {
+		st := steps[i]
+		run := out.run
 		run.Iteration, run.Order, run.Host = st.Iteration, i+1, r.Host
-		if ctx.Err() != nil {
+		if out.interrupted {
 			// The interruption stopped the run: whatever the process
 			// printed as it died is no verdict, but the check was
 			// running, for as long as it ran.
 			runErr = ctx.Err()
-			row.Runs = append(row.Runs, report.SuiteRun{Host: run.Host, Iteration: run.Iteration, Order: run.Order,
+			run = report.SuiteRun{Host: run.Host, Iteration: run.Iteration, Order: run.Order,
 				Verdict: report.Interrupted, ExitCode: run.ExitCode, Summary: interruption(ctx) + " while the check ran",
-				Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail})
-			break
-		}
-		if run.Verdict == c.Expect {
+				Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail}
+		} else if run.Verdict == f.Checks[st.Check].Expect {
 			run.StderrTail = "" // kept only where someone will read it
 		}
+		row := rows[st.Variant][st.Check]
 		row.Runs = append(row.Runs, run)
 	}
 	if r.Progress != nil && runErr == nil {
@@ -159,6 +228,114 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	res.Duration = now().Sub(res.Started)
 	return res, runErr
+}
+
+// removeScratchDB removes a suite run's scratch find-db folder, and the
+// lock files MIOpen's locking left for its files in MIOpen's lock folder
+// (find takes that lock too): each suite run's folder is new, so they
+// would pile up there otherwise.
+func removeScratchDB(dir string) {
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if lock, err := finddb.MIOpenLockFile(filepath.Join(dir, e.Name()), ""); err == nil {
+				_ = os.Remove(lock)
+			}
+		}
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// stepRun is what became of one step of the plan.
+type stepRun struct {
+	run report.SuiteRun
+	// interrupted: ctx's end killed the run's process.
+	interrupted bool
+}
+
+// runSteps runs the steps in order, at most jobs at once and an exclusive
+// check's run alone, until ctx ends. It returns the outcomes of the steps
+// it started, which are the first ones, in plan order: the result keeps
+// the plan's order whatever the order runs end in.
+func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*report.SuiteCheck, environ []string,
+	jobs int, timeoutOverride time.Duration, now func() time.Time) []stepRun {
+	outs := make([]stepRun, len(steps))
+	var (
+		mu      sync.Mutex // over done, running and Progress's calls
+		done    int
+		running = map[int]string{} // step -> its row's name, for progress
+		wg      sync.WaitGroup
+	)
+	lanes := make(chan struct{}, jobs)
+	progress := func(current string) {
+		if r.Progress != nil {
+			r.Progress(done, len(steps), current)
+		}
+	}
+	started := 0
+	for i, st := range steps {
+		c := f.Checks[st.Check]
+		if c.Exclusive {
+			wg.Wait() // every run before it has ended: it runs alone
+		}
+		select {
+		case lanes <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		row := rows[st.Variant][st.Check]
+		mu.Lock()
+		progress(row.Test())
+		mu.Unlock()
+		if ctx.Err() != nil {
+			<-lanes
+			break // stopped before this run started
+		}
+		timeout := c.Timeout
+		if timeout == 0 {
+			timeout = f.Timeout
+		}
+		if timeoutOverride > 0 {
+			timeout = timeoutOverride
+		}
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		env := mergeEnv(environ, row.Env)
+		args := r.argsOf(c)
+		started = i + 1
+		mu.Lock()
+		running[i] = row.Test()
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run, canceled := r.runOnce(ctx, f.Workdir, args, env, timeout, now)
+			outs[i] = stepRun{run: run, interrupted: canceled}
+			mu.Lock()
+			done++
+			delete(running, i)
+			if jobs > 1 {
+				// Side by side, the bar moves as runs end too, naming
+				// the run that started first of those still going.
+				first, current := len(steps), ""
+				for k, name := range running {
+					if k < first {
+						first, current = k, name
+					}
+				}
+				progress(current)
+			}
+			mu.Unlock()
+			<-lanes
+		}()
+		if c.Exclusive {
+			wg.Wait() // nothing starts while it runs
+		}
+	}
+	wg.Wait()
+	return outs[:started]
 }
 
 // interruption says what ended ctx: its cause ("interrupted by SIGINT"),
@@ -182,15 +359,16 @@ func (r *Runner) argsOf(c Check) []string {
 	return r.Args(c)
 }
 
-// runOnce runs one miotool process and turns what it printed into a run.
-func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, timeout time.Duration, now func() time.Time) report.SuiteRun {
+// runOnce runs one miotool process and turns what it printed into a run;
+// canceled says ctx's end killed it.
+func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, timeout time.Duration, now func() time.Time) (_ report.SuiteRun, canceled bool) {
 	run := report.SuiteRun{Started: now()}
 	// The check may start processes of its own (stress-threads does): the
 	// runner kills its whole process group when it ends or times out.
 	res, err := childproc.Run(ctx, childproc.Spec{
 		Path:      r.Command[0],
-		Args:      slices.Concat(r.Command[1:], args, r.ResultArgs),
-		Env:       mergeEnv(r.Environ, env),
+		Args:      slices.Concat(r.Command[1:], BeforeDash(args, r.ResultArgs...)),
+		Env:       env,
 		Dir:       dir,
 		Timeout:   timeout,
 		PipeGrace: r.PipeGrace,
@@ -198,13 +376,13 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 	run.Duration = now().Sub(run.Started)
 	run.StderrTail = res.Stderr.Last(stderrTailBytes)
 	run.ExitCode = res.ExitCode()
-	failed := func(format string, args ...any) report.SuiteRun {
+	failed := func(format string, args ...any) (report.SuiteRun, bool) {
 		run.Verdict = report.Error
 		run.Summary = fmt.Sprintf(format, args...)
-		if last := childproc.LastLines(run.StderrTail, 1); last != "" {
-			run.Summary += ": " + last
+		if cause := ErrorLine(run.StderrTail); cause != "" {
+			run.Summary += ": " + cause
 		}
-		return run
+		return run, res.Canceled
 	}
 	switch {
 	case err != nil && res.PID == 0:
@@ -225,7 +403,37 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 		return failed("%s does not match its result's verdict %s (exit status %d)", res.ExitText(), result.Verdict, want)
 	}
 	run.Verdict = result.Verdict
-	return run
+	return run, res.Canceled
+}
+
+// ErrorLine is the line of a child's standard error that says what went
+// wrong: the last error miotool printed ("miotool: ..."; a hint such as
+// "Run 'miotool doctor --help' for usage." follows it), else the first
+// line of a Go crash ("panic: ...", "fatal error: ..."), else the last
+// line.
+func ErrorLine(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "miotool: ") {
+			return l
+		}
+	}
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return l
+		}
+	}
+	return childproc.LastLines(stderr, 1)
+}
+
+// BeforeDash is args with flags put in before a "--" (after which a trace
+// check's program and its own arguments follow), else at the end.
+func BeforeDash(args []string, flags ...string) []string {
+	i := slices.Index(args, "--")
+	if i < 0 {
+		return slices.Concat(args, flags)
+	}
+	return slices.Concat(args[:i], flags, args[i:])
 }
 
 // mergeEnv is base with extra's variables set, later assignments winning.

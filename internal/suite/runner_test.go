@@ -37,12 +37,16 @@ func TestMain(m *testing.M) {
 // --format json, prints one result on stdout and exits with its verdict's
 // code.
 func fakeMiotool(args []string) int {
-	n := len(args)
-	if n < 4 || !slices.Equal(args[n-3:], []string{"--format", "json", "--no-progress"}) {
+	// The result flags end the check's own flags, before any "--".
+	own := len(args)
+	if i := slices.Index(args, "--"); i >= 0 {
+		own = i
+	}
+	if own < 4 || !slices.Equal(args[own-3:own], []string{"--format", "json", "--no-progress"}) {
 		fmt.Fprintf(os.Stderr, "fake miotool: the runner did not ask for --format json --no-progress: %q\n", args)
 		return 2
 	}
-	args = args[:n-3]
+	args = slices.Delete(args, own-3, own)
 	if p := os.Getenv(fakeLogEnv); p != "" {
 		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -109,6 +113,28 @@ func fakeMiotool(args []string) int {
 		}
 		f.Close()
 		select {} // until the runner kills it
+	case "meet-write", "meet-read":
+		// Opening a FIFO blocks until the other end opens it too: the
+		// two checks end only if they run side by side.
+		flag := os.O_WRONLY
+		if args[0] == "meet-read" {
+			flag = os.O_RDONLY
+		}
+		f, err := os.OpenFile(arg(1), flag, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		f.Close()
+		return emit(report.Pass, "", "met")
+	case "writedb":
+		// What find does with the db: a record in MIOPEN_USER_DB_PATH.
+		dir := os.Getenv("MIOPEN_USER_DB_PATH")
+		if err := os.WriteFile(filepath.Join(dir, "sim_2.SIM.ufdb.txt"), []byte("key=Solver:1,0,algo\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "miotool:", err)
+			return 3
+		}
+		return emit(report.Pass, "", dir)
 	case "cases":
 		r := report.New("cases", "miotool cases", time.Now())
 		r.Cases = report.Cases{Passed: 24, Total: 24}
@@ -190,7 +216,7 @@ func TestRunnerClassifiesEachRun(t *testing.T) {
 		"own-status":      {report.Pass, "matrix as expected", "Fails with --reclaim=lazy, passes with --reclaim=worker", false},
 		"unexpected-fail": {report.Fail, "(901)", "Unexpected (expected PASS): FAIL", false}, // kept, but it printed none
 		"crash":           {report.Error, "killed by signal SIGKILL (killed) without a result on standard output: fatal error: concurrent map writes", "Unexpected (expected PASS): ERROR", true},
-		"usage":           {report.Error, "exit status 2 without a result on standard output: Run 'miotool capture --help' for usage.", "Unexpected (expected PASS): ERROR", true},
+		"usage":           {report.Error, "exit status 2 without a result on standard output: miotool: --mode: unknown capture mode \"sideways\"", "Unexpected (expected PASS): ERROR", true},
 		"garbage":         {report.Error, "exit status 0 without a result", "Unexpected (expected PASS): ERROR", false},
 		"mismatch":        {report.Error, "exit status 1 does not match its result's verdict PASS", "Unexpected (expected PASS): ERROR", false},
 		"expected-skip":   {report.Skip, "unavailable", "Skipped as expected", false},

@@ -2,11 +2,11 @@ package report
 
 import (
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
 	"miotool/internal/hip"
+	"miotool/internal/suite"
 )
 
 // flagValue is a global flag of this report run that every check of the
@@ -36,15 +36,16 @@ func (o *ReportOptions) passedOn() []flagValue {
 }
 
 // checkArgs are a check's own arguments and the passed-on flags it does
-// not set itself.
+// not set itself, before any "--" (after it, a trace check's program has
+// its own arguments).
 func checkArgs(own []string, passOn []flagValue) []string {
-	args := slices.Clone(own)
+	var add []string
 	for _, fl := range passOn {
 		if !setsFlag(own, fl.name) {
-			args = append(args, "--"+fl.name, fl.value)
+			add = append(add, "--"+fl.name, fl.value)
 		}
 	}
-	return args
+	return suite.BeforeDash(own, add...)
 }
 
 // setsFlag reports whether args set --name, before any "--".

@@ -8,6 +8,8 @@ import (
 )
 
 // A check gets the passed-on flags it does not set itself; its own win.
+// A trace check gets them before its "--": after it the program's own
+// arguments follow, and the program must not get miotool's flags.
 func TestCheckArgsPassOnWhatACheckDoesNotSet(t *testing.T) {
 	passOn := []flagValue{{"backend", "sim"}, {"device", "1"}}
 	for _, tt := range []struct {
@@ -16,7 +18,7 @@ func TestCheckArgsPassOnWhatACheckDoesNotSet(t *testing.T) {
 		{[]string{"capture", "--mode=global"}, []string{"capture", "--mode=global", "--backend", "sim", "--device", "1"}},
 		{[]string{"capture", "--backend=cuda"}, []string{"capture", "--backend=cuda", "--device", "1"}},
 		{[]string{"capture", "--backend", "hip", "--device", "0"}, []string{"capture", "--backend", "hip", "--device", "0"}},
-		{[]string{"trace", "--", "prog", "--backend", "x"}, []string{"trace", "--", "prog", "--backend", "x", "--backend", "sim", "--device", "1"}},
+		{[]string{"trace", "--", "prog", "--backend", "x"}, []string{"trace", "--backend", "sim", "--device", "1", "--", "prog", "--backend", "x"}},
 	} {
 		if got := checkArgs(tt.own, passOn); !slices.Equal(got, tt.want) {
 			t.Errorf("%q: %q, want %q", tt.own, got, tt.want)

@@ -40,6 +40,7 @@ type ReportOptions struct {
 	Env     []string
 	Timeout time.Duration
 	Host    string
+	suiteFlags
 
 	variants []suite.Variant
 }
@@ -136,6 +137,7 @@ Suite file (YAML):
 	fl.StringArrayVar(&opts.Env, "env", nil, "run the suite again with KEY=VALUE set (repeatable; KEY=VALUE,KEY2=VALUE2 sets several)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "bound on each run of a check, in place of the suite file's (default: the file's, else 10m)")
 	fl.StringVar(&opts.Host, "host", "", "host name recorded in the result (default: this machine's)")
+	addSuiteFlags(cmd, &opts.suiteFlags)
 	_ = cmd.MarkFlagFilename("suite", "yaml", "yml")
 	cli.MarkInputFile(cmd, "suite")
 	cmd.AddCommand(newCmdReportMerge(f, nil))
@@ -182,7 +184,7 @@ func (o *ReportOptions) Validate() error {
 	case o.Seed != 0 && !o.Shuffle:
 		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
 	}
-	return nil
+	return o.validateSuiteFlags()
 }
 
 // maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
@@ -190,9 +192,9 @@ const maxCPULoadPerCore = 4
 
 // Run runs the suite and writes its result.
 func (o *ReportOptions) Run() error {
-	file, err := suite.Load(o.SuiteFile, cli.OutputFlags...)
+	file, err := o.loadSuite()
 	if err != nil {
-		return cli.UsageError(err)
+		return err
 	}
 	exe, err := o.Executable()
 	if err != nil {
@@ -232,7 +234,7 @@ func (o *ReportOptions) Run() error {
 	}
 	res, runErr := runner.Run(ctx, file, suite.Options{
 		Repeat: o.Repeat, Shuffle: o.Shuffle, Seed: seed, CPULoad: o.CPULoad,
-		Variants: o.variants, Timeout: o.Timeout,
+		Variants: o.variants, Timeout: o.Timeout, Jobs: o.jobs(),
 	})
 	bar.Done()
 	if res == nil {
