@@ -25,6 +25,11 @@ var OutputFlags = []string{"--format", "--junit", "--export-markdown", "--export
 // progress drawn on its standard error.
 func ResultArgs() []string { return []string{"--format", string(report.JSON), "--no-progress"} }
 
+// ResultFileFlag names the file a miotool child writes its result to, so
+// that the result stays apart from whatever else reaches its standard
+// output (a traced program's own output does).
+const ResultFileFlag = "--export-json"
+
 // ResultFiles are the files the output flags of the running command name:
 // one run writes each of them besides the --format view on standard
 // output, as hyperfine's --export-* and ctest's --output-junit do.

@@ -20,8 +20,9 @@ import (
 )
 
 // Runner runs suites. Each run of a check is a process of Command followed
-// by the check's arguments and ResultArgs; its standard output must be one
-// miotool/result result (any version ReadJSON reads).
+// by the check's arguments and ResultArgs; its result is one miotool/result
+// document (any version ReadJSON reads), in the file ResultFlag names or,
+// without one, on its standard output.
 type Runner struct {
 	// Command is the miotool program and any arguments that go before a
 	// check's own: os.Executable() for real runs; tests re-execute their
@@ -37,6 +38,12 @@ type Runner struct {
 	// as one miotool/result JSON document on standard output and nothing
 	// else there.
 	ResultArgs []string
+	// ResultFlag, when set, is the flag that makes a run write its result
+	// to a file ("--export-json"): each run gets a file of its own, and its
+	// standard output is left to it. A traced program prints what it likes
+	// there, so only a file keeps the result apart from the program's own
+	// output. Empty: the result is read from standard output.
+	ResultFlag string
 	Host       string
 	Tool       report.Tool
 	Now        func() time.Time
@@ -189,6 +196,16 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		res.Notes = append(res.Notes, "find-db: the checks ran on your find-db (MIOPEN_USER_DB_PATH, or its default), as the suite file asks (find-db: user)")
 	}
 
+	var resultDir string
+	if r.ResultFlag != "" {
+		dir, err := os.MkdirTemp(r.TempDir, "miotool-suite-results-")
+		if err != nil {
+			return nil, fmt.Errorf("making the suite's folder for its checks' results: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		resultDir = dir
+	}
+
 	if opts.CPULoad > 0 {
 		stop := StartCPULoad(opts.CPULoad)
 		defer stop()
@@ -197,7 +214,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	if jobs > 1 {
 		steps = ExclusiveFirst(f, steps)
 	}
-	runs := r.runSteps(ctx, f, steps, rows, environ, jobs, opts.Timeout, now)
+	runs := r.runSteps(ctx, f, steps, rows, environ, resultDir, jobs, opts.Timeout, now)
 	var runErr error
 	if len(runs) < len(steps) {
 		runErr = ctx.Err() // stopped before every run started
@@ -256,7 +273,7 @@ type stepRun struct {
 // check's run alone, until ctx ends. It returns the outcomes of the steps
 // it started, which are the first ones, in plan order: the result keeps
 // the plan's order whatever the order runs end in.
-func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*report.SuiteCheck, environ []string,
+func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*report.SuiteCheck, environ []string, resultDir string,
 	jobs int, timeoutOverride time.Duration, now func() time.Time) []stepRun {
 	outs := make([]stepRun, len(steps))
 	var (
@@ -311,7 +328,11 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run, canceled := r.runOnce(ctx, f.Workdir, args, env, timeout, now)
+			var resultFile string
+			if resultDir != "" {
+				resultFile = filepath.Join(resultDir, fmt.Sprintf("run-%d.json", i))
+			}
+			run, canceled := r.runOnce(ctx, f.Workdir, args, env, resultFile, timeout, now)
 			outs[i] = stepRun{run: run, interrupted: canceled}
 			mu.Lock()
 			done++
@@ -361,13 +382,17 @@ func (r *Runner) argsOf(c Check) []string {
 
 // runOnce runs one miotool process and turns what it printed into a run;
 // canceled says ctx's end killed it.
-func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, timeout time.Duration, now func() time.Time) (_ report.SuiteRun, canceled bool) {
+func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, resultFile string, timeout time.Duration, now func() time.Time) (_ report.SuiteRun, canceled bool) {
 	run := report.SuiteRun{Started: now()}
+	resultArgs := r.ResultArgs
+	if resultFile != "" {
+		resultArgs = slices.Concat(resultArgs, []string{r.ResultFlag, resultFile})
+	}
 	// The check may start processes of its own (stress-threads does): the
 	// runner kills its whole process group when it ends or times out.
 	res, err := childproc.Run(ctx, childproc.Spec{
 		Path:      r.Command[0],
-		Args:      slices.Concat(r.Command[1:], BeforeDash(args, r.ResultArgs...)),
+		Args:      slices.Concat(r.Command[1:], BeforeDash(args, resultArgs...)),
 		Env:       env,
 		Dir:       dir,
 		Timeout:   timeout,
@@ -391,12 +416,20 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 		return failed("running the check: %v", err)
 	case res.TimedOut:
 		return failed("no result within %v; the process was killed", timeout)
-	case res.Stdout.Cut > 0:
+	case resultFile == "" && res.Stdout.Cut > 0:
 		return failed("%s after more than %d bytes on standard output, more than a result", res.ExitText(), len(res.Stdout.Data))
 	}
-	result, perr := report.ReadJSON(bytes.NewReader(res.Stdout.Data))
+	doc, where := res.Stdout.Data, "on standard output"
+	if resultFile != "" {
+		var rerr error
+		if doc, rerr = os.ReadFile(resultFile); rerr != nil {
+			return failed("%s without writing its result file", res.ExitText())
+		}
+		where = "in its result file"
+	}
+	result, perr := report.ReadJSON(bytes.NewReader(doc))
 	if perr != nil {
-		return failed("%s without a result on standard output", res.ExitText())
+		return failed("%s without a result %s", res.ExitText(), where)
 	}
 	run.Status, run.Summary, run.Backend, run.Device, run.Cases = result.Status, result.Summary, result.Backend, result.Device, result.Cases
 	if want := result.Verdict.ExitCode(); run.ExitCode != want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,6 +38,13 @@ func TestMain(m *testing.M) {
 // --format json, prints one result on stdout and exits with its verdict's
 // code.
 func fakeMiotool(args []string) int {
+	// With the runner's ResultFlag, the result goes to the file it names
+	// (it comes last of the runner's flags, before any "--").
+	var resultFile string
+	if i := slices.Index(args, "--export-json"); i >= 0 && i+1 < len(args) {
+		resultFile = args[i+1]
+		args = slices.Delete(args, i, i+2)
+	}
 	// The result flags end the check's own flags, before any "--".
 	own := len(args)
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -62,7 +70,17 @@ func fakeMiotool(args []string) int {
 		r.Device = report.Device{Name: "Fake GPU", Arch: "fx1", Description: "Fake GPU (fx1, 1 CUs, sim)"}
 		r.Status = status
 		r.Finish(v, summary, time.Now())
-		if err := report.WriteJSON(os.Stdout, r); err != nil {
+		out := io.Writer(os.Stdout)
+		if resultFile != "" {
+			f, err := os.Create(resultFile)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 3
+			}
+			defer f.Close()
+			out = f
+		}
+		if err := report.WriteJSON(out, r); err != nil {
 			return 3
 		}
 		return v.ExitCode()
@@ -96,6 +114,10 @@ func fakeMiotool(args []string) int {
 	case "garbage":
 		fmt.Println("hello, not JSON")
 		return 0
+	case "noisy":
+		// A traced program's own output, then the result.
+		fmt.Println(strings.Repeat("the program's own output\n", 10000))
+		return emit(report.Pass, "", "passed beside its program's output")
 	case "mismatch":
 		emit(report.Pass, "", "claims to pass")
 		return 1
@@ -112,7 +134,10 @@ func fakeMiotool(args []string) int {
 			return 3
 		}
 		f.Close()
-		select {} // until the runner kills it
+		// Until the runner kills it: a sleep, not an empty select, which
+		// the runtime would end as a deadlock when nothing else runs.
+		time.Sleep(time.Hour)
+		return 3
 	case "meet-write", "meet-read":
 		// Opening a FIFO blocks until the other end opens it too: the
 		// two checks end only if they run side by side.
@@ -554,5 +579,33 @@ func TestMergeEnv(t *testing.T) {
 	want := []string{"PATH=/bin", "B=base", "C=check", "A=variant"}
 	if !slices.Equal(got, want) {
 		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+}
+
+// With a ResultFlag, each run's result is read from the file the flag
+// names, so a check whose standard output carries something else (a
+// traced program prints what it likes there) still has its result; a run
+// that writes no file is an ERROR that says so.
+func TestResultsComeFromTheResultFile(t *testing.T) {
+	r := fakeRunner(t)
+	r.ResultFlag = "--export-json"
+	r.TempDir = t.TempDir()
+	f := &File{Name: "x", Timeout: 60 * time.Second, Checks: []Check{
+		check("noisy", report.Pass, "noisy"),
+		check("usage", report.Pass, "usage"),
+	}}
+	res, err := r.Run(context.Background(), f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := res.Checks[0].Runs[0]; run.Verdict != report.Pass || run.Summary != "passed beside its program's output" {
+		t.Errorf("noisy: %+v; want its result read from the file", run)
+	}
+	if run := res.Checks[1].Runs[0]; run.Verdict != report.Error ||
+		!strings.Contains(run.Summary, "without writing its result file") || !strings.Contains(run.Summary, "unknown capture mode") {
+		t.Errorf("usage: %+v; want an ERROR saying no result file came, with the child's error", run)
+	}
+	if left, _ := os.ReadDir(r.TempDir); len(left) != 0 {
+		t.Errorf("the suite left %d entries in its temp folder", len(left))
 	}
 }

@@ -216,6 +216,7 @@ func (o *ReportOptions) Run() error {
 		Command:    []string{exe},
 		Args:       func(c suite.Check) []string { return checkArgs(c.Args, passOn) },
 		ResultArgs: cli.ResultArgs(),
+		ResultFlag: cli.ResultFileFlag,
 		Environ:    o.Environ(),
 		Host:       host,
 		Tool:       report.Tool{Version: o.Build.Version, Commit: o.Build.Commit, GoVersion: o.Build.GoVersion},
