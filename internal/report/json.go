@@ -94,7 +94,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		BackendReason: r.BackendReason,
 		Device:        jsonDevice(r.Device),
 		Verdict:       r.Verdict,
-		ExitCode:      r.Verdict.ExitCode(),
+		ExitCode:      r.ExitCode(),
 		Status:        r.Status,
 		Summary:       r.Summary,
 		DurationMS:    float64(r.Duration.Microseconds()) / 1000,
@@ -169,6 +169,9 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	}
 	if j.Started != nil {
 		r.Started = *j.Started
+	}
+	if j.Verdict == Interrupted && j.ExitCode > 128 && j.ExitCode != j.Verdict.ExitCode() {
+		r.Signal = j.ExitCode - 128
 	}
 	for _, jt := range j.Tables {
 		t := Table{Title: jt.Title, Columns: jt.Columns, FlagColumn: jt.FlagColumn}

@@ -231,6 +231,10 @@ type Result struct {
 	Device        Device
 
 	Verdict Verdict
+	// Signal, when set, is the number of the signal that interrupted the
+	// run (15 for SIGTERM): the process then exits 128+Signal, which its
+	// document says too (ExitCode), where INTERRUPTED alone says 130.
+	Signal int
 	// Status, when set, is the checklist's status text in place of the
 	// verdict's word, e.g. which policies fail and which pass for a run
 	// that compares them; the command that made the result words it.
@@ -250,6 +254,15 @@ type Result struct {
 func New(check, command string, start time.Time) *Result {
 	return &Result{Schema: SchemaVersion, Check: check, Command: command, RunID: NewRunID(), Host: hostname(),
 		Verdict: Pass, Started: start}
+}
+
+// ExitCode is the exit status of the process that made r: its verdict's
+// (see Verdict.ExitCode), or 128+Signal for a run a signal interrupted.
+func (r *Result) ExitCode() int {
+	if r.Verdict == Interrupted && r.Signal > 0 {
+		return 128 + r.Signal
+	}
+	return r.Verdict.ExitCode()
 }
 
 // AddTable appends a table and returns it for filling.
