@@ -21,7 +21,7 @@ func TestFillVerdicts(t *testing.T) {
 		summary string
 		note    string
 	}{
-		{"benchmarked", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, NaiveAbandoned: true, NaiveDeadlineMs: 1.5, NaiveWaitMs: 1.5},
+		{"benchmarked", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, NaiveAbandoned: true, Naive: finder.NaiveAbandoned, NaiveDeadlineMs: 1.5, NaiveWaitMs: 1.5},
 			report.Pass, "chose ConvImplicitGemmTiledFwd, verified against the CPU reference; naive timed out and was abandoned", "naive deadline 1.5 ms"},
 		{"immediate mode", finder.Result{Entries: ok, Chosen: "ConvImplicitGemmTiledFwd", Verified: true, Mode: finder.ModeFast, Immediate: true},
 			report.Pass, "immediate-mode fallback chose ConvImplicitGemmTiledFwd", "find took"},
@@ -36,7 +36,7 @@ func TestFillVerdicts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := tt.res
 			r := report.New("find", "miotool find", time.Unix(0, 0))
-			fill(r, findscen.Options{Reclaim: "worker", HWQueues: 4}, &findscen.Outcome{Result: &res, MaxDraining: 2}, time.Unix(1, 0))
+			fill(r, fillInput{opts: findscen.Options{Reclaim: "worker", HWQueues: 4}, out: &findscen.Outcome{Result: &res, MaxDraining: 2, TornDown: true}}, time.Unix(1, 0))
 			if r.Verdict != tt.verdict || !strings.Contains(r.Summary, tt.summary) {
 				t.Errorf("verdict %s summary %q; want %s with %q", r.Verdict, r.Summary, tt.verdict, tt.summary)
 			}
