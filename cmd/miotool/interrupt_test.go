@@ -184,29 +184,37 @@ func TestSIGINTDuringTheSuite(t *testing.T) {
 					ExitCode    int    `json:"exit_code"`
 					Interrupted string `json:"interrupted"`
 					Totals      struct {
-						NotRun int `json:"not_run"`
-						Met    int `json:"met"`
-						Unmet  int `json:"unmet"`
+						NotRun      int `json:"not_run"`
+						Met         int `json:"met"`
+						Unmet       int `json:"unmet"`
+						Interrupted int `json:"interrupted"`
 					} `json:"totals"`
 				}
 				if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 					t.Fatalf("%v:\n%s", err, out)
 				}
-				if res.Verdict != "INTERRUPTED" || res.ExitCode != 130 || res.Interrupted != "interrupted by SIGINT" || res.Totals.NotRun == 0 {
+				if res.Verdict != "INTERRUPTED" || res.ExitCode != 130 || res.Interrupted != "interrupted by SIGINT" || res.Totals.NotRun == 0 ||
+					res.Totals.Interrupted != 1 {
 					t.Errorf("result %+v", res)
 				}
 				data, err := os.ReadFile(junit)
 				if err != nil {
 					t.Fatal(err)
 				}
+				// The check that was running is an error, so that no CI
+				// reads the suite as green; those never reached are skipped.
 				var doc struct {
-					Skipped int `xml:"skipped,attr"`
+					Errors int `xml:"errors,attr"`
+					Suites []struct {
+						Skipped int `xml:"skipped,attr"`
+					} `xml:"testsuite"`
 				}
 				if err := xml.Unmarshal(data, &doc); err != nil {
 					t.Fatal(err)
 				}
-				if doc.Skipped == 0 || !bytes.Contains(data, []byte(`name="miotool.verdict" value="INTERRUPTED"`)) {
-					t.Errorf("JUnit: %d skipped:\n%s", doc.Skipped, data)
+				if doc.Errors != 1 || doc.Suites[0].Skipped == 0 || !bytes.Contains(data, []byte(`type="interrupted"`)) ||
+					!bytes.Contains(data, []byte(`name="miotool.verdict" value="INTERRUPTED"`)) {
+					t.Errorf("JUnit: %d errors, %d skipped:\n%s", doc.Errors, doc.Suites[0].Skipped, data)
 				}
 			}
 		})

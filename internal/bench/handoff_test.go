@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -198,45 +199,59 @@ const hopsKernel = 50 * time.Microsecond
 // BenchmarkHops is the reclaim path of one abandoned evaluation, hop by
 // hop, each measured from the kernel's own last write (t0): the driver's
 // callback thread starting (the floor: the tracker's own callback under
-// worker; a bare host function queued after the done event under poller),
-// the reclaim thread awake with work (worker woken by the callback; poller
-// seeing the done event), the deallocator starting, and the scratch freed;
-// abandon is the Abandon call itself, before t0 (negative) as in a find
-// that gives up on work still running, and woken the reclaim thread's last
-// wake before the free (the poller's by its Abandon, the worker's by the
-// callback): a poller woken after t0 was asleep when the work ended.
-// Medians and p90 in µs. worker-futex
-// is the worker without its spin: the futex wake alone. The isolated
-// variants pause before each evaluation's launch until the reclaim thread
-// (and the driver's callback thread) have gone to sleep, as after any idle
-// period, and then launch, record and abandon at once, so the kernel still
-// runs when it is abandoned: worker-isolated, where Abandon wakes the
-// worker (paying a system call, see BenchmarkPaired),
-// worker-isolated-nowake (streams.Options.NoAbandonWake), where the
-// callback does, and poller-isolated, where Abandon wakes the sleeping
-// poller to spin on the done event. BenchmarkColdReclaim pairs the first
-// and the last in one loop. On the simulator t0 is stamped by the kernel's
-// Go twin itself (see twinEnd).
+// worker; a bare host function queued after the done event under
+// poller-beside-callback), the reclaim thread awake with work (worker
+// woken by the callback; poller seeing the done event), the deallocator
+// starting, and the scratch freed; abandon is the Abandon call itself,
+// before t0 (negative) as in a find that gives up on work still running,
+// and woken the reclaim thread's last wake before the free (the poller's
+// by its Abandon, the worker's by the callback): a poller woken after t0
+// was asleep when the work ended. Medians and p90 in µs. For the poller,
+// polls is how many done-event queries the reclaim took and ns-per-poll
+// their mean period from its last wake to the done event seen: about a
+// query's own cost when it polls back to back, far more where its queries
+// block. worker-futex is the worker without its spin: the futex wake
+// alone. poller queues no host function anywhere, as the policy itself
+// does not; poller-beside-callback is the same with the benchmark's bare
+// host function queued behind the done event, the callback floor, as in a
+// process where other code queues host functions. The isolated variants
+// pause before each evaluation's launch until the reclaim thread (and the
+// driver's callback thread) have gone to sleep, as after any idle period,
+// and then launch, record and abandon at once, so the kernel still runs
+// when it is abandoned: worker-isolated, where Abandon wakes the worker
+// (paying a system call, see BenchmarkPaired), worker-isolated-nowake
+// (streams.Options.NoAbandonWake), where the callback does,
+// poller-isolated, where Abandon wakes the sleeping poller to poll the
+// done event, and poller-isolated-announced, where the evaluation's
+// deadline was announced at its start (Tracker.AbandonBy, as find does)
+// and the benchmark waits for it as find does, spinning: the poller wakes
+// shortly before it and is awake at the Abandon. BenchmarkColdReclaim
+// pairs the isolated worker and pollers in one loop. On the simulator t0
+// is stamped by the kernel's Go twin itself (see twinEnd).
 func BenchmarkHops(b *testing.B) {
 	for _, v := range []struct {
 		name   string
 		policy streams.Policy
 		opts   streams.Options
-		pause  bool
+		how    hopHow
 	}{
-		{"worker", streams.Worker, streams.Options{}, false},
-		{"worker-futex", streams.Worker, streams.Options{Spin: -1}, false},
-		{"worker-isolated", streams.Worker, streams.Options{}, true},
-		{"worker-isolated-nowake", streams.Worker, streams.Options{NoAbandonWake: true}, true},
-		{"poller", streams.Poller, streams.Options{}, false},
-		{"poller-isolated", streams.Poller, streams.Options{}, true},
+		{"worker", streams.Worker, streams.Options{}, hopHow{}},
+		{"worker-futex", streams.Worker, streams.Options{Spin: -1}, hopHow{}},
+		{"worker-isolated", streams.Worker, streams.Options{}, hopHow{pause: true}},
+		{"worker-isolated-nowake", streams.Worker, streams.Options{NoAbandonWake: true}, hopHow{pause: true}},
+		{"poller", streams.Poller, streams.Options{}, hopHow{}},
+		{"poller-beside-callback", streams.Poller, streams.Options{}, hopHow{floor: true}},
+		{"poller-isolated", streams.Poller, streams.Options{}, hopHow{pause: true}},
+		{"poller-isolated-announced", streams.Poller, streams.Options{}, hopHow{pause: true, announce: true}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			r := newHopRig(b)
 			tr := r.tracker(b, v.policy, v.opts)
 			var hops hopSeries
+			how := v.how
+			how.overrun = hopsKernel
 			for b.Loop() {
-				hops.add(r.once(b, tr, v.pause, hopsKernel))
+				hops.add(r.once(b, tr, how))
 			}
 			hops.report(b, "")
 		})
@@ -244,16 +259,17 @@ func BenchmarkHops(b *testing.B) {
 }
 
 // BenchmarkColdReclaim is the realistic case of a find that abandons one
-// evaluation long after the last: worker-isolated and poller-isolated of
-// BenchmarkHops, turn about in one loop (so both see the same machine),
-// each on its own tracker, each evaluation launched after a pause in which
-// every reclaim thread and the driver's callback thread went to sleep.
-// ratio-worker/poller is the worker's median kernel-end-to-free-start over
-// the poller's, computed in this run. The overrun is how long the kernel
-// runs after its Abandon: 50 µs ends within the reclaim threads' spin
-// (Options.Spin), 2 ms long after it, when the poller polls at its
-// backed-off pace (up to Options.PollSleepMax apart) and the worker sleeps
-// until the callback wakes it.
+// evaluation long after the last: worker-isolated, poller-isolated and
+// poller-isolated-announced of BenchmarkHops, turn about in one loop (so
+// that all see the same machine), each on its own tracker, each evaluation
+// launched after a pause in which every reclaim thread and the driver's
+// callback thread went to sleep. ratio-worker/poller and
+// ratio-worker/announced are the worker's median kernel-end-to-free-start
+// over the poller's, computed in this run. The overrun is how long the
+// kernel runs after its Abandon: 50 µs ends within the reclaim threads'
+// spin (Options.Spin), 2 ms long after it, when the poller sleeps a
+// sixteenth of the drain's age between polls and the worker sleeps until
+// the callback wakes it.
 func BenchmarkColdReclaim(b *testing.B) {
 	for _, v := range []struct {
 		name    string
@@ -262,23 +278,36 @@ func BenchmarkColdReclaim(b *testing.B) {
 		overrun := v.overrun
 		b.Run(v.name, func(b *testing.B) {
 			r := newHopRig(b)
-			worker := r.tracker(b, streams.Worker, streams.Options{})
-			poller := r.tracker(b, streams.Poller, streams.Options{})
-			var w, p hopSeries
+			type contender struct {
+				prefix string
+				tr     *streams.Tracker
+				how    hopHow
+				hops   hopSeries
+			}
+			cs := []*contender{
+				{prefix: "worker-", tr: r.tracker(b, streams.Worker, streams.Options{})},
+				{prefix: "poller-", tr: r.tracker(b, streams.Poller, streams.Options{})},
+				{prefix: "announced-", tr: r.tracker(b, streams.Poller, streams.Options{}), how: hopHow{announce: true}},
+			}
 			turn := 0
 			for b.Loop() {
-				if turn++; turn%2 == 1 {
-					w.add(r.once(b, worker, true, overrun))
-					p.add(r.once(b, poller, true, overrun))
-				} else {
-					p.add(r.once(b, poller, true, overrun))
-					w.add(r.once(b, worker, true, overrun))
+				for i := range cs {
+					c := cs[(turn+i)%len(cs)]
+					how := c.how
+					how.pause, how.overrun = true, overrun
+					c.hops.add(r.once(b, c.tr, how))
 				}
+				turn++
 			}
-			w.report(b, "worker-")
-			p.report(b, "poller-")
-			if pf := quantile(p[hopFreeStart], 0.5); pf > 0 {
-				b.ReportMetric(quantile(w[hopFreeStart], 0.5)/pf, "ratio-worker/poller")
+			for _, c := range cs {
+				c.hops.report(b, c.prefix)
+			}
+			worker := quantile(cs[0].hops[hopFreeStart], 0.5)
+			if pf := quantile(cs[1].hops[hopFreeStart], 0.5); pf > 0 {
+				b.ReportMetric(worker/pf, "ratio-worker/poller")
+			}
+			if af := quantile(cs[2].hops[hopFreeStart], 0.5); af > 0 {
+				b.ReportMetric(worker/af, "ratio-worker/announced")
 			}
 		})
 	}
@@ -288,7 +317,8 @@ func BenchmarkColdReclaim(b *testing.B) {
 // asleep: a benchmark's pause, not a synchronization.
 const workerAsleep = 4 * streams.DefaultSpin
 
-// The hops of one evaluation, in µs from the kernel's end.
+// The figures of one evaluation: the hops in µs from the kernel's end,
+// then the poller's queries.
 const (
 	hopAbandon = iota
 	hopWoken
@@ -296,25 +326,48 @@ const (
 	hopAwake
 	hopFreeStart
 	hopFreed
-	numHops
+	hopPolls      // queries the reclaim took (poller)
+	hopPollPeriod // their mean period in ns from the last wake (poller)
+	numFigures
 )
 
-var hopNames = [numHops]string{"abandon", "woken", "callback", "awake", "free-start", "freed"}
+// numHops counts the figures that are moments.
+const numHops = hopPolls
 
-type hopSeries [numHops][]float64
+var hopNames = [numFigures]string{"us-abandon", "us-woken", "us-callback", "us-awake", "us-free-start", "us-freed", "polls", "ns-per-poll"}
 
-func (h *hopSeries) add(one [numHops]float64) {
+// hopSeries holds each figure of every evaluation; a NaN (a figure the
+// evaluation did not have) is left out.
+type hopSeries [numFigures][]float64
+
+func (h *hopSeries) add(one [numFigures]float64) {
 	for i, v := range one {
-		h[i] = append(h[i], v)
+		if !math.IsNaN(v) {
+			h[i] = append(h[i], v)
+		}
 	}
 }
 
-// report gives p50 and p90 of every hop (the Abandon's p50 only).
+// report gives p50 and p90 of every figure it has (the Abandon's p50
+// only).
 func (h *hopSeries) report(b *testing.B, prefix string) {
 	for i, name := range hopNames {
-		b.ReportMetric(quantile(h[i], 0.5), "us-"+prefix+name+"-p50")
+		if len(h[i]) == 0 {
+			continue
+		}
+		unit, rest, _ := strings.Cut(name, "-")
+		if unit != "us" && unit != "ns" {
+			unit, rest = "", name
+		}
+		metric := func(q string) string {
+			if unit == "" {
+				return prefix + rest + "-" + q
+			}
+			return unit + "-" + prefix + rest + "-" + q
+		}
+		b.ReportMetric(quantile(h[i], 0.5), metric("p50"))
 		if i != hopAbandon {
-			b.ReportMetric(quantile(h[i], 0.9), "us-"+prefix+name+"-p90")
+			b.ReportMetric(quantile(h[i], 0.9), metric("p90"))
 		}
 	}
 }
@@ -387,10 +440,20 @@ func (r *hopRig) tracker(b *testing.B, policy streams.Policy, opts streams.Optio
 	return tr
 }
 
-// once abandons one evaluation on tr about overrun before its kernel ends,
-// waits for its scratch to be freed and returns the hops. pause first
-// lets every reclaim thread fall asleep.
-func (r *hopRig) once(b *testing.B, tr *streams.Tracker, pause bool, overrun time.Duration) [numHops]float64 {
+// hopHow is how one evaluation is run: how long its kernel runs after
+// its Abandon; pause first lets every reclaim thread fall asleep; floor
+// queues the benchmark's bare host function behind the done event (the
+// worker's callback is the tracker's own); announce tells the tracker the
+// Abandon's time at the slot's start (AbandonBy) and waits for it
+// spinning, as find waits for its deadline.
+type hopHow struct {
+	overrun                time.Duration
+	pause, floor, announce bool
+}
+
+// once abandons one evaluation on tr about how.overrun before its kernel
+// ends, waits for its scratch to be freed and returns the hops.
+func (r *hopRig) once(b *testing.B, tr *streams.Tracker, how hopHow) [numFigures]float64 {
 	c, d := benchClock, r.d
 	r.value++
 	r.callback.Store(0)
@@ -400,14 +463,26 @@ func (r *hopRig) once(b *testing.B, tr *streams.Tracker, pause bool, overrun tim
 	must(b, err)
 	p := &freedPin{free: r.alloc.Free, ptr: scratch, done: make(chan struct{})}
 	tr.Pin(slot, p)
-	if pause {
+	switch {
+	case how.announce:
+		due := time.Now()
+		if how.pause {
+			due = due.Add(workerAsleep)
+		}
+		tr.AbandonBy(slot, due)
+		for time.Now().Before(due) {
+			runtime.Gosched()
+		}
+	case how.pause:
 		time.Sleep(workerAsleep)
 	}
-	must(b, d.LaunchKernel(r.kern, hip.D1(1), hip.D1(1), 0, slot.Stream(), uint64(overrun), r.hm.Dev, r.value))
+	polls0 := tr.Counters().Polls
+	must(b, d.LaunchKernel(r.kern, hip.D1(1), hip.D1(1), 0, slot.Stream(), uint64(how.overrun), r.hm.Dev, r.value))
 	ev, err := d.EventCreate(hip.EventDisableTiming)
 	must(b, err)
 	must(b, d.EventRecord(ev, slot.Stream()))
-	if tr.Policy() == streams.Poller {
+	floor := how.floor && tr.Policy() == streams.Poller
+	if floor {
 		must(b, d.LaunchHostFunc(slot.Stream(), func() { r.callback.Store(c.now()) }))
 	}
 	abandoned := c.now()
@@ -417,15 +492,28 @@ func (r *hopRig) once(b *testing.B, tr *streams.Tracker, pause bool, overrun tim
 	case <-time.After(30 * time.Second):
 		b.Fatal("scratch not freed within 30 s")
 	}
+	polls := float64(tr.Counters().Polls - polls0)
 	t0 := r.w.endOf(b, r.value, r.onSim)
-	for deadline := time.Now().Add(30 * time.Second); r.callback.Load() == 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			b.Fatal("the host function never ran")
+	if floor || tr.Policy() == streams.Worker {
+		for deadline := time.Now().Add(30 * time.Second); r.callback.Load() == 0; runtime.Gosched() {
+			if time.Now().After(deadline) {
+				b.Fatal("the host function never ran")
+			}
 		}
 	}
-	var out [numHops]float64
+	var out [numFigures]float64
 	for i, at := range [numHops]int64{abandoned, r.woken.Load(), r.callback.Load(), r.awake.Load(), r.freeStart.Load(), r.freed.Load()} {
 		out[i] = float64(at-t0) / 1e3
+		if at == 0 {
+			out[i] = math.NaN()
+		}
+	}
+	out[hopPolls], out[hopPollPeriod] = math.NaN(), math.NaN()
+	if tr.Policy() == streams.Poller && polls > 0 {
+		out[hopPolls] = polls
+		if since := max(r.woken.Load(), abandoned); r.awake.Load() > since {
+			out[hopPollPeriod] = float64(r.awake.Load()-since) / polls
+		}
 	}
 	return out
 }

@@ -19,6 +19,10 @@ const ProgressInterval = 100 * time.Millisecond
 type ProgressOptions struct {
 	// Width is the terminal's width in columns; 0 means 80.
 	Width int
+	// WidthSource, when set, is asked for the width before every redraw,
+	// so that the bar follows a terminal that is resized; a value below 1
+	// keeps the last good one (Width until then).
+	WidthSource func() int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Interval is the shortest time between redraws; 0 means
@@ -34,8 +38,19 @@ type ProgressOptions struct {
 //
 //	capture: case 3/8 [=======>            ] 0:12 elapsed, ETA 0:20
 //
-// It is redrawn at most once per interval and cleared by Done. All methods
-// are safe for concurrent use, and do nothing on a nil bar.
+// It is redrawn at most once per interval and cleared by Done. Each
+// redraw is a carriage return, the line and a clear-to-end, the line never
+// wider than the terminal less one column, so that it never wraps: on a
+// narrow terminal the label gives way first (to a few characters), then
+// the bar narrows and goes, then the words, the estimate and the elapsed
+// time, down to the count.
+//
+// The estimate is the mean time of the steps done times the steps left,
+// less what the current step has taken so far. It is shown only while it
+// is honest: once a step is done and until the current step outlasts the
+// mean; otherwise the bar says the elapsed time alone.
+//
+// All methods are safe for concurrent use, and do nothing on a nil bar.
 type ProgressBar struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -43,12 +58,16 @@ type ProgressBar struct {
 	done     int
 	total    int
 	start    time.Time
+	doneAt   time.Time // when done last changed
+	width    int       // the last good width
 	lastDraw time.Time
 	drawn    bool
 	finished bool
 	opts     ProgressOptions
 	stop     chan struct{}
 	stopped  chan struct{}
+	// onDone runs once when the bar is done: it stops the resize watch.
+	onDone func()
 }
 
 // NewProgressBar starts a bar that draws on w.
@@ -62,7 +81,8 @@ func NewProgressBar(w io.Writer, label string, opts ProgressOptions) *ProgressBa
 	if opts.Interval <= 0 {
 		opts.Interval = ProgressInterval
 	}
-	b := &ProgressBar{w: w, label: label, opts: opts, start: opts.Now()}
+	b := &ProgressBar{w: w, label: label, opts: opts, start: opts.Now(), width: opts.Width}
+	b.doneAt = b.start
 	if opts.Tick {
 		b.stop, b.stopped = make(chan struct{}), make(chan struct{})
 		go b.tick()
@@ -96,6 +116,9 @@ func (b *ProgressBar) Update(done, total int) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if done != b.done {
+		b.doneAt = b.opts.Now()
+	}
 	b.done, b.total = done, total
 	b.drawLocked()
 }
@@ -110,6 +133,20 @@ func (b *ProgressBar) SetLabel(label string) {
 	b.label = label
 }
 
+// Resized redraws a bar already on screen at once, at the width its
+// source gives now; the terminal's SIGWINCH calls it.
+func (b *ProgressBar) Resized() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.drawn {
+		b.lastDraw = time.Time{}
+		b.drawLocked()
+	}
+}
+
 // Done stops the bar and clears its line. Later calls do nothing.
 func (b *ProgressBar) Done() {
 	if b == nil {
@@ -122,6 +159,9 @@ func (b *ProgressBar) Done() {
 	}
 	b.finished = true
 	b.mu.Unlock()
+	if b.onDone != nil {
+		b.onDone()
+	}
 	if b.stop != nil {
 		close(b.stop)
 		<-b.stopped
@@ -156,39 +196,107 @@ func (b *ProgressBar) Line() string {
 	return b.lineLocked(b.opts.Now())
 }
 
-// barCells is the width of the bar itself.
+// widthLocked is the terminal's width now: the source's, else the last
+// good one.
+func (b *ProgressBar) widthLocked() int {
+	if b.opts.WidthSource != nil {
+		if w := b.opts.WidthSource(); w > 0 {
+			b.width = w
+		}
+	}
+	return b.width
+}
+
+// barCells is the width of the bar itself, at its widest.
 const barCells = 20
 
+// minLabel is how much of the label the bar keeps before its own parts
+// give way.
+const minLabel = 12
+
 func (b *ProgressBar) lineLocked(now time.Time) string {
-	elapsed := now.Sub(b.start)
-	var tail string
-	if b.total > 0 {
-		done := min(max(b.done, 0), b.total)
-		filled := done * barCells / b.total
-		bar := strings.Repeat("=", filled)
-		if filled < barCells {
-			bar += ">" + strings.Repeat(" ", barCells-filled-1)
+	room := b.widthLocked() - 1 // the last column wraps on some terminals
+	label := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' ' // a line break would make the redraw two lines
 		}
-		eta := "--:--"
-		if done > 0 {
-			eta = clock(time.Duration(float64(elapsed) * float64(b.total-done) / float64(done)))
+		return r
+	}, b.label)
+	keep := min(utf8.RuneCountInString(label), minLabel)
+	tails := b.tailsLocked(now)
+	for i, tail := range tails {
+		left := room - utf8.RuneCountInString(tail)
+		if left >= keep || i == len(tails)-1 {
+			if left < 4 {
+				left = 0 // a label of a letter or two says nothing
+			}
+			return fit(label, left) + fit(tail, room)
 		}
-		tail = fmt.Sprintf(" %d/%d [%s] %s elapsed, ETA %s", done, b.total, bar, clock(elapsed), eta)
+	}
+	return ""
+}
+
+// tailsLocked are the parts after the label, longest first: count, bar,
+// elapsed time and estimate, then fewer words, a shorter bar, no bar, no
+// estimate, down to the count alone.
+func (b *ProgressBar) tailsLocked(now time.Time) []string {
+	elapsed := clock(now.Sub(b.start))
+	if b.total <= 0 {
+		return []string{fmt.Sprintf(" %d, %s elapsed", b.done, elapsed), fmt.Sprintf(" %d, %s", b.done, elapsed), fmt.Sprintf(" %d", b.done)}
+	}
+	done := min(max(b.done, 0), b.total)
+	count := fmt.Sprintf(" %d/%d", done, b.total)
+	eta, honest := b.etaLocked(now, done)
+	bar := func(cells int) string {
+		filled := done * cells / b.total
+		s := strings.Repeat("=", filled)
+		if filled < cells {
+			s += ">" + strings.Repeat(" ", cells-filled-1)
+		}
+		return " [" + s + "]"
+	}
+	// The words go first, then the bar narrows and goes, then the
+	// estimate, then the elapsed time.
+	var tails []string
+	if honest {
+		tails = append(tails, count+bar(barCells)+" "+elapsed+" elapsed, ETA "+eta)
+		for _, part := range []string{count + bar(barCells), count + bar(barCells/2), count} {
+			tails = append(tails, part+" "+elapsed+", ETA "+eta)
+		}
 	} else {
-		tail = fmt.Sprintf(" %d, %s elapsed", b.done, clock(elapsed))
+		tails = append(tails, count+bar(barCells)+" "+elapsed+" elapsed")
 	}
-	// The label gives way when the line would wrap, which would break the
-	// carriage-return redraw.
-	label := b.label
-	room := b.opts.Width - 1 - utf8.RuneCountInString(tail)
-	if n := utf8.RuneCountInString(label); n > room {
-		if room <= 1 {
-			label = ""
-		} else {
-			label = string([]rune(label)[:room-1]) + "…"
-		}
+	for _, part := range []string{count + bar(barCells), count + bar(barCells/2), count} {
+		tails = append(tails, part+" "+elapsed)
 	}
-	return label + tail
+	return append(tails, count)
+}
+
+// etaLocked is the time left: the mean time of the done steps times the
+// steps left, less what the current step has taken so far. It is not
+// honest (false) before a step is done, once all are, or once the current
+// step has run longer than the mean.
+func (b *ProgressBar) etaLocked(now time.Time, done int) (string, bool) {
+	if done <= 0 || done >= b.total {
+		return "", false
+	}
+	mean := b.doneAt.Sub(b.start) / time.Duration(done)
+	running := now.Sub(b.doneAt)
+	if running > mean {
+		return "", false
+	}
+	return clock(mean*time.Duration(b.total-done) - running), true
+}
+
+// fit is s cut to n columns, "…" where it was cut; "" when n < 2.
+func fit(s string, n int) string {
+	switch c := utf8.RuneCountInString(s); {
+	case c <= n:
+		return s
+	case n < 2:
+		return ""
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // clock prints a duration as m:ss, or h:mm:ss from an hour on.
@@ -201,16 +309,26 @@ func clock(d time.Duration) string {
 }
 
 // ProgressBar returns a bar on stderr for long work, or nil (a bar that
-// does nothing) when stderr is not a terminal or --no-progress is set.
+// does nothing) when stderr is not a terminal or --no-progress is set. It
+// reads the terminal's width before every redraw and redraws on SIGWINCH.
 func (f *Factory) ProgressBar(label string) *ProgressBar {
 	if f.Global.NoProgress || !f.IOStreams.IsStderrTTY() {
 		return nil
 	}
-	width := 0
-	if file, ok := f.IOStreams.ErrOut.(*os.File); ok {
-		if w, _, err := term.GetSize(int(file.Fd())); err == nil {
-			width = w
+	opts := ProgressOptions{Now: f.Now, Tick: true}
+	file, isFile := f.IOStreams.ErrOut.(*os.File)
+	if isFile {
+		opts.WidthSource = func() int {
+			w, _, err := term.GetSize(int(file.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
 		}
 	}
-	return NewProgressBar(f.IOStreams.ErrOut, label, ProgressOptions{Width: width, Now: f.Now, Tick: true})
+	b := NewProgressBar(f.IOStreams.ErrOut, label, opts)
+	if isFile {
+		b.onDone = watchResize(b.Resized)
+	}
+	return b
 }

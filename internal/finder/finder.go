@@ -868,6 +868,7 @@ func (f *search) tryNaiveWithTimeout(s *conv.Solver, deadlineMs float64) (e Entr
 		return e, 0, true, err
 	}
 	deadline := t0.Add(time.Duration(deadlineMs * float64(time.Millisecond)))
+	tr.AbandonBy(slot, deadline)
 	for {
 		select {
 		case <-f.ctx.Done():

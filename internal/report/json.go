@@ -24,11 +24,32 @@ type jsonResult struct {
 	ExitCode      int              `json:"exit_code"`
 	Status        string           `json:"status,omitempty"`
 	Summary       string           `json:"summary"`
+	Cases         *jsonCases       `json:"cases,omitempty"`
 	Started       *time.Time       `json:"started,omitempty"`
 	DurationMS    float64          `json:"duration_ms"`
 	Tables        []jsonTable      `json:"tables"`
 	Notes         []string         `json:"notes"`
 	Counters      map[string]int64 `json:"counters"`
+}
+
+// jsonCases are a run's sub-tests; absent when the check did not count them.
+type jsonCases struct {
+	Passed int `json:"passed"`
+	Total  int `json:"total"`
+}
+
+func toJSONCases(c Cases) *jsonCases {
+	if c.Total <= 0 {
+		return nil
+	}
+	return &jsonCases{Passed: c.Passed, Total: c.Total}
+}
+
+func (j *jsonCases) cases() Cases {
+	if j == nil {
+		return Cases{}
+	}
+	return Cases{Passed: j.Passed, Total: j.Total}
 }
 
 type jsonDevice struct {
@@ -51,8 +72,12 @@ type jsonTable struct {
 }
 
 // jsonRecord is a row as an object whose keys keep the column order (a
-// Go map would sort them). It is derived: decoding ignores it.
-type jsonRecord struct{ keys, values []string }
+// Go map would sort them). It is derived: decoding ignores it. The cells
+// of a numeric column are numbers, its blank cells null.
+type jsonRecord struct {
+	keys, values []string
+	numeric      []bool
+}
 
 func (r jsonRecord) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
@@ -67,8 +92,15 @@ func (r jsonRecord) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 		b.WriteByte(':')
-		if err := enc.Encode(r.values[i]); err != nil {
-			return nil, err
+		switch v := r.values[i]; {
+		case r.numeric[i] && isJSONNumber(v):
+			b.WriteString(v) // the cell's own text, which JSON reads as that number
+		case r.numeric[i]:
+			b.WriteString("null")
+		default:
+			if err := enc.Encode(v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	b.WriteByte('}')
@@ -77,12 +109,75 @@ func (r jsonRecord) MarshalJSON() ([]byte, error) {
 
 func (r *jsonRecord) UnmarshalJSON([]byte) error { return nil }
 
+// numericColumns marks the columns whose records are numbers: every cell
+// is a JSON number or blank ("" or "-"), and one at least is a number. The
+// flag column (last when flagged) never is. A column is numeric or not
+// as a whole, so that a key has one type in every record.
+func numericColumns(rows [][]string, width int, flagged bool) []bool {
+	numeric := make([]bool, width)
+	for i := range numeric {
+		if flagged && i == width-1 {
+			continue
+		}
+		some, all := false, true
+		for _, row := range rows {
+			switch v := row[i]; {
+			case isJSONNumber(v):
+				some = true
+			case v == "" || v == "-":
+			default:
+				all = false
+			}
+		}
+		numeric[i] = some && all
+	}
+	return numeric
+}
+
+// isJSONNumber reports whether s is a number as JSON writes one
+// (RFC 8259: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?).
+func isJSONNumber(s string) bool {
+	i := 0
+	digits := func() bool {
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case !digits():
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
 type jsonRow struct {
 	Cells []string `json:"cells"`
 	Flag  string   `json:"flag,omitempty"`
 }
 
-// MarshalJSON encodes the result in the miotool/result/v1 layout.
+// MarshalJSON encodes the result in the miotool/result/v3 layout.
 func (r *Result) MarshalJSON() ([]byte, error) {
 	j := jsonResult{
 		Schema:        r.Schema,
@@ -97,6 +192,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		ExitCode:      r.ExitCode(),
 		Status:        r.Status,
 		Summary:       r.Summary,
+		Cases:         toJSONCases(r.Cases),
 		DurationMS:    float64(r.Duration.Microseconds()) / 1000,
 		Tables:        make([]jsonTable, len(r.Tables)),
 		Notes:         append([]string{}, r.Notes...),
@@ -115,9 +211,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		}
 		header, rows := t.grid()
 		jt.Keys = recordKeys(header)
+		numeric := numericColumns(rows, len(header), t.Flagged() > 0)
 		jt.Records = make([]jsonRecord, len(rows))
 		for k, row := range rows {
-			jt.Records[k] = jsonRecord{keys: jt.Keys, values: row}
+			jt.Records[k] = jsonRecord{keys: jt.Keys, values: row, numeric: numeric}
 		}
 		j.Tables[i] = jt
 	}
@@ -138,7 +235,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the miotool/result/v2 layout, and v1 before it.
+// UnmarshalJSON decodes the miotool/result/v3 layout, and v2 and v1 before it.
 // Counters come back in key order, named by their keys, since JSON
 // objects carry no order; records are derived and not read.
 func (r *Result) UnmarshalJSON(data []byte) error {
@@ -146,7 +243,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.Schema != SchemaVersion && j.Schema != schemaV1 {
+	if !isResultSchema(j.Schema) {
 		return fmt.Errorf("result schema %q is not %q", j.Schema, SchemaVersion)
 	}
 	if _, err := ParseVerdict(string(j.Verdict)); err != nil {
@@ -164,6 +261,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Verdict:       j.Verdict,
 		Status:        j.Status,
 		Summary:       j.Summary,
+		Cases:         j.Cases.cases(),
 		Duration:      time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Notes:         j.Notes,
 	}
@@ -176,7 +274,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	for _, jt := range j.Tables {
 		t := Table{Title: jt.Title, Columns: jt.Columns, FlagColumn: jt.FlagColumn}
 		for _, row := range jt.Rows {
-			t.Rows = append(t.Rows, Row{Cells: row.Cells, Flag: row.Flag})
+			t.Rows = append(t.Rows, Row(row))
 		}
 		r.Tables = append(r.Tables, &t)
 	}

@@ -13,14 +13,15 @@ import (
 // reporters, CircleCI) read: <testsuites> with one <testsuite> per
 // environment variant and one <testcase> per check.
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName  xml.Name `xml:"testsuites"`
+	Name     string   `xml:"name,attr"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	// No skipped count here: Jenkins' schema (junit-10.xsd) allows it on
+	// <testsuite> only, and readers sum those.
+	Time   string       `xml:"time,attr"`
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
@@ -62,14 +63,21 @@ type junitText struct {
 	Text string `xml:",cdata"`
 }
 
-func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+// seconds is d as JUnit's time: seconds with three decimals, never
+// negative (the schema's SUREFIRE_TIME has no sign).
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", max(d, 0).Seconds()) }
 
 // WriteJUnit writes s as JUnit XML. A check that met its expectation is a
 // passing test case; one that did not is a <failure>, or an <error> when a
-// run produced no result; one the suite did not run is <skipped>. Each
-// case's <system-out> lists its runs. An interrupted suite says so in
-// every <testsuite>'s properties (miotool.verdict INTERRUPTED and why), and
-// the checks it never reached are <skipped> as not run.
+// run produced no result; one the suite did not run is <skipped>. A check
+// the suite's interruption stopped while it ran is an <error
+// type="interrupted">, so that no CI reads an interrupted suite as
+// green; where the interruption fell between two checks, a test case of
+// its own says so. Each case's <system-out> lists its runs. An interrupted
+// suite also says so in every <testsuite>'s properties (miotool.verdict
+// INTERRUPTED and why). Times are the runs' own: a case's is the sum of
+// its runs, a <testsuite>'s the sum of its cases, <testsuites>' the sum of
+// the suites.
 func WriteJUnit(w io.Writer, s *SuiteResult) error {
 	var variants []string
 	byVariant := map[string][]*SuiteCheck{}
@@ -79,24 +87,33 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 		}
 		byVariant[c.Variant] = append(byVariant[c.Variant], c)
 	}
-	top := junitSuites{Name: s.Suite, Time: seconds(s.Duration)}
+	if len(variants) == 0 && s.interrupted() {
+		variants = []string{""} // room for the interruption's own case
+	}
+	top := junitSuites{Name: s.Suite}
+	var topTime time.Duration
+	interruptionShown := s.Totals().Interrupted > 0
 	for _, v := range variants {
 		js := junitSuite{Name: s.Suite, Hostname: strings.Join(s.Hosts, ","), Timestamp: junitTime(s.Started)}
-		classname := "miotool." + s.Suite
+		classname := "miotool." + classPart(s.Suite)
 		if v != "" {
 			js.Name += " [" + v + "]"
-			classname += "[" + v + "]"
+			classname += "[" + classPart(v) + "]"
 			js.Properties = append(js.Properties, junitProperty{"environment", v})
 		}
-		if s.Tool.Version != "" {
-			js.Properties = append(js.Properties, junitProperty{"miotool.version", s.Tool.text()})
+		if t := s.toolText(); t != "" {
+			js.Properties = append(js.Properties, junitProperty{"miotool.version", t})
 		}
 		if s.File != "" {
 			js.Properties = append(js.Properties, junitProperty{"suite.file", s.File})
 		}
-		if s.Interrupted != "" {
+		if s.interrupted() {
+			why := s.Interrupted
+			if why == "" {
+				why = "interrupted"
+			}
 			js.Properties = append(js.Properties, junitProperty{"miotool.verdict", string(Interrupted)},
-				junitProperty{"miotool.interrupted", s.Interrupted})
+				junitProperty{"miotool.interrupted", why})
 		}
 		var total time.Duration
 		for _, c := range byVariant[v] {
@@ -104,12 +121,19 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 			total += c.Duration()
 			switch c.Outcome() {
 			case Skip:
-				msg := c.Status()
+				msg := s.statusOf(c)
 				if c.Skip == "" && s.Interrupted != "" {
-					msg = "Not run: the suite was interrupted (" + s.Interrupted + ")"
+					msg = "Not run: the suite was interrupted before it started (" + s.Interrupted + ")"
 				}
 				jc.Skipped = &junitMessage{Message: msg}
 				js.Skipped++
+			case Interrupted:
+				msg := c.Status()
+				if s.Interrupted != "" {
+					msg += " (" + s.Interrupted + ")"
+				}
+				jc.Error = &junitMessage{Message: msg, Type: "interrupted", Text: xmlSafe(junitDetail(c))}
+				js.Errors++
 			case Error:
 				jc.Error = &junitMessage{Message: c.Status(), Type: "ERROR", Text: xmlSafe(junitDetail(c))}
 				js.Errors++
@@ -120,13 +144,23 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 			js.Tests++
 			js.Cases = append(js.Cases, jc)
 		}
+		if s.interrupted() && !interruptionShown {
+			// Stopped between two checks: every case above is a pass or
+			// a skip, and CI must not read that as green.
+			interruptionShown = true
+			js.Cases = append(js.Cases, junitCase{Classname: classname, Name: "suite interrupted", Time: seconds(0),
+				Error: &junitMessage{Message: s.Summary(), Type: "interrupted"}})
+			js.Tests++
+			js.Errors++
+		}
 		js.Time = seconds(total)
+		topTime += total
 		top.Tests += js.Tests
 		top.Failures += js.Failures
 		top.Errors += js.Errors
-		top.Skipped += js.Skipped
 		top.Suites = append(top.Suites, js)
 	}
+	top.Time = seconds(topTime)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -138,6 +172,12 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 	_, err := io.WriteString(w, "\n")
 	return err
 }
+
+// classPart is a value made fit for a testcase classname: Jenkins splits
+// a classname into package and class at its last dot, so a dot from a
+// suite name or a variant ("MIOPEN_NAIVE_TIMEOUT=2.5") becomes "_" and
+// "miotool." stays the only package.
+func classPart(s string) string { return strings.ReplaceAll(s, ".", "_") }
 
 // junitTime is the timestamp JUnit readers expect: ISO 8601 without a zone
 // offset, in UTC.

@@ -32,7 +32,7 @@ func TestMarkdownMovesLongDetailsBelowTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	long := oneLine(r.Tables[0].Rows[0].Cells[5])
+	long := strings.TrimSpace(r.Tables[0].Rows[0].Cells[5])
 	for _, want := range []string{
 		"| lazy    | global | FAIL     | FAIL     | 901         | [1]                  |",
 		"| guarded | global | PASS     | FAIL     | 901         | [1]                  | expected PASS         |",

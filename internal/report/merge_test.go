@@ -139,3 +139,28 @@ func TestMergedRunsSurviveJSON(t *testing.T) {
 		t.Errorf("a merged run without an id: %v", err)
 	}
 }
+
+// A result whose runs are all written twice (same host, iteration, order
+// and start) would count each run twice: merge refuses it, as it refuses
+// the same suite run in two files.
+func TestMergeRefusesARunHeldTwice(t *testing.T) {
+	dup := hostSuite("node1", h200, Pass)
+	dup.Checks[0].Runs = append(dup.Checks[0].Runs, dup.Checks[0].Runs[0])
+	_, err := MergeSuites([]*SuiteResult{roundTrip(t, dup)}, []string{"dup.json"})
+	want := "dup.json holds run 1 of capture-global-worker on node1 (order 1, started 2026-12-01T09:00:01Z) twice"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "count") {
+		t.Errorf("err = %v, want one containing %q", err, want)
+	}
+	// The same run in two files under different run ids is refused too.
+	a := hostSuite("node1", h200, Pass)
+	b := roundTrip(t, a)
+	b.RunID = NewRunID()
+	_, err = MergeSuites([]*SuiteResult{a, b}, []string{"a.json", "b.json"})
+	if err == nil || !strings.Contains(err.Error(), "a.json and b.json both hold run 1 of capture-global-worker on node1") {
+		t.Errorf("err = %v", err)
+	}
+	// Repetitions are not duplicates: they differ in iteration, order and start.
+	if _, err := MergeSuites([]*SuiteResult{hostSuite("node1", h200, Pass, Pass, Fail)}, []string{"ok.json"}); err != nil {
+		t.Errorf("three repetitions refused: %v", err)
+	}
+}

@@ -45,31 +45,31 @@ func TestJSONRecordsAndCounterKeys(t *testing.T) {
 		Schema string `json:"schema"`
 		RunID  string `json:"run_id"`
 		Tables []struct {
-			Keys    []string            `json:"keys"`
-			Records []map[string]string `json:"records"`
+			Keys    []string         `json:"keys"`
+			Records []map[string]any `json:"records"`
 		} `json:"tables"`
 		Counters map[string]int64 `json:"counters"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Schema != "miotool/result/v2" || doc.RunID == "" {
+	if doc.Schema != "miotool/result/v3" || doc.RunID == "" {
 		t.Errorf("schema %q run_id %q", doc.Schema, doc.RunID)
 	}
 	if got := strings.Join(doc.Tables[0].Keys, ","); got != "reclaim,mode,expected,measured,end_capture,detail,differs_from_expected" {
 		t.Errorf("keys %s", got)
 	}
-	var lazy []map[string]string
+	var lazy []map[string]any
 	for _, rec := range doc.Tables[0].Records {
 		if rec["reclaim"] == "lazy" {
 			lazy = append(lazy, rec)
 		}
 	}
-	if len(lazy) != 1 || lazy[0]["measured"] != "FAIL" || lazy[0]["end_capture"] != "901" || lazy[0]["detail"] != in.Tables[0].Rows[0].Cells[5] {
+	if len(lazy) != 1 || lazy[0]["measured"] != "FAIL" || lazy[0]["end_capture"] != 901.0 || lazy[0]["detail"] != in.Tables[0].Rows[0].Cells[5] {
 		t.Errorf("select(.reclaim==\"lazy\") = %v", lazy)
 	}
 	if got := doc.Tables[0].Records[1]["differs_from_expected"]; got != "expected PASS" {
-		t.Errorf("flag of the guarded row = %q", got)
+		t.Errorf("flag of the guarded row = %v", got)
 	}
 	if doc.Counters["reclaimed_by_callback"] != 2 || len(doc.Counters) != 2 {
 		t.Errorf("counters %v", doc.Counters)
@@ -104,8 +104,8 @@ func TestReadJSONAcceptsVersion1(t *testing.T) {
 		t.Errorf("v1 read as %+v", r)
 	}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil || !strings.Contains(buf.String(), `"schema": "miotool/result/v2"`) {
-		t.Errorf("a v1 result is written as v2: %v\n%s", err, buf.String())
+	if err := WriteJSON(&buf, r); err != nil || !strings.Contains(buf.String(), `"schema": "miotool/result/v3"`) {
+		t.Errorf("a v1 result is written as v3: %v\n%s", err, buf.String())
 	}
 }
 

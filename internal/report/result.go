@@ -16,11 +16,21 @@ import (
 // SchemaVersion names the JSON layout of a Result. It changes only when a
 // field is renamed or removed, or changes its meaning; new fields may
 // appear without a change.
-const SchemaVersion = "miotool/result/v2"
+const SchemaVersion = "miotool/result/v3"
 
-// schemaV1 is the layout before counters were keyed in snake_case; it is
+// schemaV2 is the layout whose records held every cell as a string,
+// schemaV1 the one before counters were keyed in snake_case; both are
 // still read.
-const schemaV1 = "miotool/result/v1"
+const (
+	schemaV2 = "miotool/result/v2"
+	schemaV1 = "miotool/result/v1"
+)
+
+// isResultSchema reports whether schema names a layout of a Result that
+// miotool reads.
+func isResultSchema(schema string) bool {
+	return schema == SchemaVersion || schema == schemaV2 || schema == schemaV1
+}
 
 // NewRunID returns an id no other run shares: 128 random bits as 26
 // base32 characters. Results carry one so that merging can tell the same
@@ -210,6 +220,18 @@ func (t *Table) grid() ([]string, [][]string) {
 	return header, rows
 }
 
+// Cases count the sub-tests of one run of a check, as a test binary's
+// "Passed (26/26)" counts its tests: how many there were (Total) and how
+// many gave what each is expected to give (Passed), e.g. the 24
+// combinations of a capture matrix. A zero Total means not counted.
+type Cases struct {
+	Passed int
+	Total  int
+}
+
+// text is "(24/24)".
+func (c Cases) text() string { return fmt.Sprintf("(%d/%d)", c.Passed, c.Total) }
+
 // Counter is a named count, such as "cells" or "differences".
 type Counter struct {
 	Name  string
@@ -240,7 +262,10 @@ type Result struct {
 	// that compares them; the command that made the result words it.
 	Status string
 	// Summary is one line that explains the verdict.
-	Summary  string
+	Summary string
+	// Cases, when the check counts sub-tests, says how many it ran and
+	// how many passed; the Testing Checklist shows it as "(24/24)".
+	Cases    Cases
 	Started  time.Time
 	Duration time.Duration
 
@@ -368,6 +393,9 @@ func (r *Result) ChecklistRow() []string {
 	status := r.Verdict.Status()
 	if r.Status != "" {
 		status = r.Status
+	}
+	if r.Cases.Total > 0 {
+		status += " " + r.Cases.text()
 	}
 	return []string{r.Check, ChecklistCommand(r.Command), r.Device.Short(), status}
 }

@@ -14,10 +14,15 @@ import (
 // SuiteSchemaVersion names the JSON layout of a SuiteResult. Like
 // SchemaVersion it changes only when a field is renamed or removed, or
 // changes its meaning.
-const SuiteSchemaVersion = "miotool/suite/v2"
+const SuiteSchemaVersion = "miotool/suite/v3"
 
-// suiteSchemaV1 is the layout before run ids; it is still read.
-const suiteSchemaV1 = "miotool/suite/v1"
+// suiteSchemaV2 is the layout whose merged results carried the first
+// input's options and version at the top level for every run; suiteSchemaV1
+// the layout before run ids. Both are still read.
+const (
+	suiteSchemaV2 = "miotool/suite/v2"
+	suiteSchemaV1 = "miotool/suite/v1"
+)
 
 // Tool identifies the miotool build that ran a suite.
 type Tool struct {
@@ -63,12 +68,15 @@ type SuiteResult struct {
 	Interrupted string
 }
 
-// SuiteRunRef names one suite run inside a merged result.
+// SuiteRunRef names one suite run inside a merged result, with the
+// options it ran with and the miotool that ran it.
 type SuiteRunRef struct {
 	RunID   string
 	Hosts   []string
 	Started time.Time
 	File    string // the file it was merged from
+	Options SuiteOptions
+	Tool    Tool
 }
 
 // SuiteCheck is one check of a suite in one environment variant.
@@ -105,6 +113,8 @@ type SuiteRun struct {
 	// StderrTail is the end of the process's standard error, kept for runs
 	// that did not meet the expectation.
 	StderrTail string
+	// Cases are the sub-tests of the run, when its result counted them.
+	Cases Cases
 }
 
 // NewSuiteResult starts a result for the named suite, with a new run id.
@@ -133,7 +143,7 @@ func (s *SuiteResult) runs() []SuiteRunRef {
 	if id == "" {
 		id = s.digest()
 	}
-	return []SuiteRunRef{{RunID: id, Hosts: slices.Clone(s.Hosts), Started: s.Started}}
+	return []SuiteRunRef{{RunID: id, Hosts: slices.Clone(s.Hosts), Started: s.Started, Options: s.Options, Tool: s.Tool}}
 }
 
 // digest is "sha256:" and the first 128 bits of a hash over what makes
@@ -153,9 +163,13 @@ func (s *SuiteResult) digest() string {
 // runMet reports whether a run's verdict is the expected one.
 func (c *SuiteCheck) runMet(r SuiteRun) bool { return r.Verdict == c.Expect }
 
+// stopped reports whether a run is one the suite's interruption stopped
+// before it gave a verdict: no outcome, neither met nor unmet.
+func (r SuiteRun) stopped() bool { return r.Verdict == Interrupted }
+
 // Met reports whether the check met its expectation: every run had the
 // expected verdict. A check the suite did not run counts as met, since
-// there is nothing against it.
+// there is nothing against it; one an interruption stopped does not.
 func (c *SuiteCheck) Met() bool {
 	if c.Skip != "" && len(c.Runs) == 0 {
 		return true
@@ -186,6 +200,18 @@ func (s *SuiteResult) unexplained() int {
 // was interrupted before it.
 func (c *SuiteCheck) NotRun() bool { return len(c.Runs) == 0 }
 
+// Interrupted reports whether the suite's interruption stopped a run of
+// the check while it ran.
+func (c *SuiteCheck) Interrupted() bool {
+	return slices.ContainsFunc(c.Runs, SuiteRun.stopped)
+}
+
+// unmetFinished reports whether a run that finished gave another verdict
+// than the expected one: a finding, whatever stopped the suite later.
+func (c *SuiteCheck) unmetFinished() bool {
+	return slices.ContainsFunc(c.Runs, func(r SuiteRun) bool { return !r.stopped() && !c.runMet(r) })
+}
+
 // Test is the checklist's Test cell: the name, with the variant in brackets.
 func (c *SuiteCheck) Test() string {
 	if c.Variant == "" {
@@ -213,14 +239,18 @@ func (c *SuiteCheck) Duration() time.Duration {
 }
 
 // Outcome is the check's verdict as a test: PASS when it met its
-// expectation, SKIP when it was not run, ERROR when it did not and a run
-// could not produce a result, FAIL otherwise.
+// expectation, SKIP when it was not run, INTERRUPTED when the suite's
+// interruption stopped a run of it and every run before met the
+// expectation, ERROR when a run that finished did not meet it and could
+// not produce a result, FAIL when one did not meet it otherwise.
 func (c *SuiteCheck) Outcome() Verdict {
 	switch {
 	case c.NotRun():
 		return Skip
 	case c.Met():
 		return Pass
+	case !c.unmetFinished():
+		return Interrupted
 	}
 	for _, r := range c.Runs {
 		if r.Verdict == Error && c.Expect != Error {
@@ -230,10 +260,16 @@ func (c *SuiteCheck) Outcome() Verdict {
 	return Fail
 }
 
-// Status is the checklist's Status cell, e.g. "Passed (20/20)", "Fails as
-// expected (3/3)", the child's own status (a run that compares policies
-// says which fail and which pass, in the words its command chose), or, when
-// some run did not meet the expectation, "Unexpected (expected PASS): FAIL 3/20, PASS 17/20".
+// Status is the checklist's Status cell. Its count in brackets means what
+// a PR checklist's does ("Passed (26/26)" for 26 sub-tests of one test
+// binary): the sub-tests of one run, where the run's result counted them,
+// e.g. the 24 combinations of a capture matrix; repetitions are counted
+// apart, in runs. So: "Passed", "Passed (24/24)", "Fails as expected",
+// the child's own status ("Fails with --reclaim=lazy (global), passes
+// with --reclaim=worker (24/24)"), with ", 20/20 runs" after it when the
+// check ran 20 times; "Interrupted after 2.04s" for a check the suite's
+// interruption stopped; "Unexpected (expected PASS): FAIL" or, over
+// several runs, "Unexpected (expected PASS): FAIL 3, PASS 17 of 20 runs".
 func (c *SuiteCheck) Status() string {
 	n := len(c.Runs)
 	if n == 0 {
@@ -243,18 +279,35 @@ func (c *SuiteCheck) Status() string {
 		return "Not run"
 	}
 	if c.Met() {
-		if s := c.Runs[0].Status; s != "" && c.sameStatus() {
-			if n > 1 {
-				s += fmt.Sprintf(" (%d/%d)", n, n)
-			}
-			return s
+		s := c.Runs[0].Status
+		if s == "" || !c.sameStatus() {
+			s = map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
 		}
-		word := map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
-		return fmt.Sprintf("%s (%d/%d)", word, n, n)
+		s += c.casesText()
+		if n > 1 {
+			s += fmt.Sprintf(", %d/%d runs", n, n)
+		}
+		return s
+	}
+	if !c.unmetFinished() {
+		var stopped time.Duration
+		for _, r := range c.Runs {
+			if r.stopped() {
+				stopped += r.Duration
+			}
+		}
+		s := "Interrupted after " + durationText(stopped)
+		if met := n - c.stoppedRuns(); met > 0 {
+			s += fmt.Sprintf("; %d %s before it as expected", met, plural(met, "run", "runs"))
+		}
+		return s
+	}
+	if n == 1 {
+		return fmt.Sprintf("Unexpected (expected %s): %s%s", c.Expect, c.Runs[0].Verdict, c.casesText())
 	}
 	hosts := c.hosts()
 	var parts []string
-	for _, v := range []Verdict{Error, Fail, Skip, Pass} {
+	for _, v := range []Verdict{Error, Fail, Skip, Pass, Interrupted} {
 		var k int
 		var on []string
 		for _, r := range c.Runs {
@@ -268,13 +321,44 @@ func (c *SuiteCheck) Status() string {
 		if k == 0 {
 			continue
 		}
-		part := fmt.Sprintf("%s %d/%d", v, k, n)
+		part := fmt.Sprintf("%s %d", v, k)
 		if len(hosts) > 1 && v != c.Expect {
 			part += " (" + strings.Join(on, ", ") + ")"
 		}
 		parts = append(parts, part)
 	}
-	return fmt.Sprintf("Unexpected (expected %s): %s", c.Expect, strings.Join(parts, ", "))
+	return fmt.Sprintf("Unexpected (expected %s): %s of %d runs", c.Expect, strings.Join(parts, ", "), n)
+}
+
+// casesText is the sub-test count of the check's runs: " (24/24)" when
+// every run counted the same, " (479/480 in all)" when their counts
+// differ, "" when some run did not count them.
+func (c *SuiteCheck) casesText() string {
+	var sum Cases
+	same := true
+	for _, r := range c.Runs {
+		if r.Cases.Total <= 0 {
+			return ""
+		}
+		same = same && r.Cases == c.Runs[0].Cases
+		sum.Passed += r.Cases.Passed
+		sum.Total += r.Cases.Total
+	}
+	if same {
+		return " " + c.Runs[0].Cases.text()
+	}
+	return fmt.Sprintf(" (%d/%d in all)", sum.Passed, sum.Total)
+}
+
+// stoppedRuns counts the runs the suite's interruption stopped.
+func (c *SuiteCheck) stoppedRuns() int {
+	n := 0
+	for _, r := range c.Runs {
+		if r.stopped() {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *SuiteCheck) sameStatus() bool {
@@ -303,6 +387,9 @@ type SuiteTotals struct {
 	Unmet  int // did not
 	Errors int // of the unmet, those where a run produced no result
 	NotRun int // skipped by the suite, or not reached before an interruption
+	// Interrupted are the checks the suite's interruption stopped while
+	// one of their runs ran: neither met nor unmet.
+	Interrupted int
 }
 
 // Totals counts the checks by outcome.
@@ -315,6 +402,8 @@ func (s *SuiteResult) Totals() SuiteTotals {
 			t.Met++
 		case Skip:
 			t.NotRun++
+		case Interrupted:
+			t.Interrupted++
 		case Error:
 			t.Unmet++
 			t.Errors++
@@ -325,13 +414,19 @@ func (s *SuiteResult) Totals() SuiteTotals {
 	return t
 }
 
+// interrupted reports whether something stopped the suite before it
+// finished: it says so, or a check of it was stopped while it ran.
+func (s *SuiteResult) interrupted() bool {
+	return s.Interrupted != "" || slices.ContainsFunc(s.Checks, (*SuiteCheck).Interrupted)
+}
+
 // Verdict is INTERRUPTED when the suite was stopped before it finished,
 // FAIL when a check did not meet its expectation, ERROR when a check has
 // no run and no reason, SKIP when no check ran (or there are none:
 // nothing passed), PASS otherwise.
 func (s *SuiteResult) Verdict() Verdict {
 	switch {
-	case s.Interrupted != "":
+	case s.interrupted():
 		return Interrupted
 	case s.Totals().Unmet > 0:
 		return Fail
@@ -350,13 +445,15 @@ func (s *SuiteResult) Verdict() Verdict {
 // interrupted.
 func (s *SuiteResult) ExitCode() int { return s.Verdict().ExitCode() }
 
-// Summary is one line on the outcome.
+// Summary is one line on the outcome. For an interrupted suite it says how
+// many checks finished, how many the interruption stopped and how many
+// never started.
 func (s *SuiteResult) Summary() string {
 	t := s.Totals()
-	var b strings.Builder
-	if s.Interrupted != "" {
-		fmt.Fprintf(&b, "%s before the suite finished: ", s.Interrupted)
+	if s.interrupted() {
+		return s.interruptedSummary(t)
 	}
+	var b strings.Builder
 	switch {
 	case t.Checks == 0:
 		b.WriteString("the suite has no checks")
@@ -376,6 +473,50 @@ func (s *SuiteResult) Summary() string {
 	return b.String()
 }
 
+// interruptedSummary is "interrupted by SIGINT before the suite finished:
+// 4 of 9 checks finished (every one met its expectation), 1 interrupted,
+// 4 never started".
+func (s *SuiteResult) interruptedSummary(t SuiteTotals) string {
+	why := s.Interrupted
+	if why == "" {
+		why = "interrupted"
+	}
+	skipped := 0
+	for _, c := range s.Checks {
+		if c.NotRun() && c.Skip != "" {
+			skipped++
+		}
+	}
+	finished := t.Met + t.Unmet
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s before the suite finished: %d of %d %s finished", why, finished, t.Checks, plural(t.Checks, "check", "checks"))
+	switch {
+	case finished == 0:
+	case t.Unmet == 0:
+		b.WriteString(" (every one met its expectation)")
+	default:
+		fmt.Fprintf(&b, " (%d did not meet the expectation", t.Unmet)
+		if t.Errors > 0 {
+			fmt.Fprintf(&b, ", %d without a result", t.Errors)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ", %d interrupted, %d never started", t.Interrupted, t.NotRun-skipped)
+	if skipped > 0 {
+		fmt.Fprintf(&b, ", %d skipped by the suite", skipped)
+	}
+	return b.String()
+}
+
+// statusOf is the check's Status cell in this suite: a check an
+// interruption left without a run says so.
+func (s *SuiteResult) statusOf(c *SuiteCheck) string {
+	if c.NotRun() && c.Skip == "" && s.interrupted() {
+		return "Not run (the suite was interrupted before it started)"
+	}
+	return c.Status()
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -389,9 +530,47 @@ func (s *SuiteResult) Checklist() *Table {
 	t := &Table{Columns: ChecklistColumns}
 	label := s.deviceLabeler()
 	for _, c := range s.Checks {
-		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), c.Status())
+		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), s.statusOf(c))
 	}
 	return t
+}
+
+// checklistView is the Checklist as the text and Markdown outputs show
+// it: when the checks that ran, two or more, all ran on one and the same
+// device, the Devices column goes and devices, for the header, names it
+// once.
+func (s *SuiteResult) checklistView() (t *Table, devices string) {
+	t = s.Checklist()
+	label := s.deviceLabeler()
+	ran := 0
+	for _, c := range s.Checks {
+		if c.NotRun() || c.stoppedRuns() == len(c.Runs) {
+			continue // no device to name: not run, or stopped before one opened
+		}
+		ran++
+		var one string
+		for _, r := range c.Runs {
+			switch l := label(r); {
+			case r.Device.Name == "":
+			case one == "":
+				one = l
+			case l != one:
+				return t, "" // this row names several
+			}
+		}
+		if one == "" || devices != "" && one != devices {
+			return t, ""
+		}
+		devices = one
+	}
+	if ran < 2 {
+		return t, ""
+	}
+	t.Columns = slices.Delete(slices.Clone(t.Columns), 2, 3)
+	for i := range t.Rows {
+		t.Rows[i].Cells = slices.Delete(t.Rows[i].Cells, 2, 3)
+	}
+	return t, devices
 }
 
 // devicesCell lists the distinct devices a check's runs used.
@@ -433,24 +612,88 @@ func (s *SuiteResult) deviceLabeler() func(SuiteRun) string {
 	}
 }
 
-// unmetRun is a run that did not meet its check's expectation.
+// unmetRun is what the runs of a check that did not meet its expectation
+// in the same way (one verdict, one summary) have in common: repeated
+// identical failures are told once, with their count.
 type unmetRun struct {
 	check *SuiteCheck
-	run   SuiteRun
+	run   SuiteRun   // the first of them
+	runs  []SuiteRun // all of them
 }
 
-// unmetRuns lists, in check order, the runs that did not meet their
-// check's expectation.
+// unmetRuns lists, in check order, the runs that finished and did not
+// meet their check's expectation (a run an interruption stopped has no
+// outcome: its row says so), runs with the same verdict and summary
+// together.
 func (s *SuiteResult) unmetRuns() []unmetRun {
 	var out []unmetRun
 	for _, c := range s.Checks {
+		first := len(out)
+	runs:
 		for _, r := range c.Runs {
-			if !c.runMet(r) {
-				out = append(out, unmetRun{c, r})
+			if r.stopped() || c.runMet(r) {
+				continue
 			}
+			for i := first; i < len(out); i++ {
+				if out[i].run.Verdict == r.Verdict && out[i].run.Summary == r.Summary {
+					out[i].runs = append(out[i].runs, r)
+					continue runs
+				}
+			}
+			out = append(out, unmetRun{check: c, run: r, runs: []SuiteRun{r}})
 		}
 	}
 	return out
+}
+
+// which names the runs: "run 2 on node1", or "runs 1-6, 8-20 on node1,
+// run 3 on node2 (20 of 40 runs)".
+func (u unmetRun) which() string {
+	var hosts []string
+	its := map[string][]int{}
+	for _, r := range u.runs {
+		if _, ok := its[r.Host]; !ok {
+			hosts = append(hosts, r.Host)
+		}
+		its[r.Host] = append(its[r.Host], r.Iteration)
+	}
+	parts := make([]string, len(hosts))
+	for i, h := range hosts {
+		word := "run"
+		if len(its[h]) > 1 {
+			word = "runs"
+		}
+		parts[i] = word + " " + intRanges(its[h])
+		if h != "" {
+			parts[i] += " on " + h
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(u.runs) > 1 {
+		s += fmt.Sprintf(" (%d of %d runs)", len(u.runs), len(u.check.Runs))
+	}
+	return s
+}
+
+// intRanges is "1-6, 8, 10-20" for the numbers in ns.
+func intRanges(ns []int) string {
+	ns = slices.Clone(ns)
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	var parts []string
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ns[i], ns[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(ns[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // describe is "on node1, started 2026-12-01T09:00:00Z".
@@ -468,9 +711,77 @@ func (ref SuiteRunRef) describe() string {
 	return strings.Join(parts, ", ")
 }
 
-// optionsText describes how the suite ran, for the rendered header.
+// optionsText describes how the suite ran, for the rendered header. A
+// merged result says it for each suite run it holds, "node1: each check
+// once; node2: each check 2 times, in shuffled order (seed 7)", runs
+// made alike sharing one entry: the rows count the runs of all of them.
 func (s *SuiteResult) optionsText() string {
-	o := s.Options
+	if len(s.MergedRuns) == 0 {
+		return s.Options.text()
+	}
+	return perRun(s.MergedRuns, func(ref SuiteRunRef) string { return ref.Options.text() })
+}
+
+// toolText names the miotool that ran the suite, for each suite run of a
+// merged result whose runs were made by different builds.
+func (s *SuiteResult) toolText() string {
+	if _, same := s.uniform(); same || len(s.MergedRuns) == 0 {
+		return s.Tool.text()
+	}
+	text := perRun(s.MergedRuns, func(ref SuiteRunRef) string {
+		if ref.Tool.Version == "" {
+			return "version not recorded"
+		}
+		return ref.Tool.text()
+	})
+	if text == "version not recorded" {
+		return ""
+	}
+	return text
+}
+
+// perRun is what describe says of each run, "hosts: text" joined by "; "
+// in order of first appearance, runs with the same text sharing an entry;
+// the plain text when every run shares it and the result has one run.
+func perRun(refs []SuiteRunRef, describe func(SuiteRunRef) string) string {
+	var texts []string
+	labels := map[string][]string{}
+	for _, ref := range refs {
+		t := describe(ref)
+		if _, ok := labels[t]; !ok {
+			texts = append(texts, t)
+		}
+		for _, l := range ref.labels() {
+			if !slices.Contains(labels[t], l) {
+				labels[t] = append(labels[t], l)
+			}
+		}
+	}
+	if len(refs) == 1 {
+		return texts[0]
+	}
+	parts := make([]string, len(texts))
+	for i, t := range texts {
+		parts[i] = strings.Join(labels[t], ", ") + ": " + t
+	}
+	return strings.Join(parts, "; ")
+}
+
+// labels name a suite run in a merged header: its hosts, else the file it
+// came from.
+func (ref SuiteRunRef) labels() []string {
+	if len(ref.Hosts) > 0 {
+		return ref.Hosts
+	}
+	if ref.File != "" {
+		return []string{strings.TrimSuffix(filepath.Base(ref.File), filepath.Ext(ref.File))}
+	}
+	return []string{"run " + ref.RunID}
+}
+
+// text is "each check 2 times, in shuffled order (seed 7), beside 2 busy
+// CPU workers, in the baseline environment and with GPU_MAX_HW_QUEUES=3".
+func (o SuiteOptions) text() string {
 	var parts []string
 	switch {
 	case o.Repeat > 1:
@@ -488,6 +799,24 @@ func (s *SuiteResult) optionsText() string {
 		parts = append(parts, "in the baseline environment and with "+strings.Join(o.Variants, "; "))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// equal reports whether o and p describe the same way of running.
+func (o SuiteOptions) equal(p SuiteOptions) bool {
+	return o.Repeat == p.Repeat && o.Shuffle == p.Shuffle && (!o.Shuffle || o.Seed == p.Seed) &&
+		o.CPULoad == p.CPULoad && slices.Equal(o.Variants, p.Variants)
+}
+
+// uniform reports whether every suite run s holds was made with the same
+// options, and by the same miotool: only then do s.Options and s.Tool
+// speak for all of them.
+func (s *SuiteResult) uniform() (options, tool bool) {
+	options, tool = true, true
+	for _, ref := range s.MergedRuns {
+		options = options && ref.Options.equal(s.MergedRuns[0].Options)
+		tool = tool && ref.Tool == s.MergedRuns[0].Tool
+	}
+	return options, tool
 }
 
 // text is "1.2.3 (commit c0ffee, go1.26.8)".
@@ -514,7 +843,9 @@ func (t Tool) text() string {
 // A result with no checks, or none that ran, is refused: it passed
 // nothing, and merged beside others it would read as a pass. So is a
 // suite run met a second time (by run id, in any input or inside a merged
-// one), which would otherwise count its runs twice. Errors name the file.
+// one), which would otherwise count its runs twice, and so is a run met a
+// second time (the same host, repetition, order and start in one check),
+// within one file or across files. Errors name the file.
 func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error) {
 	if len(results) == 0 {
 		return nil, errors.New("no suite results to merge")
@@ -528,14 +859,13 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 		RunID:   NewRunID(),
 		Title:   first.Title,
 		File:    first.File,
-		Tool:    first.Tool,
-		Options: first.Options,
 		Sources: slices.Clone(sources),
 	}
 	var names []string
 	var end time.Time
 	index := map[string]*SuiteCheck{}
 	mergedFrom := map[string]string{} // run id -> the file it came from
+	runFrom := map[string]string{}    // a run's identity -> the file it came from
 	for i, r := range results {
 		switch {
 		case len(r.Checks) == 0:
@@ -556,6 +886,7 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 				ref.File = sources[i]
 			}
 			ref.Hosts = slices.Clone(ref.Hosts)
+			ref.Options.Variants = slices.Clone(ref.Options.Variants)
 			m.MergedRuns = append(m.MergedRuns, ref)
 		}
 		if !slices.Contains(names, r.Suite) {
@@ -607,6 +938,18 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 						m.Hosts = append(m.Hosts, fallbackHost)
 					}
 				}
+				// A run is one process: its host, repetition, place in the
+				// order and start name it. Met twice, it would count twice.
+				id := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s", key, run.Host, run.Iteration, run.Order, run.Started.Format(time.RFC3339Nano))
+				if prev, dup := runFrom[id]; dup {
+					what, twice := fmt.Sprintf("%s and %s both hold", prev, sources[i]), ""
+					if prev == sources[i] {
+						what, twice = sources[i]+" holds", " twice"
+					}
+					return nil, fmt.Errorf("%s run %d of %s on %s (order %d, started %s)%s: merging it would count the same run twice",
+						what, run.Iteration, c.Test(), run.Host, run.Order, run.Started.Format(time.RFC3339Nano), twice)
+				}
+				runFrom[id] = sources[i]
 				mc.Runs = append(mc.Runs, run)
 			}
 		}
@@ -615,6 +958,16 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 		if len(c.Runs) > 0 {
 			c.Skip = "" // it ran somewhere
 		}
+	}
+	// Options and version speak for the whole only where every run
+	// shares them; each run keeps its own in MergedRuns.
+	options, tool := m.uniform()
+	if options {
+		m.Options = m.MergedRuns[0].Options
+		m.Options.Variants = slices.Clone(m.Options.Variants)
+	}
+	if tool {
+		m.Tool = m.MergedRuns[0].Tool
 	}
 	m.Suite = strings.Join(names, " + ")
 	if !m.Started.IsZero() {

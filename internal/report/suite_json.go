@@ -7,21 +7,23 @@ import (
 	"time"
 )
 
-// The miotool/suite/v2 layout (docs/report-schema.md). Fields marked
+// The miotool/suite/v3 layout (docs/report-schema.md). Fields marked
 // "derived" are written for readers' convenience and recomputed on reading.
 type jsonSuite struct {
-	Schema     string           `json:"schema"`
-	RunID      string           `json:"run_id,omitempty"`
-	Suite      string           `json:"suite"`
-	Title      string           `json:"title,omitempty"`
-	File       string           `json:"file,omitempty"`
-	Hosts      []string         `json:"hosts"`
-	Miotool    jsonTool         `json:"miotool"`
-	Started    *time.Time       `json:"started,omitempty"`
-	DurationMS float64          `json:"duration_ms"`
-	Options    jsonSuiteOptions `json:"options"`
-	MergedFrom []string         `json:"merged_from,omitempty"`
-	MergedRuns []jsonRunRef     `json:"merged_runs,omitempty"`
+	Schema string   `json:"schema"`
+	RunID  string   `json:"run_id,omitempty"`
+	Suite  string   `json:"suite"`
+	Title  string   `json:"title,omitempty"`
+	File   string   `json:"file,omitempty"`
+	Hosts  []string `json:"hosts"`
+	// Miotool and Options are absent from a merged result whose runs
+	// differ in them; each run's are in MergedRuns.
+	Miotool    *jsonTool         `json:"miotool,omitempty"`
+	Started    *time.Time        `json:"started,omitempty"`
+	DurationMS float64           `json:"duration_ms"`
+	Options    *jsonSuiteOptions `json:"options,omitempty"`
+	MergedFrom []string          `json:"merged_from,omitempty"`
+	MergedRuns []jsonRunRef      `json:"merged_runs,omitempty"`
 	// Interrupted says what stopped the suite early; absent when it finished.
 	Interrupted string      `json:"interrupted,omitempty"`
 	Verdict     Verdict     `json:"verdict"`   // derived
@@ -32,10 +34,12 @@ type jsonSuite struct {
 }
 
 type jsonRunRef struct {
-	RunID   string     `json:"run_id"`
-	Hosts   []string   `json:"hosts"`
-	Started *time.Time `json:"started,omitempty"`
-	File    string     `json:"file,omitempty"`
+	RunID   string            `json:"run_id"`
+	Hosts   []string          `json:"hosts"`
+	Started *time.Time        `json:"started,omitempty"`
+	File    string            `json:"file,omitempty"`
+	Options *jsonSuiteOptions `json:"options,omitempty"`
+	Miotool *jsonTool         `json:"miotool,omitempty"`
 }
 
 type jsonTool struct {
@@ -53,11 +57,12 @@ type jsonSuiteOptions struct {
 }
 
 type jsonTotals struct {
-	Checks int `json:"checks"`
-	Met    int `json:"met"`
-	Unmet  int `json:"unmet"`
-	Errors int `json:"errors"`
-	NotRun int `json:"not_run"`
+	Checks      int `json:"checks"`
+	Met         int `json:"met"`
+	Unmet       int `json:"unmet"`
+	Errors      int `json:"errors"`
+	NotRun      int `json:"not_run"`
+	Interrupted int `json:"interrupted"`
 }
 
 type jsonCheck struct {
@@ -84,11 +89,43 @@ type jsonRun struct {
 	Met        bool       `json:"met"` // derived
 	Status     string     `json:"status,omitempty"`
 	Summary    string     `json:"summary"`
+	Cases      *jsonCases `json:"cases,omitempty"`
 	Backend    string     `json:"backend,omitempty"`
 	Device     jsonDevice `json:"device"`
 	Started    *time.Time `json:"started,omitempty"`
 	DurationMS float64    `json:"duration_ms"`
 	StderrTail string     `json:"stderr_tail,omitempty"`
+}
+
+func toJSONOptions(o SuiteOptions) *jsonSuiteOptions {
+	j := &jsonSuiteOptions{Repeat: o.Repeat, Shuffle: o.Shuffle, CPULoad: o.CPULoad, Variants: append([]string{}, o.Variants...)}
+	if o.Shuffle {
+		seed := o.Seed
+		j.Seed = &seed
+	}
+	return j
+}
+
+func (j *jsonSuiteOptions) options() SuiteOptions {
+	if j == nil {
+		return SuiteOptions{}
+	}
+	o := SuiteOptions{Repeat: j.Repeat, Shuffle: j.Shuffle, CPULoad: j.CPULoad, Variants: j.Variants}
+	if j.Seed != nil {
+		o.Seed = *j.Seed
+	}
+	return o
+}
+
+func toJSONTool(t Tool) *jsonTool {
+	return &jsonTool{Version: t.Version, Commit: t.Commit, Go: t.GoVersion}
+}
+
+func (j *jsonTool) tool() Tool {
+	if j == nil {
+		return Tool{}
+	}
+	return Tool{Version: j.Version, Commit: j.Commit, GoVersion: j.Go}
 }
 
 func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -102,25 +139,18 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-// MarshalJSON encodes the suite result in the miotool/suite/v2 layout.
+// MarshalJSON encodes the suite result in the miotool/suite/v3 layout.
 func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	t := s.Totals()
 	j := jsonSuite{
-		Schema:     SuiteSchemaVersion,
-		RunID:      s.RunID,
-		Suite:      s.Suite,
-		Title:      s.Title,
-		File:       s.File,
-		Hosts:      append([]string{}, s.Hosts...),
-		Miotool:    jsonTool{Version: s.Tool.Version, Commit: s.Tool.Commit, Go: s.Tool.GoVersion},
-		Started:    timePtr(s.Started),
-		DurationMS: durationMS(s.Duration),
-		Options: jsonSuiteOptions{
-			Repeat:   s.Options.Repeat,
-			Shuffle:  s.Options.Shuffle,
-			CPULoad:  s.Options.CPULoad,
-			Variants: append([]string{}, s.Options.Variants...),
-		},
+		Schema:      SuiteSchemaVersion,
+		RunID:       s.RunID,
+		Suite:       s.Suite,
+		Title:       s.Title,
+		File:        s.File,
+		Hosts:       append([]string{}, s.Hosts...),
+		Started:     timePtr(s.Started),
+		DurationMS:  durationMS(s.Duration),
 		MergedFrom:  s.Sources,
 		Interrupted: s.Interrupted,
 		Verdict:     s.Verdict(),
@@ -129,13 +159,16 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		Totals:      jsonTotals(t),
 		Checks:      make([]jsonCheck, len(s.Checks)),
 	}
-	if s.Options.Shuffle {
-		seed := s.Options.Seed
-		j.Options.Seed = &seed
+	options, tool := s.uniform()
+	if options {
+		j.Options = toJSONOptions(s.Options)
+	}
+	if tool {
+		j.Miotool = toJSONTool(s.Tool)
 	}
 	for _, ref := range s.MergedRuns {
 		j.MergedRuns = append(j.MergedRuns, jsonRunRef{RunID: ref.RunID, Hosts: append([]string{}, ref.Hosts...),
-			Started: timePtr(ref.Started), File: ref.File})
+			Started: timePtr(ref.Started), File: ref.File, Options: toJSONOptions(ref.Options), Miotool: toJSONTool(ref.Tool)})
 	}
 	label := s.deviceLabeler()
 	for i, c := range s.Checks {
@@ -149,7 +182,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 			Skip:    c.Skip,
 			Met:     c.Met(),
 			Outcome: c.Outcome(),
-			Status:  c.Status(),
+			Status:  s.statusOf(c),
 			Devices: s.devicesCell(c, label),
 			Runs:    make([]jsonRun, len(c.Runs)),
 		}
@@ -163,6 +196,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 				Met:        c.runMet(r),
 				Status:     r.Status,
 				Summary:    r.Summary,
+				Cases:      toJSONCases(r.Cases),
 				Backend:    r.Backend,
 				Device:     jsonDevice(r.Device),
 				Started:    timePtr(r.Started),
@@ -175,48 +209,55 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the miotool/suite/v2 layout, and v1 before it.
+// UnmarshalJSON decodes the miotool/suite/v3 layout, and v2 and v1 before it.
 // Derived fields are ignored and recomputed from the runs.
 func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 	var j jsonSuite
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV1 {
-		if j.Schema == SchemaVersion || j.Schema == schemaV1 {
-			return fmt.Errorf("this is a single check's result (%s), not a suite result (%s); run checks through `miotool report --suite` to merge them", j.Schema, SuiteSchemaVersion)
+	if isResultSchema(j.Schema) {
+		// A single check's result: a suite of that one check.
+		var r Result
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("a single check's result (%s): %w", j.Schema, err)
 		}
-		return fmt.Errorf("suite result schema %q is not %q", j.Schema, SuiteSchemaVersion)
+		*s = *SuiteFromResult(&r)
+		return nil
+	}
+	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV2 && j.Schema != suiteSchemaV1 {
+		return fmt.Errorf("suite result schema %q is not %q (nor a check's result, %q)", j.Schema, SuiteSchemaVersion, SchemaVersion)
 	}
 	*s = SuiteResult{
-		Schema:   j.Schema,
-		RunID:    j.RunID,
-		Suite:    j.Suite,
-		Title:    j.Title,
-		File:     j.File,
-		Hosts:    j.Hosts,
-		Tool:     Tool{Version: j.Miotool.Version, Commit: j.Miotool.Commit, GoVersion: j.Miotool.Go},
-		Duration: fromMS(j.DurationMS),
-		Options: SuiteOptions{
-			Repeat:   j.Options.Repeat,
-			Shuffle:  j.Options.Shuffle,
-			CPULoad:  j.Options.CPULoad,
-			Variants: j.Options.Variants,
-		},
+		Schema:      j.Schema,
+		RunID:       j.RunID,
+		Suite:       j.Suite,
+		Title:       j.Title,
+		File:        j.File,
+		Hosts:       j.Hosts,
+		Tool:        j.Miotool.tool(),
+		Duration:    fromMS(j.DurationMS),
+		Options:     j.Options.options(),
 		Sources:     j.MergedFrom,
 		Interrupted: j.Interrupted,
 	}
 	if j.Started != nil {
 		s.Started = *j.Started
 	}
-	if j.Options.Seed != nil {
-		s.Options.Seed = *j.Options.Seed
-	}
 	for i, jr := range j.MergedRuns {
 		if jr.RunID == "" {
 			return fmt.Errorf("merged_runs[%d] has no run_id", i)
 		}
-		ref := SuiteRunRef{RunID: jr.RunID, Hosts: jr.Hosts, File: jr.File}
+		// A merged result written before runs kept their own options and
+		// version has only the top level's, which it took from its first
+		// input.
+		ref := SuiteRunRef{RunID: jr.RunID, Hosts: jr.Hosts, File: jr.File, Options: s.Options, Tool: s.Tool}
+		if jr.Options != nil {
+			ref.Options = jr.Options.options()
+		}
+		if jr.Miotool != nil {
+			ref.Tool = jr.Miotool.tool()
+		}
 		if jr.Started != nil {
 			ref.Started = *jr.Started
 		}
@@ -241,6 +282,7 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 				ExitCode:   jr.ExitCode,
 				Status:     jr.Status,
 				Summary:    jr.Summary,
+				Cases:      jr.Cases.cases(),
 				Backend:    jr.Backend,
 				Device:     Device(jr.Device),
 				Duration:   fromMS(jr.DurationMS),
@@ -254,6 +296,23 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		s.Checks = append(s.Checks, c)
 	}
 	return nil
+}
+
+// SuiteFromResult is a single check's result as a suite of that one check
+// on the result's host, so that it merges beside suite results: the
+// check is named after the result's, runs once as the result's command
+// without its output flags, and is expected to PASS (a check's own exit
+// status is 0 only for PASS). The suite run keeps the result's run id.
+func SuiteFromResult(r *Result) *SuiteResult {
+	s := &SuiteResult{Schema: SuiteSchemaVersion, RunID: r.RunID, Suite: r.Check, Started: r.Started, Duration: r.Duration,
+		Options: SuiteOptions{Repeat: 1}}
+	if r.Host != "" {
+		s.Hosts = []string{r.Host}
+	}
+	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.Verdict.ExitCode(),
+		Status: r.Status, Summary: r.Summary, Cases: r.Cases, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
+	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
+	return s
 }
 
 // WriteSuiteJSON writes s as indented JSON followed by a newline.

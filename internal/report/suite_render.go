@@ -49,23 +49,23 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 		}
 		item("Merged from", strings.Join(codes, ", "))
 	}
+	checklist, devices := s.checklistView()
 	item("Hosts", mdInline(strings.Join(s.Hosts, ", ")))
+	item("Devices", mdInline(devices))
 	item("Runs", mdInline(s.optionsText()))
-	if s.Tool.Version != "" {
-		item("miotool", mdInline(s.Tool.text()))
-	}
+	item("miotool", mdInline(s.toolText()))
 	if !s.Started.IsZero() {
 		item("Started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
 	b.WriteString("\n#### Testing Checklist\n\n")
-	if err := writeMarkdownTable(&b, s.Checklist(), checklistCommandColumn); err != nil {
+	if err := writeMarkdownTable(&b, checklist, checklistCommandColumn); err != nil {
 		return err
 	}
 	if unmet := s.unmetRuns(); len(unmet) > 0 {
 		b.WriteString("#### Not as expected\n\n")
 		for _, u := range unmet {
 			fmt.Fprintf(&b, "- %s\n", mdInline(u.line()))
-			if tail := lastLines(u.run.StderrTail, stderrLines); tail != "" && u.run.Verdict == Error {
+			if tail := lastLines(controlsOut(u.run.StderrTail), stderrLines); tail != "" && u.run.Verdict == Error {
 				fence := "```"
 				for strings.Contains(tail, fence) {
 					fence += "`"
@@ -101,16 +101,16 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	field("title", s.Title)
 	field("file", s.File)
 	field("merged", strings.Join(s.Sources, ", "))
+	checklist, devices := s.checklistView()
 	field("hosts", strings.Join(s.Hosts, ", "))
+	field("devices", devices)
 	field("runs", s.optionsText())
-	if s.Tool.Version != "" {
-		field("miotool", s.Tool.text())
-	}
+	field("miotool", s.toolText())
 	if !s.Started.IsZero() {
 		field("started", s.Started.Format(time.RFC3339)+", took "+durationText(s.Duration))
 	}
 	b.WriteString("\n")
-	if err := writeTextTable(&b, s.Checklist(), opts.TTY); err != nil {
+	if err := writeTextTable(&b, checklist, opts.TTY); err != nil {
 		return err
 	}
 	if unmet := s.unmetRuns(); len(unmet) > 0 {
@@ -129,12 +129,10 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 }
 
 // line is "capture-global-worker [GPU_MAX_HW_QUEUES=3], run 2 on node1:
-// FAIL, expected PASS: <summary>".
+// FAIL, expected PASS: <summary>", or for runs that failed alike
+// "capture-global-worker, runs 1-20 on node1 (20 of 20 runs): ...".
 func (u unmetRun) line() string {
-	s := fmt.Sprintf("%s, run %d", u.check.Test(), u.run.Iteration)
-	if u.run.Host != "" {
-		s += " on " + u.run.Host
-	}
+	s := u.check.Test() + ", " + u.which()
 	s += fmt.Sprintf(": %s, expected %s", u.run.Verdict, u.check.Expect)
 	if u.run.Summary != "" {
 		s += ": " + u.run.Summary

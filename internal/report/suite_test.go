@@ -37,6 +37,7 @@ func sampleSuite() *SuiteResult {
 	for it := 1; it <= 2; it++ {
 		r := run("node1", it, Pass, "all 12 cases as expected", 1500*time.Millisecond)
 		r.Status = "Fails with --reclaim=lazy (global), passes with --reclaim=worker"
+		r.Cases = Cases{Passed: 24, Total: 24}
 		matrix.Runs = append(matrix.Runs, r)
 	}
 	lazy := &SuiteCheck{Name: "capture-global-lazy", Command: "miotool capture --mode=global --reclaim=lazy", Expect: Fail,
@@ -89,12 +90,12 @@ func TestSuiteRenderGolden(t *testing.T) {
 func TestSuiteStatuses(t *testing.T) {
 	s := sampleSuite()
 	want := map[string]string{
-		"capture-matrix":                      "Fails with --reclaim=lazy (global), passes with --reclaim=worker (2/2)",
-		"capture-global-lazy":                 "Fails as expected (2/2)",
-		"capture-global-worker":               "Unexpected (expected PASS): FAIL 1/2, PASS 1/2",
-		"replay-worker [GPU_MAX_HW_QUEUES=3]": "Unexpected (expected PASS): ERROR 1/2, PASS 1/2",
+		"capture-matrix":                      "Fails with --reclaim=lazy (global), passes with --reclaim=worker (24/24), 2/2 runs",
+		"capture-global-lazy":                 "Fails as expected, 2/2 runs",
+		"capture-global-worker":               "Unexpected (expected PASS): FAIL 1, PASS 1 of 2 runs",
+		"replay-worker [GPU_MAX_HW_QUEUES=3]": "Unexpected (expected PASS): ERROR 1, PASS 1 of 2 runs",
 		"stress-unlocked":                     "Not run (needs stress-threads)",
-		"find a|b":                            "Passed (2/2)",
+		"find a|b":                            "Passed, 2/2 runs",
 	}
 	for _, c := range s.Checks {
 		if got := c.Status(); got != want[c.Test()] {
@@ -170,9 +171,9 @@ func TestInterruptedSuiteRenders(t *testing.T) {
 		}
 	}
 	var doc struct {
-		Skipped int `xml:"skipped,attr"`
-		Suites  []struct {
-			Props []struct {
+		Suites []struct {
+			Skipped int `xml:"skipped,attr"`
+			Props   []struct {
 				Name  string `xml:"name,attr"`
 				Value string `xml:"value,attr"`
 			} `xml:"properties>property"`
@@ -196,8 +197,8 @@ func TestInterruptedSuiteRenders(t *testing.T) {
 		t.Errorf("JUnit properties %v", props)
 	}
 	c := doc.Suites[0].Cases[1]
-	if doc.Skipped != 1 || c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "interrupted") {
-		t.Errorf("JUnit: %d skipped; the check not reached: %+v", doc.Skipped, c)
+	if doc.Suites[0].Skipped != 1 || c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "interrupted") {
+		t.Errorf("JUnit: %d skipped; the check not reached: %+v", doc.Suites[0].Skipped, c)
 	}
 }
 
@@ -248,14 +249,18 @@ func TestJUnitHasTheRequiredElements(t *testing.T) {
 	if doc.XMLName.Local != "testsuites" || doc.Time == nil {
 		t.Fatalf("root %q time %v", doc.XMLName.Local, doc.Time)
 	}
+	if doc.Skipped != nil {
+		t.Errorf("<testsuites skipped=%d>: Jenkins' junit-10.xsd allows skipped on <testsuite> only", *doc.Skipped)
+	}
 	if len(doc.Suites) != 2 {
 		t.Fatalf("%d testsuites, want one for the baseline and one for GPU_MAX_HW_QUEUES=3", len(doc.Suites))
 	}
-	var failures, errs, skipped, cases int
+	var failures, errs, skipped, cases, suiteSkipped int
 	for _, s := range doc.Suites {
 		if s.Tests == nil || s.Failures == nil || s.Errors == nil || s.Skipped == nil || s.Time == nil {
 			t.Fatalf("testsuite %q lacks tests/failures/errors/skipped/time", s.Name)
 		}
+		suiteSkipped += *s.Skipped
 		if s.Hostname != "node1" {
 			t.Errorf("testsuite %q hostname %q", s.Name, s.Hostname)
 		}
@@ -295,8 +300,8 @@ func TestJUnitHasTheRequiredElements(t *testing.T) {
 			}
 		}
 	}
-	if *doc.Tests != cases || *doc.Failures != failures || *doc.Errors != errs || *doc.Skipped != skipped {
-		t.Errorf("testsuites counts %d/%d/%d/%d, cases %d/%d/%d/%d", *doc.Tests, *doc.Failures, *doc.Errors, *doc.Skipped, cases, failures, errs, skipped)
+	if *doc.Tests != cases || *doc.Failures != failures || *doc.Errors != errs || suiteSkipped != skipped {
+		t.Errorf("testsuites counts %d/%d/%d/%d, cases %d/%d/%d/%d", *doc.Tests, *doc.Failures, *doc.Errors, suiteSkipped, cases, failures, errs, skipped)
 	}
 	if cases != 6 || failures != 1 || errs != 1 || skipped != 1 {
 		t.Errorf("cases %d failures %d errors %d skipped %d", cases, failures, errs, skipped)
@@ -323,7 +328,7 @@ func TestSuiteJSONRoundTrip(t *testing.T) {
 
 func TestReadSuiteJSONRejects(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{`{"schema":"miotool/result/v1","verdict":"PASS"}`, "single check's result"},
+		{`{"schema":"miotool/result/v1","verdict":"MAYBE"}`, "single check's result (miotool/result/v1): unknown verdict"},
 		{`{"schema":"miotool/suite/v9"}`, `"miotool/suite/v9"`},
 		{`{"schema":"miotool/suite/v1","checks":[{"name":"x","expect":"MAYBE"}]}`, `check 1 (x): expect: unknown verdict "MAYBE"`},
 		{`{"schema":"miotool/suite/v1","checks":[{"name":"x","expect":"PASS","runs":[{"verdict":"?"}]}]}`, "check 1 (x) run 1"},
@@ -369,7 +374,7 @@ func TestMergeDisambiguatesClashingDevices(t *testing.T) {
 	if row[2] != wantDevices {
 		t.Errorf("devices %q, want %q", row[2], wantDevices)
 	}
-	if want := "Unexpected (expected PASS): FAIL 1/4 (node2), PASS 3/4"; row[3] != want {
+	if want := "Unexpected (expected PASS): FAIL 1 (node2), PASS 3 of 4 runs"; row[3] != want {
 		t.Errorf("status %q, want %q", row[3], want)
 	}
 	if strings.Join(m.Hosts, ",") != "node1,node2,node3" || !m.Started.Equal(suiteStart.Add(-time.Minute)) || m.Duration != 2*time.Minute {
@@ -391,7 +396,7 @@ func TestMergeNamesHostlessRunsByFile(t *testing.T) {
 	if want := "NVIDIA H200 (sm_90) on gpu-a, NVIDIA H200 (sm_90) on gpu-b"; row[2] != want {
 		t.Errorf("devices %q, want %q", row[2], want)
 	}
-	if row[3] != "Passed (2/2)" {
+	if row[3] != "Passed, 2/2 runs" {
 		t.Errorf("status %q", row[3])
 	}
 	// A merged result merges again, through its JSON.
@@ -407,7 +412,7 @@ func TestMergeNamesHostlessRunsByFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.Checklist().Rows[0].Cells[3]; got != "Unexpected (expected PASS): FAIL 1/3 (node9), PASS 2/3" {
+	if got := again.Checklist().Rows[0].Cells[3]; got != "Unexpected (expected PASS): FAIL 1 (node9), PASS 2 of 3 runs" {
 		t.Errorf("re-merged status %q", got)
 	}
 	if _, err := MergeSuites(nil, nil); err == nil {

@@ -28,9 +28,9 @@ const (
 	Worker Policy = "worker"
 	// Poller takes reclaim off the launch path without host callbacks: a
 	// thread in relaxed capture mode polls the done events of draining
-	// slots (spinning briefly, then backing off to sleeps; idle when
-	// nothing drains), so reclaim does not wait for the runtime's one
-	// serialized callback thread.
+	// slots (every microsecond at first, then with sleeps a fraction of
+	// the drain's age; idle when nothing drains), so reclaim does not wait
+	// for the runtime's one serialized callback thread.
 	Poller Policy = "poller"
 )
 

@@ -95,6 +95,20 @@ func (w *waker) waitWatching(spin, d time.Duration, activity *atomic.Int64) bool
 	return w.word.Swap(0) != 0
 }
 
+// spinUntil spins on the word until end (a monoNow reading) and returns
+// true once signalled, false at end. It never sleeps.
+func (w *waker) spinUntil(end int64) bool {
+	for i := 0; ; i++ {
+		if w.word.Load() != 0 {
+			w.word.Store(0)
+			return true
+		}
+		if i%16 == 15 && monoNow() >= end {
+			return w.word.Swap(0) != 0
+		}
+	}
+}
+
 // asleep reports whether the thread is in, or entering, its futex wait.
 func (w *waker) asleep() bool { return w.sleeping.Load() != 0 }
 
@@ -155,8 +169,31 @@ type reclaimThread struct {
 	wakeOnAbandon bool
 }
 
-// minPollSleep is the poller's first sleep after its spin.
-const minPollSleep = 10 * time.Microsecond
+// The poller's pace while slots drain (see runPoller).
+const (
+	// pollGap is the least time between two rounds of queries in the fast
+	// phase; the poller spins on its wake word meanwhile.
+	pollGap = time.Microsecond
+	// minPollSleep is the poller's shortest sleep after the fast phase.
+	minPollSleep = 10 * time.Microsecond
+	// pollAgeDivisor: after the fast phase the poller sleeps a sixteenth
+	// of the youngest draining slot's age (since its Abandon) between
+	// rounds, from minPollSleep up to PollSleepMax.
+	pollAgeDivisor = 16
+	// abandonLead is how long before an expected Abandon (AbandonBy) the
+	// poller wakes from its idle sleep: a timed wake of a sleeping thread
+	// comes tens of µs late on a virtual machine.
+	abandonLead = 100 * time.Microsecond
+)
+
+// pollSleep is the poller's sleep between rounds once the fast phase is
+// over: a fixed fraction of how long the youngest draining slot has run on
+// past its Abandon, so that the delay from a kernel's end to its reclaim
+// stays a small part of its overrun (a 2 ms overrun is seen within ~125
+// µs plus the wake) while a long drain costs few wakes.
+func pollSleep(age, maxSleep time.Duration) time.Duration {
+	return min(max(age/pollAgeDivisor, minPollSleep), maxSleep)
+}
 
 func (r *reclaimThread) start(loop func(*reclaimThread)) {
 	ready := make(chan struct{})
@@ -284,36 +321,60 @@ func (r *reclaimThread) workerBatch() {
 
 // runPoller is the poller policy's loop. While slots drain it queries
 // their done events (a stream query for a slot abandoned without one):
-// back to back for Spin after a slot arrives or retires, then with sleeps
-// that double from 10 µs up to PollSleepMax. With nothing draining it
-// spins on its wake word for Spin, then sleeps with no deadline until an
-// Abandon wakes it. It never touches the launch path.
+// in a fast phase for Spin after a slot arrives or retires, a round every
+// pollGap, spinning on its wake word in between; then with sleeps of a
+// sixteenth of the youngest slot's age since its Abandon (pollSleep),
+// from 10 µs up to PollSleepMax. With nothing draining it idles (see
+// idle): it spins on its wake word for Spin, then sleeps until an Abandon
+// wakes it, or until shortly before an Abandon the caller announced
+// (AbandonBy); with none announced the sleep has no deadline. It never
+// touches the launch path.
 //
 // Why it spins before it idles: a poller that slept the moment its last
 // slot retired made every Abandon a cold wake, and a thread woken by
 // futexWake runs when the scheduler gets to it: within a few µs on an
-// awake core, tens of µs later where its CPU went idle (on a virtual
-// machine, a halted vCPU the host must first run again). That is the
-// likeliest reading of the H200's figures: one benchmark run in ten
-// reclaimed 41 µs after the kernel's end where the others took 4 µs, the
-// kernel ending ~45 µs after its Abandon; each run makes a new tracker and
-// so a new thread, which tends to keep its CPU from one sleep to the next,
-// so a slow wake sticks to a whole run. (BenchmarkHops reports the Abandon
-// and the poller's wake against the kernel's end, so a run shows which it
-// was.) The spin keeps a run of Abandons, each soon after the last slot
-// went home, from paying the wake at all. The first Abandon after an idle
-// period still does (BenchmarkHops/poller-isolated). The spin costs at
-// most Spin of one core after each drain; idle, the poller still sleeps
-// with no deadline.
+// awake core, 30-75 µs later on a virtual machine whose vCPU went idle.
+// The spin keeps a run of Abandons, each soon after the last slot went
+// home, from paying the wake; AbandonBy keeps an isolated one from paying
+// it; an unannounced Abandon after an idle period still does
+// (BenchmarkHops/poller-isolated).
+//
+// Why the fast phase leaves a gap between rounds, and why the slow phase
+// paces by age rather than by a back-off: on the H200 one run of
+// BenchmarkHops/poller in ten reclaimed 41 µs after the kernel's end where
+// the nine others took 4, tightly (p90 44.5 µs) for all 300 iterations.
+// That run's figures rule out what this loop could do by itself: the
+// poller was awake (its last wake, by the Abandon, came 40.5 µs before the
+// kernel's end), it takes no sleep within Spin of an arrival, its timer
+// slack is 1 ns (preciseSleeps), and it learns nothing from one drain to
+// the next (every arrival restarts the fast phase). Nor was the GPU late:
+// the host function the benchmark queued behind the same done event ran
+// earlier in that run (56 µs p50) than in any other. What is left is the
+// query itself: from the wake to the done event seen took 81 µs, two
+// periods of ~40.5 µs where a query normally takes ~0.6 µs, and ~40 µs is
+// what a futex sleep and wake costs on that virtual machine, as when a
+// query blocks on a lock in the driver held by another thread there (the
+// only other one at the time worked on the benchmark's host function; the
+// poller policy queues none). A run keeps its threads where they landed,
+// so such blocking sticks to a run. A poller querying back to back holds
+// the driver's lock most of the time and meets any other user of it at
+// nearly every query; with pollGap between rounds it holds it about a
+// third as often, for at most pollGap of latency. BenchmarkHops reports
+// each reclaim's queries and their mean period (polls, ns-per-poll), and
+// runs the poller with and without the benchmark's host function, so a
+// slow run shows whether its queries blocked. In the slow phase the old
+// doubling back-off polled 1 ms apart by the time a 2 ms overrun ended,
+// reclaiming ~700 µs after the kernel, 3.5 times the worker's callback;
+// pacing by age bounds the delay to a sixteenth of the overrun plus the
+// wake.
 func (r *reclaimThread) runPoller() {
 	t := r.t
 	var active []*abandonment
-	sleep := minPollSleep
-	lastChange := time.Now()
+	lastChange := monoNow()
 	for {
 		if in := r.inbox.takeAll(); len(in) > 0 {
 			active = append(active, in...)
-			sleep, lastChange = minPollSleep, time.Now()
+			lastChange = monoNow()
 		}
 		if ps := r.toFree.takeAll(); len(ps) > 0 {
 			r.freeAll(ps)
@@ -331,26 +392,61 @@ func (r *reclaimThread) runPoller() {
 			if t.beforeIdle != nil {
 				t.beforeIdle()
 			}
-			// An Abandon always signals the word (handToPoller), so the
-			// spin needs to watch nothing else.
-			if r.wake.wait(r.spin, 0) {
+			if r.idle() {
 				t.woken()
 			}
 			continue
 		}
 		var retired int
 		active, retired = r.pollOnce(active)
+		now := monoNow()
 		if retired > 0 {
-			sleep, lastChange = minPollSleep, time.Now()
+			lastChange = now
 		}
-		if len(active) == 0 || time.Since(lastChange) < r.spin {
+		if len(active) == 0 {
 			continue
 		}
-		if r.wake.wait(0, sleep) {
+		if now-lastChange < int64(r.spin) {
+			if r.wake.spinUntil(now + int64(pollGap)) {
+				t.woken()
+			}
+			continue
+		}
+		youngest := active[0].at
+		for _, a := range active[1:] {
+			youngest = max(youngest, a.at)
+		}
+		if r.wake.wait(0, pollSleep(time.Duration(now-youngest), r.maxSleep)) {
 			t.woken()
 		}
-		sleep = min(2*sleep, r.maxSleep)
 	}
+}
+
+// idle is the poller's wait with nothing draining; it returns true once
+// signalled. It spins on the wake word for Spin and then sleeps: with no
+// deadline, unless a slot lent out has an announced Abandon (AbandonBy),
+// in which case it sleeps until abandonLead before the earliest and then
+// spins until that Abandon arrives or Spin past its time, when the
+// announcement lapses. An Abandon always signals the word (handToPoller),
+// and so does AbandonBy, so the spin needs to watch nothing else.
+func (r *reclaimThread) idle() bool {
+	t := r.t
+	now := monoNow()
+	due := t.nextAbandonBy(now, r.spin)
+	if due == 0 {
+		return r.wake.wait(r.spin, 0)
+	}
+	wakeAt := due - int64(abandonLead)
+	if now >= wakeAt {
+		if t.beforeAnnounced != nil {
+			t.beforeAnnounced()
+		}
+		return r.wake.spinUntil(due + int64(r.spin))
+	}
+	if spin := int64(r.spin); wakeAt-now <= spin {
+		return r.wake.spinUntil(wakeAt)
+	}
+	return r.wake.wait(r.spin, time.Duration(wakeAt-now)-r.spin)
 }
 
 // pollOnce queries every active abandonment once and retires the finished

@@ -89,6 +89,9 @@ type Slot struct {
 	state  slotState
 	pin    Pin          // while lent out
 	rec    *abandonment // while draining
+	// abandonBy is when the borrower expects to abandon the slot (a
+	// monoNow reading; 0: not announced), while lent out. See AbandonBy.
+	abandonBy int64
 }
 
 // Stream is the slot's stream; valid until the slot is released or abandoned.
@@ -129,9 +132,10 @@ type Options struct {
 	RetestEvery time.Duration
 	// Spin is how long the reclaim thread spins before it sleeps: the
 	// worker on its wake word after its last Abandon, callback or wake;
-	// the poller querying back to back after a slot arrives or retires,
-	// and on its wake word once nothing drains. Zero means DefaultSpin;
-	// negative means never spin.
+	// the poller querying every microsecond after a slot arrives or
+	// retires, on its wake word once nothing drains, and past an announced
+	// Abandon's time (AbandonBy). Zero means DefaultSpin; negative means
+	// never spin.
 	//
 	// For the worker it is a trade between the caller of Abandon and the
 	// reclaim's latency. An Abandon that finds the worker spinning costs
@@ -151,7 +155,8 @@ type Options struct {
 	// machine rather than a few). Runs of Abandons within Spin of one
 	// another are unaffected, as the worker spins through them.
 	NoAbandonWake bool
-	// PollSleepMax caps the poller's backed-off sleep between queries
+	// PollSleepMax caps the poller's sleep between queries once its fast
+	// phase is over: it sleeps a sixteenth of the drain's age, up to this
 	// (DefaultPollSleepMax when zero).
 	PollSleepMax time.Duration
 	// CloseTimeout bounds Close (DefaultCloseTimeout when zero).
@@ -241,8 +246,11 @@ type Tracker struct {
 	afterDrain func(late []bool, pins int)
 	// beforeIdle, set by tests, is called when the poller, with nothing
 	// draining, begins its idle wait (a spin, then a sleep with no
-	// deadline).
+	// deadline, or one until shortly before an announced Abandon).
 	beforeIdle func()
+	// beforeAnnounced, set by tests, is called when the idle poller begins
+	// to spin for an announced Abandon (AbandonBy).
+	beforeAnnounced func()
 }
 
 type counters struct {
@@ -403,7 +411,7 @@ func (t *Tracker) Acquire(ctx context.Context) (*Slot, error) {
 func (t *Tracker) takeFreeLocked() (*Slot, error) {
 	for _, s := range t.slots {
 		if s.state == slotFree {
-			s.state = slotInUse
+			s.state, s.abandonBy = slotInUse, 0
 			return s, nil
 		}
 	}
@@ -544,7 +552,7 @@ func (t *Tracker) Release(s *Slot) {
 		return
 	}
 	p := s.pin
-	s.pin, s.state = nil, slotFree
+	s.pin, s.state, s.abandonBy = nil, slotFree, 0
 	t.signalLocked()
 	t.mu.Unlock()
 	t.c.released.Add(1)
@@ -580,7 +588,7 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 		return
 	}
 	a := &abandonment{slot: s, pin: s.pin, done: done, at: monoNow()}
-	s.pin, s.rec, s.state = nil, a, slotDraining
+	s.pin, s.rec, s.state, s.abandonBy = nil, a, slotDraining, 0
 	t.draining.Add(1)
 	if a.pin != nil {
 		t.pinned.Add(1)
@@ -595,6 +603,49 @@ func (t *Tracker) Abandon(s *Slot, done hip.Event) {
 		f(t, a)
 	}
 	t.abandons.done()
+}
+
+// AbandonBy announces that the borrower of s will abandon it at about at
+// unless its work ends first: an evaluation's deadline. Under the poller
+// policy the poller, asleep with nothing draining, wakes abandonLead
+// before at and spins on its wake word until the Abandon comes, or until
+// Spin past at, so that the Abandon finds it awake rather than paying the
+// cold wake of a sleeping thread (30-75 µs on a virtual machine) while the
+// abandoned kernel may already have ended. It costs the poller one timed
+// wake and up to abandonLead + Spin of spinning per announcement that
+// comes due; Release or Abandon withdraws it; nothing announced, the
+// poller's idle sleep keeps no deadline. The call wakes a sleeping poller
+// (one system call) so that it sets its alarm. Other policies ignore it;
+// so does a slot not lent out.
+func (t *Tracker) AbandonBy(s *Slot, at time.Time) {
+	if t.policy != Poller {
+		return
+	}
+	t.mu.Lock()
+	if t.closed || s.state != slotInUse {
+		t.mu.Unlock()
+		return
+	}
+	s.abandonBy = max(int64(at.Sub(clockEpoch)), 1)
+	t.mu.Unlock()
+	t.startThread().wake.signal()
+}
+
+// nextAbandonBy is the earliest announced Abandon of a lent slot that has
+// not lapsed (is not more than spin past now), or 0.
+func (t *Tracker) nextAbandonBy(now int64, spin time.Duration) int64 {
+	var next int64
+	t.mu.Lock()
+	for _, s := range t.slots {
+		if s.state != slotInUse || s.abandonBy == 0 || s.abandonBy+int64(spin) <= now {
+			continue
+		}
+		if next == 0 || s.abandonBy < next {
+			next = s.abandonBy
+		}
+	}
+	t.mu.Unlock()
+	return next
 }
 
 // monoNow is a monotonic clock reading in nanoseconds: one clock read,

@@ -15,7 +15,7 @@ import (
 
 // Runner runs suites. Each run of a check is a process of Command followed
 // by the check's arguments and ResultArgs; its standard output must be one
-// miotool/result result.
+// miotool/result result (any version ReadJSON reads).
 type Runner struct {
 	// Command is the miotool program and any arguments that go before a
 	// check's own: os.Executable() for real runs; tests re-execute their
@@ -62,8 +62,9 @@ const stderrTailBytes = 4096
 // Run runs every check of f as opts says and returns the suite's result.
 // A cancelled ctx stops the suite: the result holds the runs made so far,
 // says it was interrupted (by the cause of ctx's end), and the error is
-// ctx's. The run the interruption killed is no outcome: its check keeps
-// only the runs that finished, and a check with none is not run.
+// ctx's. The run the interruption stopped is recorded as interrupted,
+// with the time it ran (no outcome: neither met nor unmet); the checks it
+// never reached are not run.
 func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteResult, error) {
 	if len(r.Command) == 0 {
 		return nil, errors.New("suite runner: no miotool command to run checks with")
@@ -119,6 +120,10 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		if r.Progress != nil {
 			r.Progress(i, len(steps), row.Test())
 		}
+		if err := ctx.Err(); err != nil {
+			runErr = err // stopped before this run started
+			break
+		}
 		timeout := c.Timeout
 		if timeout == 0 {
 			timeout = f.Timeout
@@ -130,11 +135,17 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 			timeout = DefaultTimeout
 		}
 		run := r.runOnce(ctx, f.Workdir, r.argsOf(c), row.Env, timeout, now)
+		run.Iteration, run.Order, run.Host = st.Iteration, i+1, r.Host
 		if ctx.Err() != nil {
-			runErr = ctx.Err() // an interrupted run is no outcome
+			// The interruption stopped the run: whatever the process
+			// printed as it died is no verdict, but the check was
+			// running, for as long as it ran.
+			runErr = ctx.Err()
+			row.Runs = append(row.Runs, report.SuiteRun{Host: run.Host, Iteration: run.Iteration, Order: run.Order,
+				Verdict: report.Interrupted, ExitCode: run.ExitCode, Summary: interruption(ctx) + " while the check ran",
+				Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail})
 			break
 		}
-		run.Iteration, run.Order, run.Host = st.Iteration, i+1, r.Host
 		if run.Verdict == c.Expect {
 			run.StderrTail = "" // kept only where someone will read it
 		}
@@ -209,7 +220,7 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, ti
 	if perr != nil {
 		return failed("%s without a result on standard output", res.ExitText())
 	}
-	run.Status, run.Summary, run.Backend, run.Device = result.Status, result.Summary, result.Backend, result.Device
+	run.Status, run.Summary, run.Backend, run.Device, run.Cases = result.Status, result.Summary, result.Backend, result.Device, result.Cases
 	if want := result.Verdict.ExitCode(); run.ExitCode != want {
 		return failed("%s does not match its result's verdict %s (exit status %d)", res.ExitText(), result.Verdict, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,6 +99,24 @@ func fakeMiotool(args []string) int {
 		fmt.Fprintln(os.Stderr, "fatal error: concurrent map writes")
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	case "gate":
+		// Opening the FIFO for writing blocks until the test opens it
+		// to read: the test then knows this check is running.
+		f, err := os.OpenFile(arg(1), os.O_WRONLY, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		f.Close()
+		select {} // until the runner kills it
+	case "cases":
+		r := report.New("cases", "miotool cases", time.Now())
+		r.Cases = report.Cases{Passed: 24, Total: 24}
+		r.Finish(report.Pass, "all 24 combinations as expected", time.Now())
+		if err := report.WriteJSON(os.Stdout, r); err != nil {
+			return 3
+		}
+		return 0
 	case "hang":
 		fmt.Fprintln(os.Stderr, "hanging on purpose")
 		c := make(chan os.Signal, 1)
@@ -166,15 +185,15 @@ func TestRunnerClassifiesEachRun(t *testing.T) {
 		status  string
 		tail    bool // the stderr tail is kept
 	}{
-		"pass":            {report.Pass, "all good", "Passed (1/1)", false},
-		"expected-fail":   {report.Fail, "(901)", "Fails as expected (1/1)", false},
+		"pass":            {report.Pass, "all good", "Passed", false},
+		"expected-fail":   {report.Fail, "(901)", "Fails as expected", false},
 		"own-status":      {report.Pass, "matrix as expected", "Fails with --reclaim=lazy, passes with --reclaim=worker", false},
-		"unexpected-fail": {report.Fail, "(901)", "Unexpected (expected PASS): FAIL 1/1", false}, // kept, but it printed none
-		"crash":           {report.Error, "killed by signal SIGKILL (killed) without a result on standard output: fatal error: concurrent map writes", "Unexpected (expected PASS): ERROR 1/1", true},
-		"usage":           {report.Error, "exit status 2 without a result on standard output: Run 'miotool capture --help' for usage.", "Unexpected (expected PASS): ERROR 1/1", true},
-		"garbage":         {report.Error, "exit status 0 without a result", "Unexpected (expected PASS): ERROR 1/1", false},
-		"mismatch":        {report.Error, "exit status 1 does not match its result's verdict PASS", "Unexpected (expected PASS): ERROR 1/1", false},
-		"expected-skip":   {report.Skip, "unavailable", "Skipped as expected (1/1)", false},
+		"unexpected-fail": {report.Fail, "(901)", "Unexpected (expected PASS): FAIL", false}, // kept, but it printed none
+		"crash":           {report.Error, "killed by signal SIGKILL (killed) without a result on standard output: fatal error: concurrent map writes", "Unexpected (expected PASS): ERROR", true},
+		"usage":           {report.Error, "exit status 2 without a result on standard output: Run 'miotool capture --help' for usage.", "Unexpected (expected PASS): ERROR", true},
+		"garbage":         {report.Error, "exit status 0 without a result", "Unexpected (expected PASS): ERROR", false},
+		"mismatch":        {report.Error, "exit status 1 does not match its result's verdict PASS", "Unexpected (expected PASS): ERROR", false},
+		"expected-skip":   {report.Skip, "unavailable", "Skipped as expected", false},
 	}
 	if len(res.Checks) != len(want) {
 		t.Fatalf("%d result rows, want %d", len(res.Checks), len(want))
@@ -391,7 +410,7 @@ func TestInterruptStopsTheSuite(t *testing.T) {
 	}
 	// The checks never reached are not run: neither passed nor failed.
 	if res.Checks[1].Status() != "Not run" || res.Checks[1].Outcome() != report.Skip {
-		t.Errorf("the check the interrupt killed: status %q outcome %s", res.Checks[1].Status(), res.Checks[1].Outcome())
+		t.Errorf("the check the interrupt came before: status %q outcome %s", res.Checks[1].Status(), res.Checks[1].Outcome())
 	}
 	if res.Interrupted != "interrupted by SIGINT" || res.Verdict() != report.Interrupted || res.ExitCode() != report.ExitInterrupted {
 		t.Errorf("interrupted %q, verdict %s, exit %d", res.Interrupted, res.Verdict(), res.ExitCode())
@@ -401,6 +420,70 @@ func TestInterruptStopsTheSuite(t *testing.T) {
 	}
 	if !slices.Equal(seen, []string{"0/3 first", "1/3 second"}) {
 		t.Errorf("progress %q", seen)
+	}
+}
+
+// The check that runs when the interrupt comes is interrupted, with the
+// time it ran; it is not "not run", and the checks after it are.
+func TestInterruptMarksTheRunningCheck(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
+	opened := make(chan error, 1)
+	go func() {
+		// Returns once the "gate" check has opened the FIFO: it runs.
+		f, err := os.Open(fifo)
+		if err == nil {
+			f.Close()
+		}
+		opened <- err
+	}()
+	go func() {
+		select {
+		case err := <-opened:
+			if err == nil {
+				cancel(errors.New("interrupted by SIGINT"))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	r := fakeRunner(t)
+	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	r.Now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Second) // every reading a second later
+		return clock
+	}
+	f := &File{Name: "x", Timeout: 60 * time.Second, Checks: []Check{
+		check("first", report.Pass, "cases"), check("running", report.Pass, "gate", fifo), check("later", report.Pass, "pass")}}
+	res, err := r.Run(ctx, f, Options{})
+	if err != context.Canceled {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	running := res.Checks[1]
+	if len(running.Runs) != 1 || running.Runs[0].Verdict != report.Interrupted || running.Outcome() != report.Interrupted {
+		t.Fatalf("the running check: %+v", running.Runs)
+	}
+	if d := running.Runs[0].Duration; d != time.Second || running.Status() != "Interrupted after 1.00s" {
+		t.Errorf("the running check ran %v by the clock; status %q", d, running.Status())
+	}
+	if running.Runs[0].Summary != "interrupted by SIGINT while the check ran" || running.Runs[0].Order != 2 || running.Runs[0].Host != "testhost" {
+		t.Errorf("the interrupted run: %+v", running.Runs[0])
+	}
+	if first := res.Checks[0]; first.Status() != "Passed (24/24)" || first.Runs[0].Cases != (report.Cases{Passed: 24, Total: 24}) {
+		t.Errorf("the finished check: %q %+v", first.Status(), first.Runs[0].Cases)
+	}
+	if tot := res.Totals(); tot != (report.SuiteTotals{Checks: 3, Met: 1, Interrupted: 1, NotRun: 1}) {
+		t.Errorf("totals %+v", tot)
+	}
+	want := "interrupted by SIGINT before the suite finished: 1 of 3 checks finished (every one met its expectation), 1 interrupted, 1 never started"
+	if res.Summary() != want || res.Verdict() != report.Interrupted {
+		t.Errorf("summary %q, verdict %s", res.Summary(), res.Verdict())
 	}
 }
 

@@ -2,6 +2,7 @@ package heuristic
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -64,20 +65,20 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 			Arch string `json:"arch"`
 		} `json:"device"`
 		Tables []struct {
-			Title   string              `json:"title"`
-			Records []map[string]string `json:"records"`
+			Title   string           `json:"title"`
+			Records []map[string]any `json:"records"`
 		} `json:"tables"`
 	}
 	if err := json.Unmarshal(h.Out.Bytes(), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, h.Out)
 	}
-	if doc.Schema != "miotool/result/v2" || doc.Verdict != "PASS" || doc.Device.Arch != "gfx942" || len(doc.Tables) != 3 {
+	if doc.Schema != "miotool/result/v3" || doc.Verdict != "PASS" || doc.Device.Arch != "gfx942" || len(doc.Tables) != 3 {
 		t.Fatalf("json: %+v", doc)
 	}
-	if r := doc.Tables[0].Records[0]; r["rank"] != "1" || r["solver"] != "ConvBinWinogradRxSf2x3g1" {
+	if r := doc.Tables[0].Records[0]; r["rank"] != 1.0 || r["solver"] != "ConvBinWinogradRxSf2x3g1" {
 		t.Errorf("first record %v", r)
 	}
-	if f := doc.Tables[1].Records; !strings.HasPrefix(doc.Tables[1].Title, "features") || len(f) != 18 || f[0]["feature"] != "Inp_0" || f[0]["value"] != "64" {
+	if f := doc.Tables[1].Records; !strings.HasPrefix(doc.Tables[1].Title, "features") || len(f) != 18 || f[0]["feature"] != "Inp_0" || fmt.Sprint(f[0]["value"]) != "64" {
 		t.Errorf("--verbose features: %q %v", doc.Tables[1].Title, f)
 	}
 

@@ -23,8 +23,9 @@ func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *co
 		Use:   "merge RESULT.json...",
 		Short: "Merge the suite results of several hosts into one Testing Checklist",
 		Long: `merge reads suite results written by "miotool report --suite ... --format
-json" (schema miotool/suite/v2; v1 files are read too), typically one per host
-of a fleet, and prints one table: a check that ran on several hosts is one row
+json" (schema miotool/suite/v3; v2 and v1 files are read too), typically one per
+host of a fleet, and single checks' results ("miotool capture --format json"),
+each a suite of one check on its host, and prints one table: a check that ran on several hosts is one row
 whose Devices cell lists every device, with the host after a device name that
 more than one host has ("NVIDIA H200 (sm_90) on node07"), and whose status
 counts the runs of all hosts. --format json writes the merged result in the same schema, so merged

@@ -63,10 +63,12 @@ check's arguments and --format json), so a crash or a hang is an ERROR of that
 check, not the end of the suite.
 
 The output is the Testing Checklist of a pull request (Test | Command |
-Devices | Status) with statuses such as "Passed (20/20)", "Fails as expected
-(1/1)" or the check's own, e.g. "Fails with --reclaim=lazy, passes with
---reclaim=worker". --format json writes the miotool/suite/v2 document that
-"report merge" reads; --junit FILE also writes JUnit XML for CI systems.
+Devices | Status) with statuses such as "Passed", "Fails as expected" or the
+check's own, e.g. "Fails with --reclaim=lazy, passes with --reclaim=worker";
+a count in brackets is the sub-tests of one run ("(24/24)"), repetitions are
+counted in runs (", 20/20 runs"). --format json writes the miotool/suite/v3
+document that "report merge" reads; --junit FILE also writes JUnit XML for CI
+systems.
 
 --repeat runs every check N times; --shuffle runs each pass in a random order
 drawn from --seed (0, the default, draws a seed, which the result records);

@@ -90,10 +90,12 @@ checks:
 		}
 		for _, re := range []string{
 			`(?m)^### Suite small: PASS$`,
-			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Fails as expected \(1/1\) +\|$`,
-			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed \(1/1\) +\|$`,
-			`(?m)^\| later +\| .*\| none +\| Not run \(not in this test\) +\|$`,
+			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| Fails as expected +\|$`,
+			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed +\|$`,
+			`(?m)^\| later +\| .*\| Not run \(not in this test\) +\|$`,
 			`- \*\*Hosts:\*\* hostA`,
+			// Every check ran on one device: the header names it once.
+			`- \*\*Devices:\*\* miotool simulated device \(cuda rules\) \(sim\)`,
 		} {
 			if !regexp.MustCompile(re).MatchString(h.Out.String()) {
 				t.Errorf("output lacks %s:\n%s", re, h.Out)
@@ -106,9 +108,16 @@ checks:
 		var doc struct {
 			Tests    int `xml:"tests,attr"`
 			Failures int `xml:"failures,attr"`
-			Skipped  int `xml:"skipped,attr"`
+			Suites   []struct {
+				Skipped int `xml:"skipped,attr"`
+			} `xml:"testsuite"`
 		}
-		if err := xml.Unmarshal(data, &doc); err != nil || doc.Tests != 6 || doc.Failures != 0 || doc.Skipped != 2 {
+		err = xml.Unmarshal(data, &doc)
+		skipped := 0
+		for _, s := range doc.Suites {
+			skipped += s.Skipped
+		}
+		if err != nil || doc.Tests != 6 || doc.Failures != 0 || skipped != 2 {
 			t.Errorf("JUnit %+v, %v:\n%s", doc, err, data)
 		}
 	})
@@ -120,7 +129,7 @@ checks:
 			t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, h.Out, h.ErrOut)
 		}
 		out := h.Out.String()
-		if !strings.Contains(out, "Unexpected (expected PASS): ERROR 1/1") || !strings.Contains(out, "unknown flag: --bogus") {
+		if !strings.Contains(out, "Unexpected (expected PASS): ERROR") || !strings.Contains(out, "unknown flag: --bogus") {
 			t.Errorf("the failing check is not shown with its reason:\n%s", out)
 		}
 		if h.ErrOut.Len() != 0 {
@@ -145,7 +154,7 @@ checks:
 		if code := h.Run(tree, append([]string{"report", "merge", "--format", "markdown"}, files...)...); code != 0 {
 			t.Fatalf("merge: exit %d: %s", code, h.ErrOut)
 		}
-		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed \(2/2\) +\|$`)
+		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed, 2/2 runs +\|$`)
 		if !row.MatchString(h.Out.String()) || !strings.Contains(h.Out.String(), "- **Hosts:** hostA, hostB") {
 			t.Errorf("merged table:\n%s", h.Out)
 		}
@@ -168,6 +177,7 @@ func TestReportUsageErrors(t *testing.T) {
 	badSuite := writeSuiteFile(t, dir, "bad.yaml", "checks:\n  - name: a\n    command: find\n    expect: MAYBE\n")
 	goodSuite := writeSuiteFile(t, dir, "good.yaml", "checks:\n  - name: a\n    command: find\n    expect: PASS\n")
 	resultFile := writeSuiteFile(t, dir, "result.json", `{"schema":"miotool/result/v1","verdict":"PASS"}`)
+	badResult := writeSuiteFile(t, dir, "bad-result.json", `{"schema":"miotool/result/v1","verdict":"MAYBE"}`)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -184,7 +194,7 @@ func TestReportUsageErrors(t *testing.T) {
 		{[]string{"report", "merge", resultFile, "--junit", filepath.Join(dir, "no-such-folder", "out.xml")}, "no-such-folder does not exist"},
 		{[]string{"report", "--suite", goodSuite, "--env", "GPU_MAX_HW_QUEUES"}, `--env "GPU_MAX_HW_QUEUES": want KEY=VALUE`},
 		{[]string{"report", "merge"}, "requires at least 1 arg"},
-		{[]string{"report", "merge", resultFile}, "single check's result"},
+		{[]string{"report", "merge", badResult}, "single check's result (miotool/result/v1): unknown verdict"},
 		{[]string{"report", "merge", filepath.Join(dir, "none.json")}, "none.json: no such file or directory"},
 		{[]string{"report", "mrege"}, `unknown command "mrege" for "miotool report"`},
 	} {

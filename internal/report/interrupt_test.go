@@ -1,0 +1,169 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stoppedRun is a run the suite's interruption stopped after d.
+func stoppedRun(host string, it int, d time.Duration) SuiteRun {
+	return SuiteRun{Host: host, Iteration: it, Order: it, Verdict: Interrupted, ExitCode: -1,
+		Summary: "interrupted by SIGINT after " + durationText(d), Started: suiteStart.Add(time.Duration(it) * time.Second), Duration: d}
+}
+
+// nineChecks is pr12265 stopped by SIGINT: finished checks first, then the
+// one that was running (when running is true), then those never started.
+func nineChecks(finished int, running bool) *SuiteResult {
+	s := NewSuiteResult("pr12265", suiteStart)
+	s.Hosts = []string{"node1"}
+	s.Interrupted = "interrupted by SIGINT"
+	s.Duration = 2041 * time.Millisecond
+	for i := range 9 {
+		c := &SuiteCheck{Name: fmt.Sprintf("check-%d", i+1), Command: fmt.Sprintf("miotool capture --n=%d", i+1), Expect: Pass}
+		switch {
+		case i < finished:
+			c.Runs = []SuiteRun{run("node1", 1, Pass, "passed", 400*time.Millisecond)}
+		case i == finished && running:
+			c.Runs = []SuiteRun{stoppedRun("node1", 1, 2030*time.Millisecond)}
+		}
+		s.Checks = append(s.Checks, c)
+	}
+	return s
+}
+
+// A check the interruption stopped mid-run is interrupted, not skipped: an
+// <error type="interrupted"> in JUnit, so CI reads the suite red; the
+// summary says what finished, what was stopped and what never started.
+func TestInterruptedCheckIsNotSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name                          string
+		s                             *SuiteResult
+		passed, errs, skipped         int
+		summary                       string
+		status                        string // of the check that was running
+		interruptedTotal, notRunTotal int
+	}{
+		{"2 s in, the first check running", nineChecks(0, true), 0, 1, 8,
+			"interrupted by SIGINT before the suite finished: 0 of 9 checks finished, 1 interrupted, 8 never started",
+			"Interrupted after 2.03s", 1, 8},
+		{"5 s in, the fifth check running", nineChecks(4, true), 4, 1, 4,
+			"interrupted by SIGINT before the suite finished: 4 of 9 checks finished (every one met its expectation), 1 interrupted, 4 never started",
+			"Interrupted after 2.03s", 1, 4},
+		{"between two checks", nineChecks(4, false), 4, 1, 5,
+			"interrupted by SIGINT before the suite finished: 4 of 9 checks finished (every one met its expectation), 0 interrupted, 5 never started",
+			"", 0, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.s
+			if got := s.Summary(); got != tc.summary {
+				t.Errorf("summary\n got %q\nwant %q", got, tc.summary)
+			}
+			if s.Verdict() != Interrupted || s.ExitCode() != ExitInterrupted {
+				t.Errorf("verdict %s exit %d", s.Verdict(), s.ExitCode())
+			}
+			if tot := s.Totals(); tot.Interrupted != tc.interruptedTotal || tot.NotRun != tc.notRunTotal || tot.Unmet != 0 {
+				t.Errorf("totals %+v", tot)
+			}
+			var junit, text, md, js bytes.Buffer
+			if err := WriteJUnit(&junit, s); err != nil {
+				t.Fatal(err)
+			}
+			t.Run("jenkins schema", func(t *testing.T) { validateJUnit(t, junit.Bytes()) })
+			c := readJUnitCounts(t, junit.Bytes())
+			if c.Passed != tc.passed || c.Errors != tc.errs || c.Skipped != tc.skipped || c.Failures != 0 {
+				t.Errorf("a CI counts passed %d errors %d skipped %d failures %d; want %d %d %d 0",
+					c.Passed, c.Errors, c.Skipped, c.Failures, tc.passed, tc.errs, tc.skipped)
+			}
+			if c.Declared[2] != tc.errs || c.SuiteDeclared[2] != tc.errs {
+				t.Errorf("declared errors %d (testsuites), %d (testsuite): a CI would read the suite green", c.Declared[2], c.SuiteDeclared[2])
+			}
+			if len(c.ErrorTypes) != 1 || c.ErrorTypes[0] != "interrupted" {
+				t.Errorf("error types %q, want one \"interrupted\"", c.ErrorTypes)
+			}
+			// The times are the runs' own, and each level agrees with the
+			// one below it.
+			if math.Abs(c.SuiteTime-c.CaseTime) > 0.0015 || math.Abs(c.TopTime-c.SuiteTime) > 0.0015 {
+				t.Errorf("times: testsuites %.3f, testsuite sum %.3f, testcase sum %.3f", c.TopTime, c.SuiteTime, c.CaseTime)
+			}
+			want := 0.4*float64(tc.passed) + map[bool]float64{true: 2.03}[tc.interruptedTotal > 0]
+			if math.Abs(c.CaseTime-want) > 0.0015 {
+				t.Errorf("case times sum to %.3f s, want %.3f", c.CaseTime, want)
+			}
+			for _, f := range []struct {
+				buf *bytes.Buffer
+				f   Format
+			}{{&text, Text}, {&md, Markdown}, {&js, JSON}} {
+				if err := RenderSuite(f.buf, f.f, s, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, out := range map[string]string{"text": text.String(), "Markdown": md.String()} {
+				if !strings.Contains(out, tc.summary) || strings.Contains(out, "no check ran") {
+					t.Errorf("%s does not say what finished:\n%s", name, out)
+				}
+				if tc.status != "" && !strings.Contains(out, tc.status) {
+					t.Errorf("%s lacks the running check's status %q:\n%s", name, tc.status, out)
+				}
+				if !strings.Contains(out, "Not run (the suite was interrupted before it started)") {
+					t.Errorf("%s does not say the last checks never started:\n%s", name, out)
+				}
+			}
+			var doc struct {
+				Totals struct {
+					Interrupted int `json:"interrupted"`
+					NotRun      int `json:"not_run"`
+				} `json:"totals"`
+				Checks []struct {
+					Outcome string `json:"outcome"`
+					Status  string `json:"status"`
+					Runs    []struct {
+						Verdict    string  `json:"verdict"`
+						DurationMS float64 `json:"duration_ms"`
+					} `json:"runs"`
+				} `json:"checks"`
+			}
+			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.Totals.Interrupted != tc.interruptedTotal || doc.Totals.NotRun != tc.notRunTotal {
+				t.Errorf("JSON totals %+v", doc.Totals)
+			}
+			if tc.interruptedTotal > 0 {
+				k := doc.Checks[tc.passed]
+				if k.Outcome != "INTERRUPTED" || k.Status != tc.status || len(k.Runs) != 1 || k.Runs[0].Verdict != "INTERRUPTED" || k.Runs[0].DurationMS != 2030 {
+					t.Errorf("JSON of the running check: %+v", k)
+				}
+			}
+			back := roundTrip(t, s)
+			if back.Summary() != s.Summary() || back.Totals() != s.Totals() {
+				t.Errorf("read back: %q %+v", back.Summary(), back.Totals())
+			}
+		})
+	}
+}
+
+// A finding is a finding: a run that finished and missed its expectation
+// makes the check FAIL even when a later run of it was stopped.
+func TestInterruptedCheckKeepsItsFinishedFailures(t *testing.T) {
+	c := &SuiteCheck{Name: "x", Command: "miotool x", Expect: Pass, Runs: []SuiteRun{
+		run("node1", 1, Pass, "", time.Second), run("node1", 2, Fail, "901", time.Second), stoppedRun("node1", 3, time.Second)}}
+	if c.Outcome() != Fail || c.Status() != "Unexpected (expected PASS): FAIL 1, PASS 1, INTERRUPTED 1 of 3 runs" {
+		t.Errorf("outcome %s status %q", c.Outcome(), c.Status())
+	}
+	c.Runs[1].Verdict = Pass
+	if c.Outcome() != Interrupted || c.Status() != "Interrupted after 1.00s; 2 runs before it as expected" || c.Met() {
+		t.Errorf("outcome %s status %q met %v", c.Outcome(), c.Status(), c.Met())
+	}
+	s := NewSuiteResult("s", suiteStart)
+	s.Checks = []*SuiteCheck{c}
+	// A stopped run makes the suite interrupted even where the text of
+	// why was lost.
+	if s.Verdict() != Interrupted || len(s.unmetRuns()) != 0 {
+		t.Errorf("verdict %s, unmet runs %d", s.Verdict(), len(s.unmetRuns()))
+	}
+}

@@ -1,0 +1,164 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// junitSchema is Jenkins' JUnit schema (xunit-plugin's junit-10.xsd), kept
+// beside the repository.
+var junitSchema = filepath.Join("..", "..", "..", "shared", "reference", "junit", "junit-10.xsd")
+
+// validateJUnit checks doc against Jenkins' schema with xmllint; it skips,
+// naming what is missing, where xmllint or the schema is not there.
+func validateJUnit(t *testing.T, doc []byte) {
+	t.Helper()
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		t.Skip("xmllint is not installed (Debian: libxml2-utils)")
+	}
+	if _, err := os.Stat(junitSchema); err != nil {
+		t.Skipf("the JUnit schema %s is not there", junitSchema)
+	}
+	file := filepath.Join(t.TempDir(), "junit.xml")
+	if err := os.WriteFile(file, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(xmllint, "--noout", "--schema", junitSchema, file).CombinedOutput()
+	if err != nil {
+		t.Errorf("xmllint: the JUnit file does not validate against junit-10.xsd: %v\n%s\n%s", err, out, doc)
+	}
+}
+
+// ciCounts is what a CI's JUnit reader shows: the counts each level
+// declares, and the cases it finds by their child elements.
+type ciCounts struct {
+	Declared      [4]int // tests, failures, errors, skipped on <testsuites>
+	SuiteDeclared [4]int // the same, summed over <testsuite>
+	Passed        int    // cases with no failure, error or skipped
+	Failures      int
+	Errors        int
+	Skipped       int
+	ErrorTypes    []string
+	Classnames    []string
+	SuiteTime     float64 // sum of <testsuite time>
+	CaseTime      float64 // sum of <testcase time>
+	TopTime       float64 // <testsuites time>
+}
+
+func readJUnitCounts(t *testing.T, doc []byte) ciCounts {
+	t.Helper()
+	type msg struct {
+		Type    string `xml:"type,attr"`
+		Message string `xml:"message,attr"`
+	}
+	var top struct {
+		Tests    int     `xml:"tests,attr"`
+		Failures int     `xml:"failures,attr"`
+		Errors   int     `xml:"errors,attr"`
+		Time     float64 `xml:"time,attr"`
+		Suites   []struct {
+			Tests    int     `xml:"tests,attr"`
+			Failures int     `xml:"failures,attr"`
+			Errors   int     `xml:"errors,attr"`
+			Skipped  int     `xml:"skipped,attr"`
+			Time     float64 `xml:"time,attr"`
+			Cases    []struct {
+				Classname string  `xml:"classname,attr"`
+				Time      float64 `xml:"time,attr"`
+				Failure   *msg    `xml:"failure"`
+				Error     *msg    `xml:"error"`
+				Skipped   *msg    `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(doc, &top); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, doc)
+	}
+	var c ciCounts
+	c.TopTime = top.Time
+	for _, s := range top.Suites {
+		c.SuiteDeclared[0] += s.Tests
+		c.SuiteDeclared[1] += s.Failures
+		c.SuiteDeclared[2] += s.Errors
+		c.SuiteDeclared[3] += s.Skipped
+		c.SuiteTime += s.Time
+		for _, k := range s.Cases {
+			c.Classnames = append(c.Classnames, k.Classname)
+			c.CaseTime += k.Time
+			switch {
+			case k.Error != nil:
+				c.Errors++
+				c.ErrorTypes = append(c.ErrorTypes, k.Error.Type)
+			case k.Failure != nil:
+				c.Failures++
+			case k.Skipped != nil:
+				c.Skipped++
+			default:
+				c.Passed++
+			}
+		}
+	}
+	c.Declared = [4]int{top.Tests, top.Failures, top.Errors, c.SuiteDeclared[3]}
+	return c
+}
+
+// Every JUnit file the renderer writes validates against Jenkins' schema,
+// and a CI reading it back counts what the suite did.
+func TestJUnitFilesValidateAndCount(t *testing.T) {
+	one := func(name string, expect Verdict, runs ...SuiteRun) *SuiteCheck {
+		return &SuiteCheck{Name: name, Command: "miotool " + name, Expect: expect, Runs: runs}
+	}
+	passing := hostSuite("node1", h200, Pass, Pass)
+	failing := hostSuite("node1", h200, Pass, Fail)
+	erroring := hostSuite("node1", h200, Error)
+	skipped := NewSuiteResult("skips", suiteStart)
+	skipped.Checks = []*SuiteCheck{{Name: "needs-gpu", Command: "miotool find", Expect: Pass, Skip: "needs a GPU"},
+		one("ran", Pass, run("node1", 1, Pass, "", time.Second))}
+	dotted := NewSuiteResult("mini.v2", suiteStart)
+	dotted.Checks = []*SuiteCheck{one("find", Pass, run("node1", 1, Pass, "", time.Second))}
+	dotted.Checks[0].Variant, dotted.Checks[0].Env = "MIOPEN_NAIVE_TIMEOUT=2.5", []string{"MIOPEN_NAIVE_TIMEOUT=2.5"}
+
+	for _, tc := range []struct {
+		name                            string
+		s                               *SuiteResult
+		passed, failures, errs, skipped int
+	}{
+		{"passing", passing, 1, 0, 0, 0},
+		{"failing", failing, 0, 1, 0, 0},
+		{"erroring", erroring, 0, 0, 1, 0},
+		{"skipped", skipped, 1, 0, 0, 1},
+		{"sample", sampleSuite(), 3, 1, 1, 1},
+		{"dotted values", dotted, 1, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteJUnit(&buf, tc.s); err != nil {
+				t.Fatal(err)
+			}
+			t.Run("jenkins schema", func(t *testing.T) { validateJUnit(t, buf.Bytes()) })
+			c := readJUnitCounts(t, buf.Bytes())
+			if c.Passed != tc.passed || c.Failures != tc.failures || c.Errors != tc.errs || c.Skipped != tc.skipped {
+				t.Errorf("CI counts passed %d failures %d errors %d skipped %d, want %d %d %d %d",
+					c.Passed, c.Failures, c.Errors, c.Skipped, tc.passed, tc.failures, tc.errs, tc.skipped)
+			}
+			cases := c.Passed + c.Failures + c.Errors + c.Skipped
+			if want := [4]int{cases, c.Failures, c.Errors, c.Skipped}; c.Declared != want || c.SuiteDeclared != want {
+				t.Errorf("declared counts %v (testsuites) %v (testsuite sums), the cases say %v", c.Declared, c.SuiteDeclared, want)
+			}
+			for _, cn := range c.Classnames {
+				// Jenkins splits a classname into package and class at
+				// its last dot: only miotool's own dot may be there.
+				if strings.Count(cn, ".") != 1 || !strings.HasPrefix(cn, "miotool.") {
+					t.Errorf("classname %q: a value brought a dot in", cn)
+				}
+			}
+		})
+	}
+}
