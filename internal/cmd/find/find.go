@@ -299,9 +299,13 @@ func (o *FindOptions) verdictThenTeardown(r *report.Result, in fillInput, found 
 func (o *FindOptions) tearDown(found *findscen.Found, dev hip.Device, deviceOpen *bool) (err error, finished bool) {
 	bar := o.bar("find: teardown")
 	defer bar.Done()
+	// The label is the notice, e.g. "waiting for the abandoned naive
+	// evaluation to run out (27 s left at most)", redrawn each second; the
+	// count is the seconds waited. It is an upper bound, not an estimate,
+	// so the bar has no total to draw an estimate from.
 	notice := func(w finder.TeardownWait) {
 		bar.SetLabel("find: " + w.String())
-		bar.Update(int(w.Waited/time.Second), int((w.Waited+w.Left)/time.Second))
+		bar.Update(int(w.Waited/time.Second), 0)
 	}
 	*deviceOpen = false
 	finished, err = cli.CloseUnlessInterrupted(o.Context, func() error {
