@@ -4,6 +4,7 @@ package find
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/configs"
 	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/finddb"
 )
@@ -194,5 +196,58 @@ func TestFindTeardownFiguresFollowTheVerdict(t *testing.T) {
 	}
 	if !strings.Contains(out, fmt.Sprintf("find-db record written to %s", db)) {
 		t.Errorf("no record written:\n%s", out)
+	}
+}
+
+// A find-db lock another process holds: find says at once that it waits,
+// for which lock and for how long at most, and goes on once the lock is
+// let go; the result notes the wait.
+func TestFindSaysItWaitsForTheDBLock(t *testing.T) {
+	bin := cmdtest.BuildMiotool(t)
+	u := cmdtest.NewUserFiles(t, simDBName())
+	lock := u.DB + ".lock"
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	p := cmdtest.Start(t, bin, u.Dir, u.Env(), "find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1")
+	p.WaitLine(t, "miotool: find-db: waiting for the find-db lock "+lock+" (miotool's), held by another writer, for at most 1m", time.Minute)
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := p.Wait(t, time.Minute)
+	out := p.Stdout()
+	if code != 0 || !strings.Contains(out, "find-db: the write found the lock held and waited: waiting for the find-db lock "+lock) || !strings.Contains(out, "find-db record written to ") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, p.Stderr())
+	}
+}
+
+// A malformed item of miotool's own solver on the problem's line is
+// replaced where MIOpen reads it, and find says so on stderr and in the
+// result; the user's other items and lines stay.
+func TestFindSaysWhatItReplaced(t *testing.T) {
+	bin := cmdtest.BuildMiotool(t)
+	u := cmdtest.NewUserFiles(t, simDBName())
+	np, err := configs.Problem("", "naive-timeout-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := np.Problem.Key()
+	orig := "# mine\n" + key + "=ConvImplicitGemmTiledFwd:notanumber,0,x;Theirs:1,0,y\n"
+	if err := os.WriteFile(u.DB, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := cmdtest.Run(t, bin, u.Dir, u.Env(), "find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1")
+	want := `find-db: replaced the malformed item "ConvImplicitGemmTiledFwd:notanumber,0,x"`
+	if code != 0 || !strings.Contains(stderr, "miotool: warning: "+want) || !strings.Contains(out, want) {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	got, _ := os.ReadFile(u.DB)
+	if !strings.HasPrefix(string(got), "# mine\n"+key+"=ConvImplicitGemmTiledFwd:") || !strings.Contains(string(got), ";Theirs:1,0,y\n") || strings.Contains(string(got), "notanumber") {
+		t.Errorf("db after the write:\n%s", got)
 	}
 }
