@@ -23,7 +23,7 @@ func TestReplayBadInput(t *testing.T) {
 	}{
 		{"zero replays", []string{"--replays", "0"}, "miotool: --replays 0: want 1 or more"},
 		{"negative replays", []string{"--replays", "-5"}, "miotool: --replays -5: want 1 or more"},
-		{"replays past the bound", []string{"--replays", "100000000"}, "miotool: --replays 100000000: at most 10000000"},
+		{"replays past the bound", []string{"--replays", "1000001"}, "miotool: --replays 1000001: at most 1000000"},
 		{"zero deadline", []string{"--deadline", "0s"}, "miotool: --deadline 0s: want a positive duration"},
 		{"negative deadline", []string{"--deadline", "-1s"}, "miotool: --deadline -1s: want a positive duration"},
 		{"deadline past the bound", []string{"--deadline", "100h"}, "miotool: --deadline 100h0m0s: at most 1h"},
@@ -54,7 +54,7 @@ func TestReplayBadInput(t *testing.T) {
 	}
 }
 
-// SIGINT or SIGTERM during a long replay-only workload (ten million
+// SIGINT or SIGTERM during a long replay-only workload (a million
 // replays) and during repeated runs: exit 130 or 143 within 2 s, an
 // INTERRUPTED result holding what finished, and the JSON exit_code the
 // process's own.
@@ -67,7 +67,7 @@ func TestReplayInterrupted(t *testing.T) {
 		planned int64
 		minRuns int64
 	}{
-		{"replays", []string{"--reclaim", "worker", "--replays", "10000000"}, []string{"miotool: replay worker: 10000000 graph launches"}, 1, 0},
+		{"replays", []string{"--reclaim", "worker", "--replays", "1000000"}, []string{"miotool: replay worker: 1000000 graph launches"}, 1, 0},
 		// Lazy's run ends at its capture; guarded's waits out its deadline.
 		{"repeats", []string{"--reclaim", "lazy,guarded", "--repeat", "100"}, []string{"miotool: replay lazy: find on", "miotool: replay guarded: find on"}, 200, 1},
 	} {
