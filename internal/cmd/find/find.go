@@ -242,13 +242,14 @@ func (o *FindOptions) Run() error {
 	if o.Global.Format == report.Text {
 		return o.verdictThenTeardown(r, in, found, dev, &deviceOpen)
 	}
+	out := found.Outcome // before the teardown, which may go on after an interruption
 	terr, finished := o.tearDown(found, dev, &deviceOpen)
-	out := found.Outcome
-	in.out = &out
-	if !finished {
-		out.TornDown = false
+	if finished {
+		out = found.Outcome
+	} else {
 		in.teardownInterrupted = cli.InterruptedReason(o.Context).Error()
 	}
+	in.out = &out
 	fill(r, in, o.Now())
 	if !finished {
 		r.Signal = cli.SignalNumber(o.Context)
