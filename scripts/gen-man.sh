@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the man pages from miotool's command tree: one page per
-# command, section 1, written by the hidden `miotool gen-man` (cobra's doc
-# generator). Run it after changing a command's flags or help text; .ci/run
-# fails when man/ is not what this script writes.
+# command, section 1, titled by the command (MIOTOOL-CAPTURE(1)), written by
+# the hidden `miotool gen-man` (its own roff writer in internal/cmd/genman).
+# Run it after changing a command's flags or help text; .ci/run fails when
+# man/ is not what this script writes, or when mandoc warns about a page.
 #
 # Usage: scripts/gen-man.sh [DIR]    (default: man)
 set -euo pipefail

@@ -6,7 +6,9 @@
 #   scripts/gpu-check.sh assemble OUTDIR [FILE]  # joins OUTDIR/sections-*.md into docs/results/<device>.md
 #   scripts/gpu-check.sh all                   # build, run every section, assemble
 #
-# Sections: doctor rules find verify capture replay bench reclaim heuristics cudnn stress targets.
+# Sections: doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn
+# stress targets trace e2e suite (abi: scripts/abi-check-cuda.sh; speed: scripts/gpu-speed.sh;
+# trace: scripts/gpu-trace.sh; e2e: scripts/gpu-e2e.sh; suite: scripts/gpu-suite.sh).
 # Every table in the results comes from miotool's own output (--format
 # markdown) or from scripts/benchmedians.py and scripts/cudnn-compare.py over
 # raw benchmark output; nothing is written by hand. The machine needs the
@@ -16,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${BACKEND:-cuda}
 BIN=${BIN:-bin}
-ALL_SECTIONS="doctor rules find verify capture replay bench reclaim heuristics cudnn stress targets"
+ALL_SECTIONS="doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn stress targets trace e2e suite"
 
 build() {
 	set -e
@@ -54,6 +56,20 @@ section() {
 	echo "[$title] exit $rc in $((SECONDS - start)) s" | tee -a "$LOG"
 }
 
+# sourced OUT SCRIPT FUNCTION DIR: runs FUNCTION from SCRIPT (a script of
+# section functions, each writing a "## " Markdown section to its stdout)
+# in a subshell, and appends what it printed to OUT.
+sourced() {
+	local out=$1 script=$2 fn=$3 sub=$4 start=$SECONDS
+	echo "[$fn] running" | tee -a "$LOG"
+	(
+		# shellcheck disable=SC1090
+		source "$script"
+		"$fn" "$sub"
+	) >>"$out" 2>>"$LOG"
+	echo "[$fn] exit $? in $((SECONDS - start)) s" | tee -a "$LOG"
+}
+
 run() {
 	local dir=$1
 	shift
@@ -74,6 +90,30 @@ run() {
 			echo "## Device and driver" >>"$out"
 			section "$out" "doctor" $M doctor --format markdown
 			nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >>"$out" 2>>"$LOG"
+			;;
+		abi)
+			echo -e "\n## The cuDNN binding and the trace observer's CUPTI declarations against the real headers\n" >>"$out"
+			echo '```' >>"$out"
+			echo "\$ scripts/abi-check-cuda.sh internal/trace/observer/check/cupti_check.c" >>"$out"
+			scripts/abi-check-cuda.sh internal/trace/observer/check/cupti_check.c >>"$out" 2>>"$LOG"
+			local abirc=$?
+			echo '```' >>"$out"
+			echo -e "\n_exit status ${abirc}_" >>"$out"
+			echo "[abi] exit $abirc" | tee -a "$LOG"
+			;;
+		speed)
+			sourced "$out" scripts/gpu-speed.sh reclaim_speed "$dir/speed"
+			sourced "$out" scripts/gpu-speed.sh first_launch "$dir/speed"
+			sourced "$out" scripts/gpu-speed.sh sim_cost "$dir/speed"
+			;;
+		trace)
+			sourced "$out" scripts/gpu-trace.sh trace_section "$dir/trace"
+			;;
+		e2e)
+			sourced "$out" scripts/gpu-e2e.sh stress_e2e "$dir/e2e"
+			;;
+		suite)
+			sourced "$out" scripts/gpu-suite.sh suite_wall "$dir/suite"
 			;;
 		rules)
 			echo -e "\n## Capture rules: measured against the expectation (every cell)" >>"$out"
@@ -128,14 +168,14 @@ run() {
 			} >>"$out" 2>>"$LOG"
 			;;
 		reclaim)
-			echo -e "\n## Reclaim latency from the kernel's end, and the paired ratios (medians of ${RECLAIM_RUNS:-5} runs)" >>"$out"
+			# The hops of each policy from the kernel's end, run by run, are the
+			# speed section's (scripts/gpu-speed.sh reclaim_speed).
+			echo -e "\n## Reclaim: what Abandon and the launch path cost, paired in one loop (medians of ${RECLAIM_RUNS:-5} runs)" >>"$out"
 			local rraw=$dir/reclaim-raw.txt bin
 			bin=$(cd "$BIN" && pwd)
 			echo "[reclaim] running" | tee -a "$LOG"
-			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench 'Hops|Paired' \
+			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench 'Paired' \
 				-test.count "${RECLAIM_RUNS:-5}" -test.benchtime 300x >"$rraw" 2>>"$LOG"
-			MIOTOOL_BENCH_BACKEND=$BACKEND "$BIN/bench.test" -test.run XXX -test.bench PollerCPU \
-				-test.count "${RECLAIM_RUNS:-5}" -test.benchtime 5x >>"$rraw" 2>>"$LOG"
 			# The hand-off on the host CPU, with the C stand-in driver (built with
 			# gcc where there is one): its host functions run on a C thread of
 			# their own, as the driver's callback thread does.
@@ -144,22 +184,13 @@ run() {
 			{
 				echo
 				echo '```'
-				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench 'Hops|Paired' -test.count ${RECLAIM_RUNS:-5} -test.benchtime 300x"
-				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench PollerCPU -test.count ${RECLAIM_RUNS:-5} -test.benchtime 5x"
+				echo "\$ MIOTOOL_BENCH_BACKEND=$BACKEND bin/bench.test -test.bench Paired -test.count ${RECLAIM_RUNS:-5} -test.benchtime 300x"
 				echo "\$ (cd internal/hip/cuda && ../../../bin/cuda.test -test.bench HandoffStandIn -test.count ${RECLAIM_RUNS:-5} -test.benchtime 300x)"
 				echo '```'
 				echo
-				echo "Hops in µs from the kernel's own last write (a flag in host-mapped memory that a spinning"
-				echo "thread watches): callback = the driver's callback thread starting (the floor), awake = the"
-				echo "worker woken (worker) or the done event seen (poller), free-start, freed. worker-futex is the"
-				echo "worker without its spin; worker-isolated finds the worker asleep before every Abandon (so Abandon"
-				echo "pays the wake), worker-isolated-nowake leaves the wake to the callback (NoAbandonWake); split"
-				echo "separates the driver's share of Abandon from the tracker's own, wakes/abandon counts Abandons that"
-				echo "made the wake system call. Ratios: Abandon / bare host-function enqueue on the same slot, the two"
-				echo "alternating in one loop (goal ≤ 1.1), Handle.Run /"
-				echo "raw launch (goal 1.00 ± 0.02). PollerCPU: the process's CPU while a slot drains 200 ms and while"
-				echo "none does (goal ≤ 5 % and 0 % of a core; pct-thread-* is the poller's own thread). HandoffStandIn: callback entry to free start on the CPU"
-				echo "(goal ≤ 10 µs)."
+				echo "Ratios: Abandon / bare host-function enqueue on the same slot, the two alternating in one"
+				echo "loop (goal ≤ 1.1); split separates the driver's share of Abandon from the tracker's own."
+				echo "HandoffStandIn: callback entry to free start on the CPU (goal ≤ 10 µs)."
 				echo
 				grep -E '^(goos|goarch|cpu):' "$rraw" | awk '!seen[$0]++' | sed 's/^/    /'
 				echo
@@ -298,6 +329,15 @@ for f in sorted(files):
             head, body = line, []
         elif head is not None:
             body.append(line)
+# Sections whose figures a later section now carries, measured another way.
+retired = {
+    # The hops from the kernel's end: the speed section's poller table
+    # (scripts/gpu-speed.sh reclaim_speed), after the isolated variants
+    # stopped counting the benchmark's own pause.
+    "## Reclaim latency from the kernel's end",
+}
+for k in retired:
+    blocks.pop(k, None)
 with open(out, "w") as w:
     w.write(f"# miotool on {name}\n\n")
     w.write("Written by `scripts/gpu-check.sh` from miotool's own output and benchmark output;\n")

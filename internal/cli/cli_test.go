@@ -33,6 +33,9 @@ type testCLI struct {
 	errOut *bytes.Buffer
 	seen   probeOptions
 	runE   func() error
+	// checkE is the body of "check" and "merge", which have the output
+	// flags; without it they render a PASS result.
+	checkE func() error
 	// home is a temporary directory used as working directory and user
 	// config dir, so no real configuration leaks into the tests.
 	home string
@@ -77,8 +80,42 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 		ValidArgs: []string{"a", "b"},
 		RunE:      func(*cobra.Command, []string) error { return nil },
 	}
-	root.AddCommand(probe, pair)
+	var read []string
+	check := &cobra.Command{
+		Use:     "check",
+		Example: "  miotool check --junit r.xml",
+		Args:    cobra.NoArgs,
+		RunE:    func(*cobra.Command, []string) error { return tc.check(f) },
+	}
+	check.Flags().StringArrayVar(&read, "read", nil, "a file it reads")
+	MarkInputFile(check, "read")
+	stride := 1
+	check.Flags().IntVarP(&stride, "conv_stride_w", "v", 1, "MIOpenDriver's horizontal stride")
+	merge := &cobra.Command{
+		Use:     "merge FILE...",
+		Example: "  miotool merge a.json",
+		Args:    cobra.ArbitraryArgs,
+		RunE:    func(*cobra.Command, []string) error { return tc.check(f) },
+	}
+	MarkInputArgs(merge)
+	root.AddCommand(probe, pair, AddOutputFlags(f, check), AddOutputFlags(f, merge))
 	return root
+}
+
+// check is the body of "check" and "merge".
+func (tc *testCLI) check(f *Factory) error {
+	if tc.checkE != nil {
+		return tc.checkE()
+	}
+	return RenderResult(f.IOStreams, f.Global.Format, testResult(report.Pass))
+}
+
+// testResult is a finished result with verdict v and a table.
+func testResult(v report.Verdict) *report.Result {
+	r := report.New("check", "miotool check", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	r.AddTable("cases", "case", "measured").AddRow("one", string(v))
+	r.Finish(v, "the case gave "+string(v), r.Started.Add(time.Second))
+	return r
 }
 
 // envOf is a LookupEnv that sees only env.
@@ -534,5 +571,35 @@ func TestOutputFlagsAgreeWithTheChecklist(t *testing.T) {
 		if root.PersistentFlags().Lookup(name) == nil || !slices.Contains(OutputFlags, "--"+name) {
 			t.Errorf("--%s: a global output flag the root does not define, or one OutputFlags lacks", name)
 		}
+	}
+}
+
+// -v has one meaning, MIOpenDriver's horizontal stride: verbose output is
+// --verbose only, and a -v where it is no flag, or without its number,
+// says so.
+func TestShortVIsTheStride(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-v", "probe"}, "unknown shorthand flag: 'v' in -v (verbose output is --verbose; -v is MIOpenDriver's horizontal stride"},
+		{[]string{"probe", "-v"}, "(verbose output is --verbose;"},
+		{[]string{"check", "-v"}, "flag needs an argument: 'v' in -v (on check, -v is MIOpenDriver's horizontal stride --conv_stride_w and takes a number; verbose output is --verbose)"},
+		{[]string{"check", "-v", "x"}, "(on check, -v is MIOpenDriver's horizontal stride --conv_stride_w"},
+	} {
+		tc := newTestCLI(t)
+		if code := tc.run(tt.args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", tt.args, code)
+		}
+		if first, _, _ := strings.Cut(tc.errOut.String(), "\n"); !strings.Contains(first, tt.want) {
+			t.Errorf("%v: stderr %q lacks %q", tt.args, first, tt.want)
+		}
+	}
+	tc := newTestCLI(t)
+	if code := tc.run("--verbose", "probe"); code != 0 || !tc.seen.global.Verbose {
+		t.Errorf("--verbose: exit %d, verbose %v", code, tc.seen.global.Verbose)
+	}
+	if fl := NewRootCmd(tc.f).PersistentFlags().Lookup("verbose"); fl == nil || fl.Shorthand != "" {
+		t.Errorf("--verbose has a shorthand: %+v", fl)
 	}
 }

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"syscall"
 	"time"
 )
 
@@ -31,17 +29,4 @@ func CloseUnlessInterrupted(ctx context.Context, closeFn func() error) (finished
 	case <-time.After(InterruptGrace):
 		return false, nil
 	}
-}
-
-// SignalNumber is the number of the signal whose interruption ended ctx
-// (2 for SIGINT, 15 for SIGTERM), for a result's Signal; 0 when none did.
-func SignalNumber(ctx context.Context) int {
-	var in *Interruption
-	if ctx.Err() == nil || !errors.As(context.Cause(ctx), &in) {
-		return 0
-	}
-	if sig, ok := in.Signal.(syscall.Signal); ok {
-		return int(sig)
-	}
-	return 0
 }

@@ -35,6 +35,14 @@ const ConfigFileName = "miotool.yaml"
 // flags that never come from configuration.
 var notConfigurable = map[string]bool{"help": true, "config": true}
 
+// configurable reports whether fl may come from a MIOTOOL_* variable or
+// the config file. The result files (--junit, --export-*) may not: set
+// there, every run would replace them unasked, the checks a suite or a
+// stress run starts included.
+func configurable(fl *pflag.Flag) bool {
+	return !notConfigurable[fl.Name] && !isResultFileFlag(fl)
+}
+
 // envKeyReplacer maps a config key to its environment spelling.
 var envKeyReplacer = strings.NewReplacer("-", "_", ".", "_")
 
@@ -127,7 +135,7 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 
 	var fillErr error
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if fillErr != nil || fl.Changed || notConfigurable[fl.Name] {
+		if fillErr != nil || fl.Changed || !configurable(fl) {
 			return
 		}
 		key := ConfigKey(cmd, fl)
@@ -200,12 +208,18 @@ func configValueString(val any) string {
 type keyTree struct {
 	leaves   map[string]bool
 	sections map[string]*keyTree
+	// commandLineOnly are the flags that are no key (see configurable),
+	// for a message that says why.
+	commandLineOnly map[string]bool
 }
 
 func newKeyTree(cmd *cobra.Command) *keyTree {
-	t := &keyTree{leaves: map[string]bool{}, sections: map[string]*keyTree{}}
+	t := &keyTree{leaves: map[string]bool{}, sections: map[string]*keyTree{}, commandLineOnly: map[string]bool{}}
 	add := func(fl *pflag.Flag) {
-		if notConfigurable[fl.Name] {
+		if isResultFileFlag(fl) {
+			t.commandLineOnly[fl.Name] = true
+		}
+		if !configurable(fl) {
 			return
 		}
 		if cmd.HasParent() && cmd.Root().PersistentFlags().Lookup(fl.Name) != nil {
@@ -283,6 +297,8 @@ func walkKeys(m *yaml.Node, prefix string, t, root *keyTree, lines map[string]in
 			if err := walkKeys(val, full+".", t.sections[key], root, lines); err != nil {
 				return err
 			}
+		case t.commandLineOnly[key]:
+			return fmt.Errorf("line %d: %s: the files a run writes are named on the command line only (--%s FILE), so that no run replaces them unasked", k.Line, full, key)
 		default:
 			return fmt.Errorf("line %d: unknown key %q%s", k.Line, full, keyHint(key, full, t, root))
 		}

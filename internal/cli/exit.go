@@ -20,6 +20,7 @@ const (
 	ExitSkipped     = report.ExitSkipped     // the requested device or library is not there
 	ExitInterrupted = report.ExitInterrupted // SIGINT (Ctrl-C) stopped the run: 128+2
 	ExitTerminated  = report.ExitTerminated  // SIGTERM stopped the run: 128+15
+	ExitQuit        = 128 + 3                // SIGQUIT (Ctrl-\) quit at once
 )
 
 // Interruption is the cause of the context Main cancels when a signal

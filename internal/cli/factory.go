@@ -101,22 +101,3 @@ func (f *Factory) Progress(label string) (update func(done, total int), done fun
 	}
 	return b.Update, b.Done
 }
-
-// RenderResult renders r in format to the factory's stdout and turns its
-// verdict into the command's exit: nil for PASS, otherwise an *ExitError
-// with the verdict's code. For SKIP and ERROR the summary also goes to
-// stderr, so it is not lost when stdout is a file.
-func RenderResult(ios *IOStreams, format report.Format, r *report.Result) error {
-	if err := report.Render(ios.Out, format, r, report.Options{TTY: ios.IsStdoutTTY(), Color: ios.ColorEnabled()}); err != nil {
-		return &ExitError{Code: ExitToolFailure, Err: fmt.Errorf("writing the result: %w", err)}
-	}
-	code := r.Verdict.ExitCode()
-	if code == ExitOK {
-		return nil
-	}
-	ee := &ExitError{Code: code, Err: fmt.Errorf("%s: %s: %s", r.Check, r.Verdict, r.Summary), Silent: true}
-	if r.Verdict == report.Skip || r.Verdict == report.Error {
-		ee.Silent = false
-	}
-	return ee
-}

@@ -25,6 +25,8 @@ type IOStreams struct {
 	stdoutTTY bool
 	stderrTTY bool
 	color     bool
+
+	out *outputState
 }
 
 // System returns the process's streams. Colour is on only for a terminal,

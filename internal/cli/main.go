@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -15,13 +17,21 @@ import (
 )
 
 // Main runs the command line args with the root command that newRoot
-// builds, prints any error, and returns the exit code. The binary's main is
-// os.Exit(cli.Main(...)).
+// builds, writes the result the command rendered, prints any error, and
+// returns the exit code. The binary's main is os.Exit(cli.Main(...)).
 //
 // The first SIGINT or SIGTERM cancels the command's context with an
 // *Interruption as its cause: the command writes what it finished and
 // Main exits 130 (SIGINT) or 143 (SIGTERM). A second one ends the process
 // at once, as if miotool did not catch it; its children die with it.
+// SIGQUIT (Ctrl-\) quits at once with every goroutine's stack on stderr,
+// exit 131 (see handleQuit).
+//
+// The result a command renders (RenderResult, RenderSuite) is written
+// here, once the command has returned: first to the files the output
+// flags name, then to stdout, saying the exit status the process exits
+// with. A write to stdout that fails, whatever made it (a result, help,
+// a completion script), is exit 3, said on stderr.
 func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (code int) {
 	ctx, cancel := context.WithCancelCause(f.Context)
 	defer cancel(nil)
@@ -29,6 +39,9 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	var caught atomic.Pointer[Interruption]
+	// settled is set once the exit status is decided and the result is
+	// written to say it: a signal after that is too late to change either.
+	var settled atomic.Bool
 	go func() {
 		select {
 		case sig := <-sigs:
@@ -39,15 +52,32 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 		case <-ctx.Done():
 		}
 	}()
+	// Asked for, SIGPIPE is delivered to this channel, which nobody reads,
+	// and a write to a pipe whose reader has gone fails with EPIPE rather
+	// than killing the process, as Go does for stdout otherwise: the
+	// files were written before stdout, and the lost output is reported.
+	// Unlike signal.Ignore, this leaves the programs miotool starts with
+	// the default SIGPIPE.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
+	defer handleQuit(f.IOStreams.ErrOut)()
 	defer func() {
 		// Whatever the command made of it, a run the user stopped ends
 		// with the signal's status.
-		if in := caught.Load(); in != nil {
+		if in := caught.Load(); in != nil && !settled.Load() {
 			code = in.ExitCode()
 		}
 	}()
 	f.Context = ctx
 	f.Args = args
+
+	ios := f.IOStreams
+	stdout := &stdoutWriter{w: ios.Out}
+	savedOut, out := ios.Out, ios.output()
+	ios.Out = stdout
+	out.hold, out.pending = true, nil
+	defer func() { ios.Out, out.hold, out.pending = savedOut, false, nil }()
 
 	// A panic is a bug in miotool, not bad input: report it as a tool
 	// failure with the stack, which a bug report needs.
@@ -61,19 +91,94 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	root := newRoot(f)
 	prepareRoot(root)
 	root.SetArgs(args)
-	root.SetIn(f.IOStreams.In)
-	root.SetOut(f.IOStreams.Out)
-	root.SetErr(f.IOStreams.ErrOut)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
 
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return ExitOK
-	}
 	if cmd == nil {
 		cmd = root
 	}
-	return printError(f, cmd, err)
+	code = ExitCodeOf(err)
+	var why error = err
+	settled.Store(true)
+	if in := caught.Load(); in != nil {
+		code, why = in.ExitCode(), in
+	}
+	if p := out.pending; p != nil {
+		out.pending = nil
+		code, err = writePending(ios, p, code, err, why)
+	}
+	if err != nil {
+		printError(f, cmd, err)
+	}
+	if serr := stdout.failed(); serr != nil && code < 128 {
+		fmt.Fprintf(ios.ErrOut, "miotool: %v\n", serr)
+		code = ExitToolFailure
+	}
+	return code
 }
+
+// writePending writes the result the command rendered so that it says
+// the status the process exits with. The command's own error is err and
+// code its status; why is what the result says when it must change its
+// verdict (the error, or the signal that stopped the run). It returns
+// the exit status and the error to print.
+func writePending(ios *IOStreams, p *pendingDocument, code int, err, why error) (int, error) {
+	doc := p.doc
+	if err == nil && code == ExitOK && doc.exitCode() != ExitOK {
+		// The command dropped its result's exit: the result decides.
+		err = doc.exitError()
+		code, why = ExitCodeOf(err), err
+	}
+	if !doc.settle(code, why) {
+		fmt.Fprintf(ios.ErrOut, "miotool: the result is not written: it cannot say exit status %d\n", code)
+		return code, err
+	}
+	failCode := ExitToolFailure
+	if code >= 128 {
+		failCode = code // interrupted it stays, whatever else went wrong
+	}
+	if werr := ios.writeDocument(p.format, doc, failCode); werr != nil {
+		return failCode, werr
+	}
+	return code, err
+}
+
+// handleQuit makes SIGQUIT (Ctrl-\) what a user means by it, quit now: the
+// stacks of every goroutine on stderr, as Go's own handler prints them
+// (where a hang is is what one asks a hung program for), then exit 131,
+// 128+SIGQUIT, at once and without a result. Go's own handler would exit
+// 2, which reads as a usage error. The returned func stops handling it.
+func handleQuit(errOut io.Writer) (stop func()) {
+	quit := make(chan os.Signal, 1)
+	signal.Notify(quit, syscall.SIGQUIT)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-quit:
+			buf := make([]byte, 64<<10)
+			for {
+				n := runtime.Stack(buf, true)
+				if n < len(buf) {
+					buf = buf[:n]
+					break
+				}
+				buf = make([]byte, 2*len(buf))
+			}
+			fmt.Fprintf(errOut, "miotool: quit by SIGQUIT; the goroutines were:\n\n%s", buf)
+			exitNow(ExitQuit)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(quit)
+		close(done)
+	}
+}
+
+// exitNow ends the process; tests replace it.
+var exitNow = os.Exit
 
 // prepareRoot gives the help command an example like every other command,
 // and marks the errors of every command's argument check as usage errors.
@@ -105,7 +210,7 @@ var unknownCommand = regexp.MustCompile(`^unknown command "([^"]*)" for "([^"]*)
 // returns its exit code, the one ExitCodeOf gives.
 func printError(f *Factory, cmd *cobra.Command, err error) int {
 	ee := exitErrorOf(err)
-	if ee.Silent {
+	if ee.Silent || isStdoutError(err) {
 		return ee.Code
 	}
 	msg := oneLineErr(ee)

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"miotool/internal/report"
 )
@@ -14,12 +18,299 @@ import (
 // and change nothing about what is checked: a suite's checks may not set
 // them, since the suite sets them itself (ResultArgs), and a checklist's
 // Command column leaves them out.
-var OutputFlags = []string{"--format", "--junit", "--no-progress"}
+var OutputFlags = []string{"--format", "--junit", "--export-markdown", "--export-json", "--no-progress"}
 
 // ResultArgs end the command line of a miotool child whose result is read
 // back: one miotool/result JSON document on its standard output, and no
 // progress drawn on its standard error.
 func ResultArgs() []string { return []string{"--format", string(report.JSON), "--no-progress"} }
+
+// ResultFiles are the files the output flags of the running command name:
+// one run writes each of them besides the --format view on standard
+// output, as hyperfine's --export-* and ctest's --output-junit do.
+type ResultFiles struct {
+	JUnit    string // --junit FILE
+	Markdown string // --export-markdown FILE
+	JSON     string // --export-json FILE
+}
+
+// outputState is what IOStreams keep about the result documents: the files
+// the output flags name, and, while Main runs a command, the document the
+// command rendered, which Main writes once it knows the exit status.
+type outputState struct {
+	files ResultFiles
+	// hold is set by Main: RenderResult keeps the document in pending
+	// rather than writing it.
+	hold    bool
+	pending *pendingDocument
+}
+
+// pendingDocument is a rendered result Main has yet to write.
+type pendingDocument struct {
+	doc    document
+	format report.Format
+}
+
+// output is the streams' output state, made on first use.
+func (s *IOStreams) output() *outputState {
+	if s.out == nil {
+		s.out = &outputState{}
+	}
+	return s.out
+}
+
+// ResultFiles are the files the output flags name for this run.
+func (s *IOStreams) ResultFiles() ResultFiles { return s.output().files }
+
+// AddOutputFlags gives cmd, and every runnable command below it, the output
+// flags --junit, --export-markdown and --export-json, and returns cmd. A
+// command that renders its result through RenderResult or RenderSuite needs
+// nothing else: the files are checked before it runs (they can be written,
+// none is one of its inputs) and written, before standard output, when it
+// has returned.
+func AddOutputFlags(f *Factory, cmd *cobra.Command) *cobra.Command {
+	files := &f.IOStreams.output().files
+	var add func(c *cobra.Command)
+	add = func(c *cobra.Command) {
+		if c.Runnable() {
+			fl := c.Flags()
+			fl.StringVar(&files.JUnit, "junit", "", "also write the result as JUnit XML to `FILE`, one test case per check")
+			fl.StringVar(&files.Markdown, "export-markdown", "", "also write the result as Markdown to `FILE`")
+			fl.StringVar(&files.JSON, "export-json", "", "also write the result as JSON to `FILE`")
+			for name, ext := range map[string]string{"junit": "xml", "export-markdown": "md", "export-json": "json"} {
+				_ = c.MarkFlagFilename(name, ext)
+				MarkOutputFile(c, name)
+				_ = fl.SetAnnotation(name, resultFileAnnotation, []string{"true"})
+			}
+		}
+		for _, sub := range c.Commands() {
+			add(sub)
+		}
+	}
+	add(cmd)
+	return cmd
+}
+
+// document is a result that Main writes: a single check's or a suite's.
+type document interface {
+	// exitCode is the exit status the document says.
+	exitCode() int
+	// settle makes the document say that the process exits with code,
+	// why being the reason when the document did not already say it. It
+	// reports false when the document cannot say it and must not be
+	// written.
+	settle(code int, why error) bool
+	// render writes the document in format f.
+	render(w io.Writer, f report.Format, opts report.Options) error
+	junit(w io.Writer) error
+	// exitError is how a command that rendered the document ends.
+	exitError() error
+}
+
+// RenderResult renders r in format to the factory's stdout, and to each
+// file an output flag names, and turns its verdict into the command's
+// exit: nil for PASS, otherwise an *ExitError with the verdict's code. For
+// SKIP and ERROR the summary also goes to stderr, so it is not lost when
+// stdout is a file.
+//
+// Under Main nothing is written yet: Main writes the result once the
+// command has returned, so that what it says agrees with the status the
+// process exits with (a command that renders PASS and then fails with a
+// usage error writes an ERROR result, a run that SIGTERM stopped says
+// exit_code 143), and the files before stdout, so that a closed pipe
+// loses none of them.
+func RenderResult(ios *IOStreams, format report.Format, r *report.Result) error {
+	return ios.renderDocument(format, resultDocument{r})
+}
+
+// RenderSuite is RenderResult for a suite's result.
+func RenderSuite(ios *IOStreams, format report.Format, s *report.SuiteResult) error {
+	return ios.renderDocument(format, suiteDocument{s})
+}
+
+func (s *IOStreams) renderDocument(format report.Format, doc document) error {
+	o := s.output()
+	if !o.hold {
+		if err := s.writeDocument(format, doc, ExitToolFailure); err != nil {
+			return err
+		}
+		return doc.exitError()
+	}
+	if p := o.pending; p != nil {
+		// A second result from one command: the first is written as it
+		// is, the last is the one the exit status speaks for.
+		if err := s.writeDocument(p.format, p.doc, ExitToolFailure); err != nil {
+			return err
+		}
+	}
+	o.pending = &pendingDocument{doc, format}
+	return doc.exitError()
+}
+
+// writeDocument writes doc to the files the output flags name and then in
+// format to stdout. When a file cannot be written, none is replaced, doc
+// is settled as ending with failCode (the tool's failure, unless a signal
+// stopped the run), stdout gets the settled doc and the error is
+// returned. A failed stdout write is kept by the stream (see
+// stdoutWriter) for Main, not returned.
+func (s *IOStreams) writeDocument(format report.Format, doc document, failCode int) error {
+	files, err := docFiles(doc, s.output().files)
+	if err == nil {
+		err = writeOutputFiles(files)
+	}
+	if err != nil {
+		err = &ExitError{Code: failCode, Err: err}
+		if !doc.settle(failCode, err) {
+			return err
+		}
+	}
+	opts := report.Options{TTY: s.IsStdoutTTY(), Color: s.ColorEnabled()}
+	if rerr := doc.render(s.Out, format, opts); rerr != nil && !isStdoutError(rerr) && err == nil {
+		err = &ExitError{Code: ExitToolFailure, Err: fmt.Errorf("writing the result: %w", rerr)}
+	}
+	return err
+}
+
+// outputFile is one file an output flag names, with what goes in it.
+type outputFile struct {
+	flag, path string
+	data       []byte
+}
+
+// docFiles renders doc for every file in files.
+func docFiles(doc document, files ResultFiles) ([]outputFile, error) {
+	var out []outputFile
+	for _, f := range []struct {
+		flag, path string
+		write      func(io.Writer) error
+	}{
+		{"--junit", files.JUnit, doc.junit},
+		{"--export-markdown", files.Markdown, func(w io.Writer) error { return doc.render(w, report.Markdown, report.Options{}) }},
+		{"--export-json", files.JSON, func(w io.Writer) error { return doc.render(w, report.JSON, report.Options{}) }},
+	} {
+		if f.path == "" {
+			continue
+		}
+		var buf bytes.Buffer
+		if err := f.write(&buf); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", f.flag, f.path, err)
+		}
+		out = append(out, outputFile{f.flag, f.path, buf.Bytes()})
+	}
+	return out, nil
+}
+
+// verdictOf is the verdict a process exiting with code has.
+func verdictOf(code int) report.Verdict {
+	switch {
+	case code == ExitOK:
+		return report.Pass
+	case code == ExitCheckFailed:
+		return report.Fail
+	case code == ExitSkipped:
+		return report.Skip
+	case code >= 128:
+		return report.Interrupted
+	}
+	return report.Error
+}
+
+// reasonOf is why as one line for a result's summary.
+func reasonOf(code int, why error) string {
+	if why == nil {
+		return fmt.Sprintf("exit status %d", code)
+	}
+	return oneLineErr(exitErrorOf(why))
+}
+
+// resultDocument is a single check's result.
+type resultDocument struct{ r *report.Result }
+
+func (d resultDocument) exitCode() int { return d.r.ExitCode() }
+
+func (d resultDocument) settle(code int, why error) bool {
+	r := d.r
+	if want := verdictOf(code); r.Verdict != want {
+		// What the run measured stays in its tables; the verdict and
+		// its summary are the exit's.
+		r.Verdict, r.Status, r.Summary = want, "", reasonOf(code, why)
+	}
+	r.ExitStatus = 0
+	if code != r.Verdict.ExitCode() {
+		r.ExitStatus = code
+	}
+	return true
+}
+
+func (d resultDocument) render(w io.Writer, f report.Format, opts report.Options) error {
+	return report.Render(w, f, d.r, opts)
+}
+
+// junit is the result as JUnit XML: one <testsuite> with one <testcase>,
+// the check. Its verdict is the one the exit status says, so a CI counts
+// what the shell sees; a matrix's rows are the check's sub-tests, counted
+// in its status ("(24/24)"), not test cases of their own, since a row
+// carries no verdict of its own, only cells and a flag. A SKIP is a
+// <skipped> case, not a failure.
+func (d resultDocument) junit(w io.Writer) error {
+	s := report.SuiteFromResult(d.r)
+	switch d.r.Verdict {
+	case report.Skip:
+		c := s.Checks[0]
+		c.Skip, c.Runs = d.r.Summary, nil
+	case report.Interrupted:
+		s.Interrupted = d.r.Summary
+	}
+	return report.WriteJUnit(w, s)
+}
+
+func (d resultDocument) exitError() error {
+	r := d.r
+	code := r.ExitCode()
+	if code == ExitOK {
+		return nil
+	}
+	ee := &ExitError{Code: code, Err: fmt.Errorf("%s: %s: %s", r.Check, r.Verdict, r.Summary), Silent: true}
+	if r.Verdict == report.Skip || r.Verdict == report.Error {
+		ee.Silent = false
+	}
+	return ee
+}
+
+// suiteDocument is a suite's result, or a merge of several.
+type suiteDocument struct{ s *report.SuiteResult }
+
+func (d suiteDocument) exitCode() int { return d.s.ExitCode() }
+
+// settle can make a suite say that a signal stopped it; a suite's verdict
+// is its checks', so any other disagreement leaves no document to write.
+func (d suiteDocument) settle(code int, why error) bool {
+	s := d.s
+	if verdictOf(code) == report.Interrupted && s.Interrupted == "" && s.Verdict() != report.Interrupted {
+		s.Interrupted = reasonOf(code, why)
+	}
+	s.ExitStatus = 0
+	if s.Verdict() != verdictOf(code) {
+		return false
+	}
+	if code != s.Verdict().ExitCode() {
+		s.ExitStatus = code
+	}
+	return true
+}
+
+func (d suiteDocument) render(w io.Writer, f report.Format, opts report.Options) error {
+	return report.RenderSuite(w, f, d.s, opts)
+}
+
+func (d suiteDocument) junit(w io.Writer) error { return report.WriteJUnit(w, d.s) }
+
+func (d suiteDocument) exitError() error {
+	if code := d.s.ExitCode(); code != ExitOK {
+		return &ExitError{Code: code, Err: fmt.Errorf("suite %s: %s", d.s.Suite, d.s.Summary()), Silent: true}
+	}
+	return nil
+}
 
 // CheckOutputFile checks, before any work is done, that path (the value of
 // flag, e.g. "--junit") can be written: its folder exists and takes new

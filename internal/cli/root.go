@@ -24,9 +24,13 @@ concurrent use from many threads. It runs on an NVIDIA GPU (CUDA driver API), an
 AMD GPU (HIP) or, where no GPU runtime loads, on a simulated device.
 
 Exit status: 0 every check passed; 1 a check failed; 2 usage or configuration
-error; 3 the tool itself failed; 4 skipped (the requested device or library is
-not there); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: what finished is
-reported, with the verdict INTERRUPTED.
+error; 3 the tool itself failed (standard output that could not be written
+included); 4 skipped (the requested device or library is not there); 130
+interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: what finished is reported, with
+the verdict INTERRUPTED; 131 quit by SIGQUIT (Ctrl-\), at once, with no result.
+
+Commands that print a result also write it to the files --junit,
+--export-markdown and --export-json name, before standard output.
 
 Flags may also come from MIOTOOL_* environment variables (MIOTOOL_FORMAT=json,
 MIOTOOL_RULES_DIALECT=hip) or from a YAML config file (--config, else
@@ -42,7 +46,7 @@ precedence after the command line.`,
   miotool rules --format markdown`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Name() == "help" {
 				return nil // help must work even with a broken config file
 			}
@@ -52,11 +56,14 @@ precedence after the command line.`,
 			if f.Global.Device < 0 {
 				return f.WithValueOrigins(UsageErrorf("--device %d: want a device ordinal, 0 or more", f.Global.Device))
 			}
-			return nil
+			return f.WithValueOrigins(f.checkFiles(cmd, args))
 		},
 	}
 	// --version, as well as the version command; both print the version.
+	// Defined here, since cobra's own would take -v, which is
+	// MIOpenDriver's horizontal stride.
 	cmd.Version = f.Build.Version
+	cmd.Flags().Bool("version", false, "print miotool's version, commit and Go version")
 	cmd.SetVersionTemplate(fmt.Sprintf("miotool %s (commit %s, %s %s)\n", f.Build.Version, commitText(f.Build), f.Build.GoVersion, f.Build.Platform))
 	cmd.SetHelpCommand(newHelpCmd())
 	cmd.CompletionOptions.DisableDefaultCmd = true
@@ -64,7 +71,7 @@ precedence after the command line.`,
 	cmd.DisableSuggestions = true
 	cmd.SuggestionsMinimumDistance = 2
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err, Hint: UsageHint(c)}
+		return &ExitError{Code: ExitUsage, Err: explainShortV(c, err), Hint: UsageHint(c)}
 	})
 
 	fl := cmd.PersistentFlags()
@@ -74,7 +81,9 @@ precedence after the command line.`,
 	fl.IntVar(&f.Global.Device, "device", 0, "device ordinal")
 	fl.Var(NewEnumValue(&f.Global.Format, report.Text, report.Formats...), "format", "output format: text, markdown or json")
 	fl.StringVar(&f.Global.ConfigFile, "config", "", "config file (default ./miotool.yaml, else <user config dir>/miotool/miotool.yaml)")
-	fl.BoolVarP(&f.Global.Verbose, "verbose", "v", false, "print what the tool decides (config file, backend) on stderr")
+	// No -v: on the commands that take a convolution problem -v is
+	// MIOpenDriver's horizontal stride, and a short flag has one meaning.
+	fl.BoolVar(&f.Global.Verbose, "verbose", false, "print what the tool decides (config file, backend) on stderr")
 	fl.BoolVar(&f.Global.NoProgress, "no-progress", false, "do not show progress on stderr")
 	return cmd
 }
@@ -104,6 +113,22 @@ func FinishTree(f *Factory, root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// explainShortV adds to pflag's error about -v what -v is: MIOpenDriver's
+// horizontal stride on the commands that take a convolution problem, and
+// on no other command; verbose output is --verbose. Users of older miotool
+// builds, where -v was --verbose, learn the new spelling from it.
+func explainShortV(c *cobra.Command, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "'v' in -") && !strings.Contains(msg, `"-v, --`) {
+		return err
+	}
+	if stride := c.Flags().ShorthandLookup("v"); stride != nil {
+		return fmt.Errorf("%w (on %s, -v is MIOpenDriver's horizontal stride --%s and takes a number; verbose output is --verbose)",
+			err, c.Name(), stride.Name)
+	}
+	return fmt.Errorf("%w (verbose output is --verbose; -v is MIOpenDriver's horizontal stride on the commands that take a convolution problem)", err)
 }
 
 // UsageHint is the line printed under a usage error.

@@ -11,13 +11,16 @@ import (
 // checklist's Command column leaves them out. The bool says whether the
 // flag takes a value.
 var outputFlags = map[string]bool{
-	"--format":      true,
-	"--junit":       true,
-	"--no-progress": false,
+	"--format":          true,
+	"--junit":           true,
+	"--export-markdown": true,
+	"--export-json":     true,
+	"--no-progress":     false,
 }
 
 // ChecklistCommand is command without its output flags (--format X,
-// --junit FILE, --no-progress, also in their --flag=value forms), for the
+// --junit FILE, --export-markdown FILE, --export-json FILE, --no-progress,
+// also in their --flag=value forms), for the
 // Command column of a Testing Checklist. A command that does not split as
 // a shell would split it is returned unchanged.
 func ChecklistCommand(command string) string {

@@ -265,11 +265,11 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Duration:      time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Notes:         j.Notes,
 	}
+	if j.ExitCode != j.Verdict.ExitCode() {
+		r.ExitStatus = j.ExitCode
+	}
 	if j.Started != nil {
 		r.Started = *j.Started
-	}
-	if j.Verdict == Interrupted && j.ExitCode > 128 && j.ExitCode != j.Verdict.ExitCode() {
-		r.Signal = j.ExitCode - 128
 	}
 	for _, jt := range j.Tables {
 		t := Table{Title: jt.Title, Columns: jt.Columns, FlagColumn: jt.FlagColumn}

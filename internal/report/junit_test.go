@@ -3,37 +3,18 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// junitSchema is Jenkins' JUnit schema (xunit-plugin's junit-10.xsd), kept
-// beside the repository.
-var junitSchema = filepath.Join("..", "..", "..", "shared", "reference", "junit", "junit-10.xsd")
+	"miotool/internal/testutil"
+)
 
 // validateJUnit checks doc against Jenkins' schema with xmllint; it skips,
 // naming what is missing, where xmllint or the schema is not there.
 func validateJUnit(t *testing.T, doc []byte) {
 	t.Helper()
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		t.Skip("xmllint is not installed (Debian: libxml2-utils)")
-	}
-	if _, err := os.Stat(junitSchema); err != nil {
-		t.Skipf("the JUnit schema %s is not there", junitSchema)
-	}
-	file := filepath.Join(t.TempDir(), "junit.xml")
-	if err := os.WriteFile(file, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(xmllint, "--noout", "--schema", junitSchema, file).CombinedOutput()
-	if err != nil {
-		t.Errorf("xmllint: the JUnit file does not validate against junit-10.xsd: %v\n%s\n%s", err, out, doc)
-	}
+	testutil.ValidateJUnit(t, doc)
 }
 
 // ciCounts is what a CI's JUnit reader shows: the counts each level

@@ -253,10 +253,6 @@ type Result struct {
 	Device        Device
 
 	Verdict Verdict
-	// Signal, when set, is the number of the signal that interrupted the
-	// run (15 for SIGTERM): the process then exits 128+Signal, which its
-	// document says too (ExitCode), where INTERRUPTED alone says 130.
-	Signal int
 	// Status, when set, is the checklist's status text in place of the
 	// verdict's word, e.g. which policies fail and which pass for a run
 	// that compares them; the command that made the result words it.
@@ -272,6 +268,21 @@ type Result struct {
 	Tables   []*Table
 	Notes    []string
 	Counters []Counter
+
+	// ExitStatus, when not zero, is the exit status of the process that
+	// wrote the result where its verdict's code does not say it: 143 for
+	// a run SIGTERM stopped (INTERRUPTED's code is 130), 2 for an ERROR
+	// that was a usage error. ExitCode gives it.
+	ExitStatus int
+}
+
+// ExitCode is the exit status the result stands for: ExitStatus when
+// set, else its verdict's code.
+func (r *Result) ExitCode() int {
+	if r.ExitStatus != 0 {
+		return r.ExitStatus
+	}
+	return r.Verdict.ExitCode()
 }
 
 // New starts a result for check, run by command, at start, with a new run
@@ -279,15 +290,6 @@ type Result struct {
 func New(check, command string, start time.Time) *Result {
 	return &Result{Schema: SchemaVersion, Check: check, Command: command, RunID: NewRunID(), Host: hostname(),
 		Verdict: Pass, Started: start}
-}
-
-// ExitCode is the exit status of the process that made r: its verdict's
-// (see Verdict.ExitCode), or 128+Signal for a run a signal interrupted.
-func (r *Result) ExitCode() int {
-	if r.Verdict == Interrupted && r.Signal > 0 {
-		return 128 + r.Signal
-	}
-	return r.Verdict.ExitCode()
 }
 
 // AddTable appends a table and returns it for filling.

@@ -66,6 +66,10 @@ type SuiteResult struct {
 	// finished, e.g. "interrupted by SIGINT": its verdict is INTERRUPTED
 	// and the checks it never reached are not run.
 	Interrupted string
+	// ExitStatus, when not zero, is the exit status of the process that
+	// wrote the result where its verdict's code does not say it: 143 for
+	// a suite SIGTERM stopped. ExitCode gives it.
+	ExitStatus int
 }
 
 // SuiteRunRef names one suite run inside a merged result, with the
@@ -442,8 +446,13 @@ func (s *SuiteResult) Verdict() Verdict {
 
 // ExitCode is the suite's exit status: 0 when every check met its
 // expectation, 1 when one did not, 4 when no check ran, 130 when it was
-// interrupted.
-func (s *SuiteResult) ExitCode() int { return s.Verdict().ExitCode() }
+// interrupted (ExitStatus, when set, in place of these: 143 for SIGTERM).
+func (s *SuiteResult) ExitCode() int {
+	if s.ExitStatus != 0 {
+		return s.ExitStatus
+	}
+	return s.Verdict().ExitCode()
+}
 
 // Summary is one line on the outcome. For an interrupted suite it says how
 // many checks finished, how many the interruption stopped and how many

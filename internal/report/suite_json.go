@@ -309,7 +309,7 @@ func SuiteFromResult(r *Result) *SuiteResult {
 	if r.Host != "" {
 		s.Hosts = []string{r.Host}
 	}
-	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.Verdict.ExitCode(),
+	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.ExitCode(),
 		Status: r.Status, Summary: r.Summary, Cases: r.Cases, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
 	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
 	return s

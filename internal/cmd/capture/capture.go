@@ -300,9 +300,6 @@ func Stopped(ctx context.Context, err error, planned int) (*Interruption, error)
 // RenderStopped writes r; a run an interruption stopped then ends with
 // the signal's status.
 func RenderStopped(s *cli.Scenario, r *report.Result, stop *Interruption) error {
-	if stop != nil {
-		r.Signal = cli.SignalNumber(s.Context)
-	}
 	err := cli.RenderResult(s.IO, s.Global.Format, r)
 	if stop == nil {
 		return err

@@ -131,28 +131,26 @@ func TestFindInterrupted(t *testing.T) {
 	}
 }
 
-// The verdict comes before the teardown that waits for the abandoned
-// naive evaluation (text), and a signal during that wait ends the run
-// within 2 s: the text verdict stands and the teardown says it was
-// interrupted; one JSON document says INTERRUPTED with the find's verdict
-// in its summary and the process's exit code.
+// The verdict is said before the teardown that waits for the abandoned
+// naive evaluation (on stderr, text), and a signal during that wait ends
+// the run within 2 s: the result says INTERRUPTED, with the find's own
+// verdict in its summary, and (JSON) the process's exit code.
 func TestFindVerdictBeforeTeardown(t *testing.T) {
 	bin := cmdtest.BuildMiotool(t)
 	// Naive runs for seconds here; its deadline is 10% of the tiled time.
 	problem := []string{"-n", "16", "-c", "64", "-H", "56", "-W", "56", "-k", "64", "--samples", "1"}
 	for _, tt := range []struct {
-		format string
-		sig    syscall.Signal
-	}{{"text", syscall.SIGINT}, {"json", syscall.SIGTERM}} {
+		format, waitFor string
+		sig             syscall.Signal
+	}{
+		{"text", "miotool: find: PASS - chose ConvImplicitGemmTiledFwd", syscall.SIGINT},
+		{"json", "miotool: ConvDirectNaiveConvFwd: exceeded 10% of the best time", syscall.SIGTERM},
+	} {
 		t.Run(tt.format, func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, simDBName())
 			env := u.Env("MIOPEN_USER_DB_PATH=" + t.TempDir())
 			p := cmdtest.Start(t, bin, u.Dir, env, append([]string{"find", "--backend", "sim", "--no-progress", "--verbose", "--format", tt.format}, problem...)...)
-			if tt.format == "text" {
-				p.WaitStdout(t, "find: PASS - chose ", time.Minute)
-			} else {
-				p.WaitLine(t, "miotool: ConvDirectNaiveConvFwd: exceeded 10% of the best time", time.Minute)
-			}
+			p.WaitLine(t, tt.waitFor, time.Minute)
 			p.Signal(t, tt.sig)
 			code, after := p.Wait(t, time.Minute)
 			want := 128 + int(tt.sig)
@@ -160,15 +158,19 @@ func TestFindVerdictBeforeTeardown(t *testing.T) {
 				t.Errorf("exit %d %s after the signal, want %d within 2s\nstderr:\n%s", code, after.Round(time.Millisecond), want, p.Stderr())
 			}
 			out := p.Stdout()
+			during := "interrupted by " + sigName(tt.sig) + " during the teardown that waits for the abandoned naive evaluation; find had finished: PASS, chose "
 			if tt.format == "text" {
-				if !strings.Contains(out, "\nteardown interrupted by SIGINT after ") || strings.Contains(out, "teardown took") {
-					t.Errorf("stdout does not end with the interrupted teardown:\n%s", out)
+				if !strings.HasPrefix(out, "find: INTERRUPTED - "+during) {
+					t.Errorf("stdout:\n%s", out)
 				}
 				return
 			}
 			r := cmdtest.ParseResult(t, out)
-			if r.Verdict != "INTERRUPTED" || r.ExitCode != code || !strings.Contains(r.Summary, "interrupted by SIGTERM") {
+			if r.Verdict != "INTERRUPTED" || r.ExitCode != code || !strings.HasPrefix(r.Summary, during) {
 				t.Errorf("verdict %s exit_code %d (process %d) summary %q", r.Verdict, r.ExitCode, code, r.Summary)
+			}
+			if strings.Contains(p.Stderr(), "miotool: find: PASS") {
+				t.Errorf("a JSON run said its verdict on stderr:\n%s", p.Stderr())
 			}
 		})
 	}
@@ -178,24 +180,25 @@ func sigName(sig syscall.Signal) string {
 	return map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[sig]
 }
 
-// Without a signal the text verdict is followed by the teardown's
-// figures, and the db gets its record.
+// Without a signal the verdict said on stderr is followed by the result
+// with the teardown's figures, and the db gets its record.
 func TestFindTeardownFiguresFollowTheVerdict(t *testing.T) {
 	bin := cmdtest.BuildMiotool(t)
 	u := cmdtest.NewUserFiles(t, simDBName())
 	db := t.TempDir()
 	code, out, stderr := cmdtest.Run(t, bin, u.Dir, u.Env("MIOPEN_USER_DB_PATH="+db),
-		"find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1", "--require-abandoned")
+		"find", "--backend", "sim", "--no-progress", "-n", "8", "-c", "64", "-H", "56", "-W", "56", "-k", "64", "--samples", "1", "--require-abandoned")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	verdict := strings.Index(out, "find: PASS - ")
-	teardown := strings.Index(out, "\nteardown took ")
-	if verdict != 0 || teardown < 0 || !strings.Contains(out[teardown:], "stream tracker after teardown: ") {
-		t.Errorf("want the verdict first and the teardown's figures after it:\n%s", out)
+	if !strings.HasPrefix(stderr, "miotool: find: PASS - chose ConvImplicitGemmTiledFwd") || !strings.Contains(stderr, "; the result follows the teardown, which waits for the abandoned naive evaluation\n") {
+		t.Errorf("the verdict was not said before the teardown:\n%s", stderr)
 	}
-	if !strings.Contains(out, fmt.Sprintf("find-db record written to %s", db)) {
-		t.Errorf("no record written:\n%s", out)
+	for _, want := range []string{"find: PASS - ", "counter                   after find  after teardown", "teardown (waits for abandoned evaluations) took ",
+		"the abandoned naive evaluation ran on for ", fmt.Sprintf("find-db record written to %s", db)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the result lacks %q:\n%s", want, out)
+		}
 	}
 }
 

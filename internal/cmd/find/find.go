@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,10 +79,11 @@ fields they name, and the rest come from --problem's problem or that default.
 A problem whose find needs more device memory than the device has is refused
 before anything is allocated (exit 2).
 
-The verdict is printed as soon as find has it; the handle's teardown follows
-and waits, as MIOpen's handle destructor does, for an abandoned naive
-evaluation to run out (shown as progress on a terminal), and its figures come
-after the verdict (with --format json or markdown, one document at the end).
+The verdict is said on stderr as soon as find has it; the handle's teardown
+follows and waits, as MIOpen's handle destructor does, for an abandoned naive
+evaluation to run out (shown as progress on a terminal), and the result, with
+the teardown's figures, comes on stdout when it is done (with --format json,
+the document alone).
 
 PASS when find stayed within its bound and the chosen solver (and every other
 timed one) verified. With --require-abandoned the naive evaluation must also
@@ -239,10 +239,10 @@ func (o *FindOptions) Run() error {
 		})
 		return renderErr
 	}
-	if o.Global.Format == report.Text {
-		return o.verdictThenTeardown(r, in, found, dev, &deviceOpen)
-	}
 	out := found.Outcome // before the teardown, which may go on after an interruption
+	if out.AfterFind.Draining > 0 && o.Global.Format != report.JSON {
+		o.sayVerdict(r, in, out)
+	}
 	terr, finished := o.tearDown(found, dev, &deviceOpen)
 	if finished {
 		out = found.Outcome
@@ -251,9 +251,6 @@ func (o *FindOptions) Run() error {
 	}
 	in.out = &out
 	fill(r, in, o.Now())
-	if !finished {
-		r.Signal = cli.SignalNumber(o.Context)
-	}
 	renderErr := cli.RenderResult(o.IO, o.Global.Format, r)
 	switch {
 	case terr != nil:
@@ -264,33 +261,18 @@ func (o *FindOptions) Run() error {
 	return renderErr
 }
 
-// verdictThenTeardown writes the result before the teardown, then the
-// teardown's figures. A teardown that fails is the tool's failure, said
-// after the verdict.
-func (o *FindOptions) verdictThenTeardown(r *report.Result, in fillInput, found *findscen.Found, dev hip.Device, deviceOpen *bool) error {
-	out := found.Outcome
+// sayVerdict writes the find's verdict on stderr as soon as it is known,
+// when the teardown has an abandoned naive evaluation to wait for: the
+// result, with the teardown's figures, follows on stdout once the
+// teardown is done (the process writes its result when the command
+// ends, so that the result says the exit status it ends with). A JSON
+// reader reads the document alone.
+func (o *FindOptions) sayVerdict(r *report.Result, in fillInput, out findscen.Outcome) {
+	early := report.New(r.Check, r.Command, r.Started)
 	in.out = &out
-	fill(r, in, o.Now())
-	verdictErr := cli.RenderResult(o.IO, o.Global.Format, r)
-	terr, finished := o.tearDown(found, dev, deviceOpen)
-	var lines []string
-	if finished {
-		out = found.Outcome
-		lines = teardownLines(&out)
-	} else {
-		lines = []string{fmt.Sprintf("teardown %s after %s: the abandoned naive evaluation is left to the process's exit",
-			cli.InterruptedReason(o.Context), o.Now().Sub(r.Started.Add(r.Duration)).Round(time.Millisecond))}
-	}
-	if _, werr := fmt.Fprintln(o.IO.Out, strings.Join(lines, "\n")); werr != nil && terr == nil {
-		terr = &cli.ExitError{Code: cli.ExitToolFailure, Err: fmt.Errorf("writing the result: %w", werr)}
-	}
-	switch {
-	case terr != nil:
-		return terr
-	case !finished:
-		return cli.Interrupted(o.Context)
-	}
-	return verdictErr
+	fill(early, in, o.Now())
+	o.stderrLine(nil, fmt.Sprintf("miotool: find: %s - %s; the result follows the teardown, which waits for the abandoned naive evaluation",
+		early.Verdict, early.Summary))
 }
 
 // tearDown runs the find's teardown and then closes dev, the teardown's
@@ -319,7 +301,6 @@ func (o *FindOptions) tearDown(found *findscen.Found, dev hip.Device, deviceOpen
 // renderInterrupted writes an interrupted result and ends with the
 // signal's status.
 func (o *FindOptions) renderInterrupted(r *report.Result) error {
-	r.Signal = cli.SignalNumber(o.Context)
 	if err := cli.RenderResult(o.IO, o.Global.Format, r); err != nil {
 		var ee *cli.ExitError
 		if !errors.As(err, &ee) || ee.Code == cli.ExitToolFailure {

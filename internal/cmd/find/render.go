@@ -103,20 +103,6 @@ func fill(r *report.Result, in fillInput, end time.Time) {
 	}
 }
 
-// teardownLines are the teardown's figures, written after a verdict that
-// was printed before the teardown ran.
-func teardownLines(out *findscen.Outcome) []string {
-	a, b := out.AfterFind, out.AfterTeardown
-	first := fmt.Sprintf("teardown took %s", out.Teardown.Round(time.Millisecond))
-	if out.Result.NaiveAbandoned && b.LastAbandonedFor > 0 {
-		first += fmt.Sprintf(": it waited for the abandoned naive evaluation, which ran on for %s after find moved on (until its stream was reclaimed)",
-			b.LastAbandonedFor.Round(time.Millisecond))
-	}
-	return []string{first, fmt.Sprintf("stream tracker after teardown: reclaimed by callback %d (after find %d), by backstop %d (%d), scratch bytes pinned now %d (%d), worker wake-ups %d (%d)",
-		b.ReclaimedByCallback, a.ReclaimedByCallback, b.ReclaimedByBackstop, a.ReclaimedByBackstop,
-		b.ScratchBytesPinned, a.ScratchBytesPinned, b.WorkerWakeups, a.WorkerWakeups)}
-}
-
 // verdict finishes r: INTERRUPTED when the find was stopped; ERROR when
 // --require-abandoned was given and naive was not abandoned (the bound
 // was not tested); PASS only when a solver was chosen, find stayed within

@@ -14,7 +14,6 @@ type ReportMergeOptions struct {
 	IO     *cli.IOStreams
 	Global cli.GlobalOptions
 	Files  []string
-	JUnit  string
 }
 
 func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *cobra.Command {
@@ -53,8 +52,7 @@ result), which would count its runs twice.`,
 			return opts.Run()
 		},
 	}
-	cmd.Flags().StringVar(&opts.JUnit, "junit", "", "also write the merged result as JUnit XML to this file")
-	_ = cmd.MarkFlagFilename("junit", "xml")
+	cli.MarkInputArgs(cmd)
 	return cmd
 }
 
@@ -66,11 +64,6 @@ func (o *ReportMergeOptions) Complete(f *cli.Factory, files []string) {
 
 // Run merges the files and writes the result.
 func (o *ReportMergeOptions) Run() error {
-	if o.JUnit != "" {
-		if err := cli.CheckOutputFile("--junit", o.JUnit); err != nil {
-			return err
-		}
-	}
 	results := make([]*report.SuiteResult, 0, len(o.Files))
 	for _, path := range o.Files {
 		data, err := os.Open(path)
@@ -88,8 +81,5 @@ func (o *ReportMergeOptions) Run() error {
 	if err != nil {
 		return cli.UsageErrorf("merge: %v", err)
 	}
-	if err := writeSuite(o.IO, o.Global.Format, o.JUnit, merged); err != nil {
-		return err
-	}
-	return suiteExit(merged)
+	return cli.RenderSuite(o.IO, o.Global.Format, merged)
 }

@@ -38,7 +38,6 @@ type ReportOptions struct {
 	Seed    uint64
 	CPULoad int
 	Env     []string
-	JUnit   string
 	Timeout time.Duration
 	Host    string
 
@@ -68,7 +67,8 @@ check's own, e.g. "Fails with --reclaim=lazy, passes with --reclaim=worker";
 a count in brackets is the sub-tests of one run ("(24/24)"), repetitions are
 counted in runs (", 20/20 runs"). --format json writes the miotool/suite/v3
 document that "report merge" reads; --junit FILE also writes JUnit XML for CI
-systems.
+systems, --export-markdown FILE and --export-json FILE the Markdown and the
+JSON, beside the --format view on standard output.
 
 --repeat runs every check N times; --shuffle runs each pass in a random order
 drawn from --seed (0, the default, draws a seed, which the result records);
@@ -79,7 +79,8 @@ environment (KEY=VALUE,KEY2=VALUE2 sets several).
 choose its own.
 
 Exit status: 0 when every check gave its expected verdict, 1 when one did not,
-2 for a bad suite file or flag (--junit is checked before the suite runs), 4
+2 for a bad suite file or flag (the output files are checked before the suite
+runs: each can be written, none is the suite or config file), 4
 when no check ran (every one skipped, or the suite has none): nothing passed.
 
 Suite file (YAML):
@@ -133,11 +134,10 @@ Suite file (YAML):
 	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of --shuffle's order; 0 draws one, which the result records")
 	fl.IntVar(&opts.CPULoad, "cpu-load", 0, "keep N busy CPU workers running beside the checks (at most 4 per core)")
 	fl.StringArrayVar(&opts.Env, "env", nil, "run the suite again with KEY=VALUE set (repeatable; KEY=VALUE,KEY2=VALUE2 sets several)")
-	fl.StringVar(&opts.JUnit, "junit", "", "also write the result as JUnit XML to this file")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "bound on each run of a check, in place of the suite file's (default: the file's, else 10m)")
 	fl.StringVar(&opts.Host, "host", "", "host name recorded in the result (default: this machine's)")
 	_ = cmd.MarkFlagFilename("suite", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("junit", "xml")
+	cli.MarkInputFile(cmd, "suite")
 	cmd.AddCommand(newCmdReportMerge(f, nil))
 	return cmd
 }
@@ -161,8 +161,9 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Validate checks, before the suite runs, that the suite file is named, the
-// counts and durations, and that the --junit file can be written.
+// Validate checks, before the suite runs, that the suite file is named, and
+// the counts and durations. The files the output flags name were checked
+// before (they can be written, none is the suite file).
 func (o *ReportOptions) Validate() error {
 	switch {
 	case o.SuiteFile == "":
@@ -180,9 +181,6 @@ func (o *ReportOptions) Validate() error {
 		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
 	case o.Seed != 0 && !o.Shuffle:
 		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
-	}
-	if o.JUnit != "" {
-		return cli.CheckOutputFile("--junit", o.JUnit)
 	}
 	return nil
 }
@@ -240,9 +238,7 @@ func (o *ReportOptions) Run() error {
 	if res == nil {
 		return runErr
 	}
-	if err := writeSuite(o.IO, o.Global.Format, o.JUnit, res); err != nil {
-		return err
-	}
+	rendered := cli.RenderSuite(o.IO, o.Global.Format, res)
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
 			// The result says INTERRUPTED and holds the runs made before.
@@ -250,37 +246,5 @@ func (o *ReportOptions) Run() error {
 		}
 		return fmt.Errorf("suite %s: %w", file.Name, runErr)
 	}
-	return suiteExit(res)
-}
-
-// writeSuite prints res in format and, when junit is set, writes the JUnit
-// file.
-func writeSuite(ios *cli.IOStreams, format report.Format, junit string, res *report.SuiteResult) error {
-	if err := report.RenderSuite(ios.Out, format, res, report.Options{TTY: ios.IsStdoutTTY(), Color: ios.ColorEnabled()}); err != nil {
-		return fmt.Errorf("writing the result: %w", err)
-	}
-	if junit == "" {
-		return nil
-	}
-	out, err := os.Create(junit)
-	if err != nil {
-		return fmt.Errorf("--junit: %w", err)
-	}
-	if err := report.WriteJUnit(out, res); err != nil {
-		out.Close()
-		return fmt.Errorf("--junit %s: %w", junit, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("--junit %s: %w", junit, err)
-	}
-	return nil
-}
-
-// suiteExit is nil when every check met its expectation, else exit 1 (the
-// table already says which did not).
-func suiteExit(res *report.SuiteResult) error {
-	if code := res.ExitCode(); code != cli.ExitOK {
-		return &cli.ExitError{Code: code, Err: fmt.Errorf("suite %s: %s", res.Suite, res.Summary()), Silent: true}
-	}
-	return nil
+	return rendered
 }

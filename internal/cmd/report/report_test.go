@@ -23,7 +23,7 @@ var tree = withRun(nil)
 
 // withRun is a command tree whose report command hands its options to runF.
 func withRun(runF func(*ReportOptions) error) func(*cli.Factory) *cobra.Command {
-	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdReport(f, runF) })
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return cli.AddOutputFlags(f, NewCmdReport(f, runF)) })
 }
 
 // withBinary points the report at bin and gives its checks an environment
@@ -222,7 +222,7 @@ func TestReportFlagsReachTheOptions(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
 	if got.SuiteFile != "s.yaml" || got.Repeat != 20 || !got.Shuffle || got.Seed != 7 || got.CPULoad != 2 ||
-		got.JUnit != junit || got.Timeout != 90*time.Second || got.Host != "node7" {
+		got.IO.ResultFiles().JUnit != junit || got.Timeout != 90*time.Second || got.Host != "node7" {
 		t.Errorf("options %+v", got)
 	}
 	var labels []string
@@ -252,7 +252,7 @@ func TestReportJSONReadsBack(t *testing.T) {
 	s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass,
 		Runs: []report.SuiteRun{{Host: "h", Iteration: 1, Order: 1, Verdict: report.Pass}}}}
 	ios, _, out, _ := cli.Test()
-	if err := writeSuite(ios, report.JSON, "", s); err != nil {
+	if err := cli.RenderSuite(ios, report.JSON, s); err != nil {
 		t.Fatal(err)
 	}
 	back, err := report.ReadSuiteJSON(out)
@@ -290,7 +290,7 @@ func TestReportRefusesBeforeTheSuiteRuns(t *testing.T) {
 			code := cli.Main(h.F, append([]string{"report", "--suite", "s.yaml"}, tc.args...), func(f *cli.Factory) *cobra.Command {
 				root := cli.NewRootCmd(f)
 				report := NewCmdReport(f, func(*ReportOptions) error { ran = true; return nil })
-				root.AddCommand(report)
+				root.AddCommand(cli.AddOutputFlags(f, report))
 				return root
 			})
 			if code != 2 || ran {

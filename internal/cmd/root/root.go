@@ -25,18 +25,21 @@ func New(f *cli.Factory) *cobra.Command {
 }
 
 // commands are the commands below the root, in the order help lists them
-// (cobra sorts them by name): one line per command.
+// (cobra sorts them by name): one line per command. Those that render a
+// result get the output flags (--junit, --export-markdown, --export-json)
+// from results.
 func commands(f *cli.Factory) []*cobra.Command {
+	results := func(cmd *cobra.Command) *cobra.Command { return cli.AddOutputFlags(f, cmd) }
 	return []*cobra.Command{
 		version.NewCmdVersion(f, nil),
-		doctor.NewCmdDoctor(f, nil),
-		rules.NewCmdRules(f, nil),
-		find.NewCmdFind(f, nil),
-		capture.NewCmdCapture(f, nil),
-		replay.NewCmdReplay(f, nil),
-		stress.NewCmdStress(f, nil),
-		heuristic.NewCmdHeuristic(f, nil),
-		report.NewCmdReport(f, nil),
+		results(doctor.NewCmdDoctor(f, nil)),
+		results(rules.NewCmdRules(f, nil)),
+		results(find.NewCmdFind(f, nil)),
+		results(capture.NewCmdCapture(f, nil)),
+		results(replay.NewCmdReplay(f, nil)),
+		results(stress.NewCmdStress(f, nil)),
+		results(heuristic.NewCmdHeuristic(f, nil)),
+		results(report.NewCmdReport(f, nil)),
 		completion.NewCmdCompletion(f),
 		genman.NewCmdGenMan(f),
 	}
