@@ -231,7 +231,7 @@ sim_cost() {
 		echo "_$(date -u +%Y-%m-%dT%H:%M:%SZ), ${cpu:-unknown CPU}, $("${pin[@]}" nproc) of $(nproc) cores, ${SIM_ROUNDS:-5} rounds_"
 		echo
 		echo "Each round: the copy bandwidth (every core of the set copying at once), then one fresh"
-		echo "\`miotool --backend sim stress-threads --child\` (2 threads x 1000 iterations x 3 trials) of"
+		echo "\`miotool --backend sim stress-threads\` of one run (2 threads x 1000 iterations x 3 trials) of"
 		echo "each binary. The last column, CPU-s times one core's copy GB/s, compares machines."
 		echo
 		cat "$dir/sim-cost/measure.txt"

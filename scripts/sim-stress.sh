@@ -63,12 +63,15 @@ bandwidth() {
 		awk '/^BenchmarkCopyBandwidth/ { for (i = 1; i < NF; i++) { if ($(i+1) == "GB/s") t = $i; if ($(i+1) == "GB/s-per-core") c = $i }; print t, c }'
 }
 
-# runcpu BIN: the CPU seconds (user + system) of one fresh run process, as
-# a run of stress-threads starts it (--child, the defaults), or "failed".
+# runcpu BIN: the CPU seconds (user + system) of one stress-threads command
+# of one run (the defaults): its fresh run process and the parent that only
+# starts it and reads its lines (some tens of ms of the total), or "failed".
+# The run process is not started alone: stress-threads' child mode is its
+# own hand-off to the runs it starts, not a flag.
 runcpu() {
 	local out rc
 	TIMEFORMAT='%U %S'
-	out=$({ time "$1" --backend sim --no-progress stress-threads --child --threads 2 --iters 1000 --trials 3 \
+	out=$({ time "$1" --backend sim --no-progress stress-threads --runs 1 --threads 2 --iters 1000 --trials 3 \
 		--cache locked >/dev/null 2>&1; } 2>&1)
 	rc=$?
 	if [ $rc -ne 0 ]; then
@@ -168,7 +171,7 @@ cost() {
 	fi
 	{
 		echo
-		echo "CPU seconds (user + system) of one fresh run process (stress-threads --child with the defaults), 5 runs:"
+		echo "CPU seconds (user + system) of one stress-threads command of one run (the defaults; its run process and the parent), 5 runs:"
 		local i
 		for i in 1 2 3 4 5; do
 			echo "  $(runcpu "$bin")"
@@ -224,7 +227,7 @@ assemble() {
 			echo
 			echo "\`scripts/sim-stress.sh compare\` (or \`measure\`): in each round, the copy bandwidth"
 			echo "(internal/bench's BenchmarkCopyBandwidth, every core copying at once), then one fresh"
-			echo "run process of each binary (\`stress-threads --child\` with the PyTorch test's defaults:"
+			echo "stress-threads command of one run of each binary (its run process and the parent; the PyTorch test's defaults:"
 			echo "2 threads x 1000 iterations x 3 trials on 2048x2048), the binaries' order turning about"
 			echo "each round. The last column is the CPU time times one core's copy bandwidth: the GB one"
 			echo "core copies in the CPU time of one run, for comparing machines whose memory differs."

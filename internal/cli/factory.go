@@ -45,7 +45,7 @@ type Factory struct {
 	// OpenDevice selects and opens a backend (hip.Select).
 	OpenDevice func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)
 	// Backends lists the linked-in backends (hip.Backends).
-	Backends func() []hip.Backend
+	Backends func() []hip.Registration
 	// LookupEnv reads the environment: the runtime variables
 	// (GPU_MAX_HW_QUEUES, MIOPEN_*), MIOTOOL_CONFIG and the MIOTOOL_* flag
 	// values.

@@ -43,7 +43,7 @@ precedence after the command line.`,
   miotool rules --expect configs/rules/h200-cuda.yaml
 
   # A PR testing table
-  miotool rules --format markdown`,
+  miotool capture --mode=all --reclaim=all --format markdown`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

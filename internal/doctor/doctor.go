@@ -25,7 +25,7 @@ type Input struct {
 	Dialect hip.Dialect // the simulator's rule table
 	// Open selects and opens a backend (hip.Select).
 	Open        func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)
-	Backends    func() []hip.Backend
+	Backends    func() []hip.Registration
 	Env         runenv.Env
 	ConfigUsed  string // "" when no config file was read
 	CommandLine string
@@ -184,12 +184,17 @@ func Diagnose(in Input) *report.Result {
 	}
 
 	vars := r.AddTable("Runtime variables", "variable", "value", "source", "note")
+	dbErr := in.Env.UserDBErr()
 	for _, s := range in.Env.Settings {
 		source := string(s.Source)
 		if s.Raw != "" && s.Source == runenv.FromDefault {
 			source = fmt.Sprintf("default (env %q ignored)", s.Raw)
 		}
-		vars.AddRow(s.Name, s.Value, source, s.Note)
+		note := s.Note
+		if s.Name == runenv.EnvUserDBPath && dbErr != nil {
+			note = "error: " + dbErr.Error() + ": find refuses it"
+		}
+		vars.AddRow(s.Name, s.Value, source, note)
 	}
 
 	conf := r.AddTable("Configuration", "item", "value")
@@ -219,16 +224,16 @@ func notUsedReason(requested string, sel hip.Selection, w Words) string {
 	return "auto chose " + sel.Chosen
 }
 
-func kind(b hip.Backend) string {
+func kind(b hip.Registration) string {
 	if b.GPU {
 		return "GPU"
 	}
 	return "simulator"
 }
 
-func kindOf(list func() []hip.Backend, name string) string {
+func kindOf(list func() []hip.Registration, name string) string {
 	bs := list()
-	if i := slices.IndexFunc(bs, func(b hip.Backend) bool { return b.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(bs, func(b hip.Registration) bool { return b.Name == name }); i >= 0 {
 		return kind(bs[i])
 	}
 	return "-"

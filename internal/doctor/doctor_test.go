@@ -30,7 +30,7 @@ func (d stubDevice) Close() error             { *d.closed++; return nil }
 
 // stubBackends: a GPU backend whose library is missing, a second GPU
 // backend that works, and the simulator.
-func stubBackends(closed *int) []hip.Backend {
+func stubBackends(closed *int) []hip.Registration {
 	missing := &hip.UnavailableError{Backend: "cuda", Reason: "libcuda.so.1 not found", Libraries: []hip.Library{{
 		Name:  "libcuda",
 		Tried: []hip.PathAttempt{{Path: "libcuda.so.1", Err: "cannot open shared object file"}, {Path: "/usr/lib/wsl/lib/libcuda.so.1", Err: "not found"}},
@@ -38,7 +38,7 @@ func stubBackends(closed *int) []hip.Backend {
 	gpu := stubDevice{closed: closed, props: hip.Props{Backend: "hip", Name: "AMD Instinct MI300X", Arch: "gfx942", ComputeUnits: 304, WarpSize: 64, ClockKHz: 2100000, TotalMemory: 192 << 30, RuntimeVersion: "7.2", DriverVersion: "6.10"},
 		libs: []hip.Library{{Name: "libamdhip64", Loaded: "/opt/rocm/lib/libamdhip64.so.7", Version: "7.2", Tried: []hip.PathAttempt{{Path: "/opt/rocm/lib/libamdhip64.so.7"}}}}}
 	sim := stubDevice{closed: closed, props: hip.Props{Backend: "sim", Name: "miotool simulated device (cuda rules)", Arch: "sim", ComputeUnits: 2}}
-	return []hip.Backend{
+	return []hip.Registration{
 		{Name: "cuda", GPU: true, Order: 20, Open: func(hip.OpenOptions) (hip.Device, error) { return nil, missing }},
 		{Name: "hip", GPU: true, Order: 30, Open: func(hip.OpenOptions) (hip.Device, error) { return gpu, nil }},
 		{Name: "sim", Order: 100, Open: func(hip.OpenOptions) (hip.Device, error) { return sim, nil }},
@@ -46,7 +46,7 @@ func stubBackends(closed *int) []hip.Backend {
 }
 
 // stubSelect follows hip.Select's contract over the stub backends.
-func stubSelect(backends []hip.Backend) func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
+func stubSelect(backends []hip.Registration) func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
 	return func(name string, opts hip.OpenOptions) (hip.Device, hip.Selection, error) {
 		sel := hip.Selection{Requested: name}
 		for _, b := range backends {
@@ -80,7 +80,7 @@ func diagnose(t *testing.T, backend string, closed *int) *report.Result {
 		Words:       testWords,
 		Backend:     backend,
 		Open:        stubSelect(backends),
-		Backends:    func() []hip.Backend { return backends },
+		Backends:    func() []hip.Registration { return backends },
 		Env:         env,
 		ConfigUsed:  "/work/miotool.yaml",
 		CommandLine: "miotool doctor",
@@ -117,7 +117,7 @@ func TestDoctorReportsSelectionLibrariesDeviceAndEnvironment(t *testing.T) {
 			"cuda | libcuda | /usr/lib/wsl/lib/libcuda.so.1 | not found", "hip | libamdhip64 | /opt/rocm/lib/libamdhip64.so.7 | loaded | 7.2"},
 		"Device": {"name | AMD Instinct MI300X", "arch | gfx942", "compute units | 304", "runtime version | 7.2", "driver version | 6.10", "memory | 192.0 GiB"},
 		"Runtime variables": {`GPU_MAX_HW_QUEUES | 4 | default (env "0" ignored) | warning: GPU_MAX_HW_QUEUES=0 is not positive`,
-			"MIOPEN_NAIVE_TIMEOUT | 300 | default", "MIOPEN_USER_DB_PATH | /home/u/.config/miotool/db | default", "MIOPEN_FIND_MODE | DYNAMIC_HYBRID (5) | default"},
+			"MIOPEN_NAIVE_TIMEOUT | 300 | default", "MIOPEN_USER_DB_PATH | /home/u/.config/miotool/db | default", "MIOPEN_FIND_MODE | NORMAL (1) | default"},
 		"Configuration": {"config file | /work/miotool.yaml", "miotool | 1.0.0 (commit abc)"},
 	}
 	for title, wants := range checks {

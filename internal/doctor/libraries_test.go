@@ -18,7 +18,7 @@ func diagnoseWithTargets(t *testing.T, targets func() []hip.Library) *report.Res
 		Words:           testWords,
 		Backend:         "auto",
 		Open:            stubSelect(backends),
-		Backends:        func() []hip.Backend { return backends },
+		Backends:        func() []hip.Registration { return backends },
 		Env:             runenv.Read(func(string) (string, bool) { return "", false }, func() (string, error) { return "/h", nil }),
 		CommandLine:     "miotool doctor",
 		Now:             func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) },

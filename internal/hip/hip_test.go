@@ -98,7 +98,7 @@ func isolateRegistry(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	isolateRegistry(t)
-	Register(Backend{Name: "test-gpu-missing", GPU: true, Order: -2, Open: func(OpenOptions) (Device, error) {
+	Register(Registration{Name: "test-gpu-missing", GPU: true, Order: -2, Open: func(OpenOptions) (Device, error) {
 		return nil, &UnavailableError{Backend: "test-gpu-missing", Reason: "libfoo.so.1 not found"}
 	}})
 	if _, _, err := Select("nope", OpenOptions{}); !errors.Is(err, ErrUnknownBackend) {
@@ -138,7 +138,7 @@ func TestCallName(t *testing.T) {
 
 func TestRegisterTwicePanics(t *testing.T) {
 	isolateRegistry(t)
-	b := Backend{Name: "test-twice", GPU: true, Open: func(OpenOptions) (Device, error) { return nil, errors.New("unused") }}
+	b := Registration{Name: "test-twice", GPU: true, Open: func(OpenOptions) (Device, error) { return nil, errors.New("unused") }}
 	Register(b)
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "registered twice: test-twice") {
@@ -157,7 +157,7 @@ func TestIsolateRegistry(t *testing.T) {
 		if n := len(Backends()); n != 0 {
 			t.Fatalf("an isolated registry holds %d backends", n)
 		}
-		Register(Backend{Name: "test-inner", Open: func(OpenOptions) (Device, error) { return nil, errors.New("unused") }})
+		Register(Registration{Name: "test-inner", Open: func(OpenOptions) (Device, error) { return nil, errors.New("unused") }})
 	})
 	if got := backendNames(); len(got) != before || slices.Contains(got, "test-inner") {
 		t.Fatalf("after the test the registry holds %q, want the %d from before", got, before)

@@ -57,9 +57,10 @@ type OpenOptions struct {
 	HWQueues int
 }
 
-// Backend is one registered runtime implementation.
-type Backend struct {
-	Name  string // "sim", "cuda", "hip"
+// Registration is one runtime backend as it registers itself: its name,
+// whether it is a GPU, its place in auto selection, and how to open it.
+type Registration struct {
+	Name  string // a BackendName: "sim", "cuda", "hip"
 	GPU   bool   // false only for the simulator
 	Order int    // auto tries lower numbers first
 	Open  func(OpenOptions) (Device, error)
@@ -67,11 +68,11 @@ type Backend struct {
 
 var (
 	regMu    sync.Mutex
-	registry = map[string]Backend{}
+	registry = map[string]Registration{}
 )
 
 // Register adds a backend; backends call it from init.
-func Register(b Backend) {
+func Register(b Registration) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	if _, dup := registry[b.Name]; dup {
@@ -81,10 +82,10 @@ func Register(b Backend) {
 }
 
 // Backends lists the registered backends in auto order.
-func Backends() []Backend {
+func Backends() []Registration {
 	regMu.Lock()
 	defer regMu.Unlock()
-	out := make([]Backend, 0, len(registry))
+	out := make([]Registration, 0, len(registry))
 	for _, b := range registry {
 		out = append(out, b)
 	}
@@ -141,7 +142,7 @@ func Select(name string, opts OpenOptions) (Device, Selection, error) {
 		sel.Chosen, sel.Reason = name, ReasonRequested
 		return d, sel, nil
 	}
-	var sim *Backend
+	var sim *Registration
 	for _, b := range Backends() {
 		if !b.GPU {
 			bb := b

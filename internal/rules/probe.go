@@ -74,12 +74,21 @@ type Measurement struct {
 	Props    hip.Props
 	Spin     time.Duration
 	Outcomes []Outcome
+	// Planned is how many cells the run was to measure.
+	Planned int
 }
 
 // Probe measures each cell on d, one after another. Each cell gets fresh
 // streams, events and buffers and is cleaned up fully before the next. An
 // error means the probe could not go on (the kernels did not load, a cell
 // hung, ctx ended); the cells measured so far are returned with it.
+//
+// A cell that hangs, or is in flight when ctx ends, is abandoned: Probe
+// returns at once, while that cell's calls may still run (a spin of up to
+// eight times Options.Spin, or a call that never returns), and leaves what
+// they hold to the device's close or the process's exit. Freeing the
+// probe's buffer would wait for them, as a runtime's free synchronizes the
+// device. An interruption so ends the probe within one check of ctx.
 func Probe(ctx context.Context, d hip.Device, opts Options) (*Measurement, error) {
 	if opts.Spin <= 0 {
 		opts.Spin = DefaultSpin(d.Props())
@@ -97,13 +106,18 @@ func Probe(ctx context.Context, d hip.Device, opts Options) (*Measurement, error
 	if cells == nil {
 		cells = Matrix()
 	}
-	m := &Measurement{Dialect: d.Dialect(), Props: d.Props(), Spin: opts.Spin}
+	m := &Measurement{Dialect: d.Dialect(), Props: d.Props(), Spin: opts.Spin, Planned: len(cells)}
 
 	p, err := newProber(d)
 	if err != nil {
 		return m, err
 	}
-	defer p.close()
+	abandoned := false
+	defer func() {
+		if !abandoned {
+			p.close()
+		}
+	}()
 
 	for i, key := range cells {
 		spin := opts.Spin
@@ -116,6 +130,7 @@ func Probe(ctx context.Context, d hip.Device, opts Options) (*Measurement, error
 			// scales with the spin, retries do not shorten it.
 			out, err = p.runCell(ctx, key, spin, opts.CellTimeout+8*(spin-opts.Spin))
 			if err != nil {
+				abandoned = true
 				return m, err
 			}
 			out.Attempts = attempt

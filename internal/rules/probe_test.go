@@ -117,7 +117,7 @@ func TestMismatchIsReportedNamingTheCell(t *testing.T) {
 	m := probe(t, f, rules.Options{Spin: time.Hour})
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	r := report.New("rules", "miotool rules --expect fake.yaml", start)
-	cmp := rules.Fill(r, m, nil, exp, start.Add(time.Second))
+	cmp := rules.Fill(r, m, nil, "", exp, start.Add(time.Second))
 
 	want := []string{"malloc/global/other/global", "malloc/thread-local/other/global", "malloc/relaxed/other/global"}
 	var got []string
@@ -130,7 +130,7 @@ func TestMismatchIsReportedNamingTheCell(t *testing.T) {
 	if r.Verdict != report.Fail || r.Verdict.ExitCode() != 1 {
 		t.Errorf("verdict %s, want FAIL", r.Verdict)
 	}
-	if !strings.Contains(r.Summary, "3 differ from fake.yaml: malloc/global/other/global") {
+	if !strings.Contains(r.Summary, "compared 243 of 243 with fake.yaml; 3 differ: malloc/global/other/global") {
 		t.Errorf("summary does not name the cells: %q", r.Summary)
 	}
 	var text bytes.Buffer
@@ -154,7 +154,7 @@ func TestMatchingRunPasses(t *testing.T) {
 	exp := expectationFromFake(t)
 	m := probe(t, newFake(), rules.Options{Spin: time.Hour})
 	r := report.New("rules", "miotool rules", time.Now())
-	rules.Fill(r, m, nil, exp, time.Now())
+	rules.Fill(r, m, nil, "", exp, time.Now())
 	if r.Verdict != report.Pass {
 		t.Fatalf("verdict %s: %s", r.Verdict, r.Summary)
 	}
@@ -174,7 +174,7 @@ func TestSetupFailureIsAnError(t *testing.T) {
 		}
 	}
 	r := report.New("rules", "miotool rules", time.Now())
-	rules.Fill(r, m, nil, nil, time.Now())
+	rules.Fill(r, m, nil, "", nil, time.Now())
 	if r.Verdict != report.Error || r.Verdict.ExitCode() != 3 {
 		t.Errorf("verdict %s, want ERROR", r.Verdict)
 	}
@@ -219,7 +219,7 @@ func TestLateCellsAreRetriedThenReported(t *testing.T) {
 		t.Errorf("malloc: late %v, %d attempts", o2.Late, o2.Attempts)
 	}
 	r := report.New("rules", "miotool rules", time.Now())
-	rules.Fill(r, m, nil, nil, time.Now())
+	rules.Fill(r, m, nil, "", nil, time.Now())
 	if r.Verdict != report.Error || !strings.Contains(r.Summary, "could not be timed") {
 		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
 	}

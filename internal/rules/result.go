@@ -18,12 +18,28 @@ const Legend = "A: the capturing stream; B: a non-blocking stream busy with a sp
 const maxListed = 3
 
 // Fill adds a probe run to r: the table of cells, notes, counters and the
-// verdict. probeErr is Probe's error. exp may be nil (nothing to compare).
-// The verdict is ERROR when the probe stopped, a set-up call failed or a
-// cell could not be timed; FAIL when a cell differs from exp; else PASS.
-func Fill(r *report.Result, m *Measurement, probeErr error, exp *Expectation, end time.Time) Comparison {
+// verdict. probeErr is Probe's error; interrupted, when set, is the
+// interruption that stopped it ("interrupted by SIGINT"). exp may be nil
+// (nothing to compare). The verdict:
+//   - INTERRUPTED when a signal stopped the probe: the cells measured so
+//     far are shown, and what they compared;
+//   - ERROR when the probe stopped, a set-up call failed or a cell could
+//     not be timed;
+//   - FAIL when a compared cell differs from exp;
+//   - PASS when every compared cell matches, for the cells compared only:
+//     the headline and the table's title say "compared C of N", and the
+//     status "Passed for the C of N cells compared" whenever exp covers
+//     fewer than the N measured; a full comparison counts its cells as
+//     sub-tests ("Passed (243/243)");
+//   - SKIP (exit 4) when nothing was compared, without --expect or with a
+//     file that covers none of the measured cells. A measurement is not a
+//     check: PASS would tell a CI that the rules were verified, FAIL that
+//     they were wrong, and neither happened. SKIP is what a CI shows as
+//     neither (JUnit <skipped>), and exit 4 stops "rules && ..." from
+//     reading it as verified; the cells are all there, and --write-expect
+//     still writes them.
+func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, exp *Expectation, end time.Time) Comparison {
 	d := m.Dialect
-	t := r.AddTable(fmt.Sprintf("Capture rules (%s)", d), "action", "capture mode", "acting thread", "action returns", "end-capture returns")
 	var cmp Comparison
 	differs := map[CellKey]Difference{}
 	if exp != nil {
@@ -31,7 +47,21 @@ func Fill(r *report.Result, m *Measurement, probeErr error, exp *Expectation, en
 		for _, x := range cmp.Differences {
 			differs[x.Key] = x
 		}
+	}
+	measured := len(m.Outcomes)
+	title := fmt.Sprintf("Capture rules (%s)", d)
+	if exp != nil {
+		title += fmt.Sprintf(": compared %d of %d cells measured with %s", cmp.Compared, measured, exp.Name)
+	} else {
+		title += fmt.Sprintf(": %d cells measured, none compared", measured)
+	}
+	t := r.AddTable(title, "action", "capture mode", "acting thread", "action returns", "end-capture returns")
+	if exp != nil {
 		t.FlagColumn = "compared with " + exp.Name
+	}
+	missing := map[CellKey]bool{}
+	for _, k := range cmp.Missing {
+		missing[k] = true
 	}
 
 	var setupErrs, late, refused, invalidated, retried int
@@ -57,6 +87,8 @@ func Fill(r *report.Result, m *Measurement, probeErr error, exp *Expectation, en
 			}
 			if x, ok := differs[k]; ok {
 				flag = fmt.Sprintf("differs: expected %s / %s", CodeText(x.Want.Returns, d), CodeText(x.Want.End, d))
+			} else if missing[k] {
+				flag = "not compared: no expectation"
 			}
 		}
 		if o.Attempts > 1 {
@@ -79,7 +111,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, exp *Expectation, en
 			r.Note("differs: %s", x.Describe(d))
 		}
 		if len(cmp.Missing) > 0 {
-			r.Note("%d measured cells have no expectation in %s, e.g. %s", len(cmp.Missing), exp.Name, cmp.Missing[0])
+			r.Note("%d measured cells have no expectation in %s and were not compared, e.g. %s", len(cmp.Missing), exp.Name, cmp.Missing[0])
 		}
 	}
 	for i, o := range m.Outcomes {
@@ -92,26 +124,46 @@ func Fill(r *report.Result, m *Measurement, probeErr error, exp *Expectation, en
 		r.Note("%d clean-up calls failed, e.g. %s", len(cleanup), strings.Join(shown, "; "))
 	}
 
-	r.Count("cells", int64(len(m.Outcomes)))
+	r.Count("cells", int64(measured))
 	r.Count("refused", int64(refused))
 	r.Count("capture not ended cleanly", int64(invalidated))
 	r.Count("set-up errors", int64(setupErrs))
 	r.Count("not timed", int64(late))
 	r.Count("retried", int64(retried))
+	r.Count("compared", int64(cmp.Compared))
 	if exp != nil {
-		r.Count("compared", int64(cmp.Compared))
 		r.Count("differences", int64(len(cmp.Differences)))
 		r.Count("no expectation", int64(len(cmp.Missing)))
 	}
 
-	measured := fmt.Sprintf("%d cells measured", len(m.Outcomes))
+	// compared says what the comparison covered, for every headline.
+	compared := fmt.Sprintf("%d cells measured, none compared", measured)
+	if exp != nil {
+		compared = fmt.Sprintf("%d cells measured; compared %d of %d with %s", measured, cmp.Compared, measured, exp.Name)
+	}
+	planned := m.Planned
+	if planned < measured {
+		planned = measured
+	}
 	switch {
+	case interrupted != "":
+		what := fmt.Sprintf("%s after %d of %d cells; none compared", interrupted, measured, planned)
+		if exp != nil {
+			what = fmt.Sprintf("%s after %d of %d cells; compared %d of the %d with %s", interrupted, measured, planned, cmp.Compared, measured, exp.Name)
+		}
+		if len(cmp.Differences) > 0 {
+			what += fmt.Sprintf(", %d differ so far", len(cmp.Differences))
+		} else if cmp.Compared > 0 {
+			what += ", all match so far"
+		}
+		r.Status = fmt.Sprintf("Interrupted after %d of %d cells", measured, planned)
+		r.Finish(report.Interrupted, what, end)
 	case probeErr != nil:
-		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", len(m.Outcomes), probeErr), end)
+		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
 	case setupErrs > 0:
-		r.Finish(report.Error, fmt.Sprintf("%s; set-up failed in %d: %s", measured, setupErrs, firstKeys(m, func(o Outcome) bool { return o.SetupErr != nil })), end)
+		r.Finish(report.Error, fmt.Sprintf("%d cells measured; set-up failed in %d: %s", measured, setupErrs, firstKeys(m, func(o Outcome) bool { return o.SetupErr != nil })), end)
 	case late > 0:
-		r.Finish(report.Error, fmt.Sprintf("%s; %d could not be timed (B finished too soon; raise --spin): %s", measured, late, firstKeys(m, func(o Outcome) bool { return o.Late })), end)
+		r.Finish(report.Error, fmt.Sprintf("%d cells measured; %d could not be timed (B finished too soon; raise --spin): %s", measured, late, firstKeys(m, func(o Outcome) bool { return o.Late })), end)
 	case len(cmp.Differences) > 0:
 		keys := make([]string, 0, maxListed)
 		for _, x := range cmp.Differences[:min(len(cmp.Differences), maxListed)] {
@@ -121,11 +173,21 @@ func Fill(r *report.Result, m *Measurement, probeErr error, exp *Expectation, en
 		if len(cmp.Differences) > maxListed {
 			more = ", ..."
 		}
-		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ from %s: %s%s", measured, len(cmp.Differences), exp.Name, strings.Join(keys, ", "), more), end)
-	case exp != nil:
-		r.Finish(report.Pass, fmt.Sprintf("%s; all %d compared match %s", measured, cmp.Compared, exp.Name), end)
+		r.Cases = report.Cases{Passed: cmp.Compared - len(cmp.Differences), Total: cmp.Compared}
+		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ: %s%s", compared, len(cmp.Differences), strings.Join(keys, ", "), more), end)
+	case cmp.Compared == 0:
+		why := "no expectations given (--expect)"
+		if exp != nil {
+			why = exp.Name + " has no expectation for any of them"
+		}
+		r.Status = fmt.Sprintf("Skipped: %d cells measured, none compared", measured)
+		r.Finish(report.Skip, fmt.Sprintf("%d cells measured, compared none: %s", measured, why), end)
+	case cmp.Compared < measured:
+		r.Status = fmt.Sprintf("Passed for the %d of %d cells compared", cmp.Compared, measured)
+		r.Finish(report.Pass, fmt.Sprintf("%s; all %d match; the other %d have no expectation there and were not compared", compared, cmp.Compared, measured-cmp.Compared), end)
 	default:
-		r.Finish(report.Pass, measured+"; no expectations given (--expect)", end)
+		r.Cases = report.Cases{Passed: cmp.Compared, Total: cmp.Compared}
+		r.Finish(report.Pass, fmt.Sprintf("%s; all match", compared), end)
 	}
 	return cmp
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"miotool/internal/finddb"
 	"miotool/internal/hip"
 )
 
@@ -37,8 +38,22 @@ const (
 	FindModeDynamicHybrid FindMode = 5
 )
 
-// DefaultFindMode is MIOpen's default.
-const DefaultFindMode = FindModeDynamicHybrid
+// DefaultFindMode is the mode miotool's find runs in when
+// MIOPEN_FIND_MODE is unset: NORMAL, which benchmarks every applicable
+// solver even when the find-db has a record (find is there to measure).
+// MIOpen's own default is MIOpenDefaultFindMode, which takes a record.
+const DefaultFindMode = FindModeNormal
+
+// MIOpenDefaultFindMode is MIOpen's default when MIOPEN_FIND_MODE is unset.
+const MIOpenDefaultFindMode = FindModeDynamicHybrid
+
+// findModeMeaning says what find does in each mode.
+var findModeMeaning = map[FindMode]string{
+	FindModeNormal:        "benchmarks every applicable solver, even when the find-db has a record",
+	FindModeFast:          "takes a find-db record, else the immediate-mode heuristic's first solver, run once and not benchmarked",
+	FindModeHybrid:        "takes a find-db record, else benchmarks",
+	FindModeDynamicHybrid: "takes a find-db record, else benchmarks",
+}
 
 var findModeNames = map[FindMode]string{
 	FindModeNormal:        "NORMAL",
@@ -61,14 +76,14 @@ func ParseFindMode(s string) (FindMode, error) {
 		if _, ok := findModeNames[FindMode(n)]; ok {
 			return FindMode(n), nil
 		}
-		return 0, fmt.Errorf("%s=%q is not a find mode (1, 2, 3 or 5)", EnvFindMode, s)
+		return 0, fmt.Errorf("%s=%q is not a find mode (NORMAL, FAST, HYBRID or DYNAMIC_HYBRID, in any case, or 1, 2, 3 or 5)", EnvFindMode, s)
 	}
 	for m, n := range findModeNames {
 		if n == v {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("%s=%q is not a find mode (NORMAL, FAST, HYBRID or DYNAMIC_HYBRID)", EnvFindMode, s)
+	return 0, fmt.Errorf("%s=%q is not a find mode (NORMAL, FAST, HYBRID or DYNAMIC_HYBRID, in any case, or 1, 2, 3 or 5)", EnvFindMode, s)
 }
 
 // Source says where a setting's value came from.
@@ -159,10 +174,13 @@ func Read(lookup func(string) (string, bool), userConfigDir func() (string, erro
 	if m, err := ParseFindMode(raw); set && err != nil {
 		env.Settings = append(env.Settings, invalidSetting(EnvFindMode, raw, err))
 	} else {
+		note := fmt.Sprintf("unset: find %s (MIOpen's own default is %s, which %s)",
+			findModeMeaning[DefaultFindMode], MIOpenDefaultFindMode, findModeMeaning[MIOpenDefaultFindMode])
 		if set {
 			env.FindMode = m
+			note = "find " + findModeMeaning[m]
 		}
-		env.Settings = append(env.Settings, setting(EnvFindMode, env.FindMode.String(), raw, set, "", "how find uses the find-db"))
+		env.Settings = append(env.Settings, setting(EnvFindMode, env.FindMode.String(), raw, set, "", note))
 	}
 	return env
 }
@@ -193,6 +211,20 @@ func (e Env) Err() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// UserDBErr is the error find refuses MIOPEN_USER_DB_PATH with (exit 2):
+// a path that can never be a folder, as finddb.CheckDir tells. Nil for a
+// folder, a path that does not exist yet (find creates it) or none. Only
+// find reads the find-db, so only find refuses it; Err does not name it.
+func (e Env) UserDBErr() error {
+	if e.UserDBPath == "" {
+		return nil
+	}
+	if err := finddb.CheckDir(e.UserDBPath); errors.Is(err, finddb.ErrNotAFolder) {
+		return fmt.Errorf("%s=%w", EnvUserDBPath, err)
+	}
+	return nil
 }
 
 // invalidSetting describes a variable set to a value that cannot be used:

@@ -2,6 +2,8 @@ package runenv
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,7 +23,7 @@ func TestRead(t *testing.T) {
 		invalid []string          // the variables Err names
 	}{
 		{name: "defaults", dir: cfgDir,
-			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeNormal},
 			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromDefault, EnvUserDBPath: FromDefault, EnvFindMode: FromDefault}},
 		{name: "all set", dir: cfgDir,
 			env:     map[string]string{"GPU_MAX_HW_QUEUES": "8", EnvNaiveTimeout: "0", EnvUserDBPath: "~/db", EnvFindMode: "normal", "HOME": "/home/u"},
@@ -30,23 +32,23 @@ func TestRead(t *testing.T) {
 			notes:   map[string]string{EnvNaiveTimeout: "is off"}},
 		{name: "ignored values", dir: cfgDir,
 			env:     map[string]string{"GPU_MAX_HW_QUEUES": "-1", EnvNaiveTimeout: "fast", EnvUserDBPath: "", EnvFindMode: "4"},
-			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeNormal},
 			sources: map[string]Source{"GPU_MAX_HW_QUEUES": FromDefault, EnvNaiveTimeout: FromEnvInvalid, EnvUserDBPath: FromDefault, EnvFindMode: FromEnvInvalid},
 			notes:   map[string]string{"GPU_MAX_HW_QUEUES": "warning: GPU_MAX_HW_QUEUES=-1 is not positive", EnvNaiveTimeout: "error: MIOPEN_NAIVE_TIMEOUT=\"fast\" is not a whole number", EnvUserDBPath: "warning", EnvFindMode: "error: MIOPEN_FIND_MODE=\"4\" is not a find mode"},
 			values:  map[string]string{EnvNaiveTimeout: "fast", EnvFindMode: "4"},
 			invalid: []string{EnvNaiveTimeout, EnvFindMode}},
 		{name: "huge and negative naive timeouts", dir: cfgDir, env: map[string]string{EnvNaiveTimeout: "1e99"},
-			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeNormal},
 			sources: map[string]Source{EnvNaiveTimeout: FromEnvInvalid}, values: map[string]string{EnvNaiveTimeout: "1e99"},
 			invalid: []string{EnvNaiveTimeout}},
 		{name: "negative naive timeout", dir: cfgDir, env: map[string]string{EnvNaiveTimeout: "-5"},
-			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeDynamicHybrid},
+			want:    Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeNormal},
 			sources: map[string]Source{EnvNaiveTimeout: FromEnvInvalid}, notes: map[string]string{EnvNaiveTimeout: "is negative"},
 			invalid: []string{EnvNaiveTimeout}},
 		{name: "find mode by number", dir: cfgDir, env: map[string]string{EnvFindMode: "3"},
 			want: Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "/home/u/.config/miotool/db", FindMode: FindModeHybrid}},
 		{name: "no config dir", dir: noDir,
-			want:  Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "", FindMode: FindModeDynamicHybrid},
+			want:  Env{HWQueues: 4, NaiveTimeoutPercent: 300, UserDBPath: "", FindMode: FindModeNormal},
 			notes: map[string]string{EnvUserDBPath: "no user config directory"}},
 	}
 	for _, c := range cases {
@@ -85,5 +87,43 @@ func TestRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Unset, MIOPEN_FIND_MODE is find's own default, NORMAL, which re-benchmarks
+// a find-db hit; the note says so and names MIOpen's different default.
+func TestFindModeDefaultIsFindsOwn(t *testing.T) {
+	env := Read(func(string) (string, bool) { return "", false }, func() (string, error) { return "/c", nil })
+	if env.FindMode != FindModeNormal {
+		t.Errorf("default find mode %v, want NORMAL", env.FindMode)
+	}
+	for _, s := range env.Settings {
+		if s.Name == EnvFindMode && (s.Value != "NORMAL (1)" || !strings.Contains(s.Note, "even when the find-db has a record") || !strings.Contains(s.Note, "DYNAMIC_HYBRID")) {
+			t.Errorf("MIOPEN_FIND_MODE shown as %q, note %q", s.Value, s.Note)
+		}
+	}
+}
+
+// MIOPEN_USER_DB_PATH is refused exactly where find refuses it.
+func TestUserDBErr(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path string
+		bad  bool
+	}{
+		{"", false},
+		{dir, false},
+		{filepath.Join(dir, "not-yet", "db"), false},
+		{file, true},
+		{filepath.Join(file, "db"), true},
+	} {
+		err := Env{UserDBPath: tt.path}.UserDBErr()
+		if (err != nil) != tt.bad || (err != nil && !strings.HasPrefix(err.Error(), EnvUserDBPath+"=")) {
+			t.Errorf("%q: %v, want refused %v", tt.path, err, tt.bad)
+		}
 	}
 }

@@ -270,6 +270,10 @@ func TestJudge(t *testing.T) {
 			"interrupted: the program was stopped by miotool (SIGINT); 1 capture seen; cuCtxSynchronize from thread 512"},
 		{"interrupted with nothing wrong", &Result{Processes: proc, Exit: Exit{Interrupted: true, Forwarded: syscall.SIGTERM}, Captures: []*Capture{clean()}}, false, report.Interrupted,
 			"(SIGTERM); 1 capture seen, none failed so far"},
+		{"Ctrl-C on the program's terminal", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGINT}, Captures: []*Capture{clean()}}, false, report.Interrupted,
+			"interrupted: the program was killed by signal SIGINT (interrupt); 1 capture seen, none failed so far"},
+		{"no libcupti to load", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "missing", Text: "libcupti could not be loaded; tried libcupti.so.13; "}}}, false, report.Skip,
+			"CUDA calls of process 7 were not observed: libcupti could not be loaded; tried libcupti.so.13; " + CUPTIInstall},
 		{"several processes are named", &Result{Processes: []*Process{{PID: 6}, {PID: 7}}, Exit: ok, Captures: []*Capture{invalidated()}}, false, report.Fail,
 			"the global-mode capture begun by thread 485 of process 7 on stream 0x356a1150"},
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/internal/childproc"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 )
@@ -23,6 +24,23 @@ import (
 //
 //	CGO_ENABLED=0 go test -c -o bin/trace.test ./internal/trace
 //	cd internal/trace && ../../bin/trace.test -test.run GPU -test.v
+//
+// Every case is bounded: each traced program by gpuLimit (the watchdog
+// kills its group), the scripts by their own shorter bounds (every wait
+// has a timeout, and faulthandler ends a script that outlives its bound
+// with every thread's stack on stderr), and the set-up steps by setupLimit.
+// A case that fails logs the trace's headline and the end of the program's
+// standard output and error, so one run says what went wrong.
+
+// gpuLimit is the watchdog of one traced GPU program.
+const gpuLimit = 2 * time.Minute
+
+// setupLimit bounds the PyTorch probe, the observer's build and an
+// untraced run of the overhead test.
+const setupLimit = 3 * time.Minute
+
+// tailLines is how much of a failing program's output is logged.
+const tailLines = 30
 
 // gpuObserver builds the observer with the system compiler, or skips when
 // there is no PyTorch with a usable GPU.
@@ -31,30 +49,38 @@ func gpuObserver(t *testing.T) string {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
 	}
-	probe := exec.Command("python3", "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)")
-	if err := probe.Run(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), setupLimit)
+	defer cancel()
+	probe := exec.CommandContext(ctx, "python3", "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)")
+	if out, err := probe.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("the PyTorch probe did not finish within %v:\n%s", setupLimit, childproc.LastLines(string(out), tailLines))
+		}
 		t.Skipf("no PyTorch with a CUDA device here (%v)", err)
 	}
-	obs, err := Build(context.Background(), BuildOptions{CacheDir: filepath.Join(t.TempDir(), "cache")})
+	obs, err := Build(ctx, BuildOptions{CacheDir: filepath.Join(t.TempDir(), "cache")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return obs
 }
 
+// gpuTrace traces prog under the watchdog and logs what the trace saw;
+// when the test fails, it also logs the headline again and the end of the
+// program's output.
 func gpuTrace(t *testing.T, obs, prog string, args ...string) (traced, time.Duration) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	r, err := Run(context.Background(), Options{Program: prog, Args: args, Observer: obs, Stdout: &stdout,
-		Stderr: &stderr, Timeout: 2 * time.Minute})
+		Stderr: &stderr, Timeout: gpuLimit, Started: func(pid int) { killOnCleanup(t, pid) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wall := time.Since(start)
 	tr := traced{r: r, j: Judge(r, false), stdout: stdout.String(), stderr: stderr.String()}
-	t.Logf("%s %v: %s\n  exit: %s; %d events, %d processes, notes %v", prog, args, tr.j.Headline(),
-		r.Exit.Describe(), r.Events, len(r.Processes), r.Notes)
+	t.Logf("%s %v: %s\n  exit: %s in %v; %d events, %d processes, notes %v", prog, args, tr.j.Headline(),
+		r.Exit.Describe(), wall.Round(time.Millisecond), r.Events, len(r.Processes), r.Notes)
 	if tr.j.Culprit != nil {
 		for _, f := range tr.j.Culprit.Callers {
 			t.Logf("    %s  (%s)", f, f.Source)
@@ -63,6 +89,13 @@ func gpuTrace(t *testing.T, obs, prog string, args ...string) (traced, time.Dura
 	for _, h := range r.Hazards {
 		t.Logf("  hazard: %s from thread %d: %s", BaseName(h.Call.Name), h.Call.TID, h.Rule())
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed case %s %v: %s\n  the program %s\n--- its stdout (last %d lines):\n%s\n--- its stderr (last %d lines):\n%s",
+				prog, args, tr.j.Headline(), r.Exit.Describe(), tailLines, childproc.LastLines(tr.stdout, tailLines),
+				tailLines, childproc.LastLines(tr.stderr, tailLines))
+		}
+	})
 	return tr, wall
 }
 
@@ -86,6 +119,9 @@ func TestGPUPyTorch(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.script, func(t *testing.T) {
 			tr, _ := gpuTrace(t, obs, "python3", filepath.Join("testdata", "pytorch", c.script))
+			if tr.r.Exit.TimedOut {
+				t.Fatalf("the script hung: %s", tr.r.Exit.Describe())
+			}
 			if !tr.r.CUDAObserved() {
 				t.Fatalf("CUDA was not observed: %v", tr.r.Notes)
 			}
@@ -125,13 +161,15 @@ func TestGPUMiotoolCapture(t *testing.T) {
 		reclaim string
 		verdict report.Verdict
 	}{{"lazy", report.Fail}, {"worker", report.Pass}} {
-		tr, _ := gpuTrace(t, obs, bin, "--backend", "cuda", "capture", "--mode=global", "--reclaim="+c.reclaim)
-		if tr.j.Verdict != c.verdict {
-			t.Errorf("--reclaim=%s: %s, want %s", c.reclaim, tr.j.Headline(), c.verdict)
-		}
-		if c.verdict == report.Fail && (tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != "cuStreamQuery") {
-			t.Errorf("--reclaim=%s: culprit %+v, want cuStreamQuery", c.reclaim, tr.j.Culprit)
-		}
+		t.Run("reclaim="+c.reclaim, func(t *testing.T) {
+			tr, _ := gpuTrace(t, obs, bin, "--backend", "cuda", "--no-progress", "capture", "--mode=global", "--reclaim="+c.reclaim)
+			if tr.j.Verdict != c.verdict {
+				t.Errorf("--reclaim=%s: %s, want %s", c.reclaim, tr.j.Headline(), c.verdict)
+			}
+			if c.verdict == report.Fail && (tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != "cuStreamQuery") {
+				t.Errorf("--reclaim=%s: culprit %+v, want cuStreamQuery", c.reclaim, tr.j.Culprit)
+			}
+		})
 	}
 }
 
@@ -149,9 +187,12 @@ func TestGPUOverhead(t *testing.T) {
 	}
 	var plain, under []time.Duration
 	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), setupLimit)
 		start := time.Now()
-		if out, err := exec.Command("python3", script, "--runs", "1").CombinedOutput(); err != nil {
-			t.Fatalf("%v\n%s", err, out)
+		out, err := exec.CommandContext(ctx, "python3", script, "--runs", "1").CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("the untraced run: %v\n%s", err, childproc.LastLines(string(out), tailLines))
 		}
 		plain = append(plain, time.Since(start))
 		tr, wall := gpuTrace(t, obs, "python3", script, "--runs", "1")

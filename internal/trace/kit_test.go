@@ -5,24 +5,21 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"miotool/internal/trace/tracetest"
 )
 
 // The C tests build, with gcc, into one temporary folder per test binary:
-// the observer (through Build, into its own cache), stand-ins of
-// libamdhip64, libcuda.so.1 and libcupti.so.13 that apply the capture
-// rules and fire CUPTI callbacks, and the test programs of
-// testdata/progs, built against HIP and against the CUDA driver API. They
-// skip without gcc.
+// the stand-ins and test programs of tracetest, and the observer (through
+// Build, into its own cache). They skip without gcc.
 
 // limit bounds every wait of these tests: wide for a loaded machine.
-const limit = 60 * time.Second
+const limit = tracetest.Limit
 
 type kit struct {
 	dir      string
@@ -34,13 +31,12 @@ type kit struct {
 	loader   string // dlopens a library RTLD_LOCAL
 	helper   string // the library loader loads, linked to libamdhip64
 	cupti    string
-	err      error
 }
 
 var (
 	kitOnce sync.Once
 	theKit  kit
-	kitDir  string
+	kitErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -48,81 +44,46 @@ func TestMain(m *testing.M) {
 		os.Exit(helper())
 	}
 	code := m.Run()
-	if kitDir != "" {
-		os.RemoveAll(kitDir)
-	}
+	tracetest.Remove()
 	os.Exit(code)
 }
 
 func gccOrSkip(t testing.TB) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc is not on PATH")
-	}
-	return gcc
+	return tracetest.GCC(t)
 }
 
 // standIns builds the kit once and returns it.
 func standIns(t testing.TB) *kit {
 	t.Helper()
 	gcc := gccOrSkip(t)
+	tk := tracetest.Shared(t)
 	kitOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "miotool-trace-kit-")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		obs, err := Build(ctx, BuildOptions{CC: gcc, CacheDir: filepath.Join(tk.Dir, "cache")})
 		if err != nil {
-			theKit.err = err
+			kitErr = err
 			return
 		}
-		kitDir = dir
-		theKit = buildKit(gcc, dir)
+		theKit = kit{dir: tk.Dir, observer: obs, lib: tk.Lib, hipProg: tk.HIPProg, hipNoDyn: tk.HIPNoDyn,
+			cudaProg: tk.CUDAProg, loader: tk.Loader, helper: tk.Helper, cupti: tk.CUPTI}
 	})
-	if theKit.err != nil {
-		t.Fatal(theKit.err)
+	if kitErr != nil {
+		t.Fatal(kitErr)
 	}
 	return &theKit
 }
 
-func buildKit(gcc, dir string) kit {
-	k := kit{dir: dir, lib: filepath.Join(dir, "lib")}
-	bin := filepath.Join(dir, "bin")
-	for _, d := range []string{k.lib, bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return kit{err: err}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	obs, err := Build(ctx, BuildOptions{CC: gcc, CacheDir: filepath.Join(dir, "cache")})
-	if err != nil {
-		return kit{err: err}
-	}
-	k.observer = obs
-	warn := []string{"-std=gnu11", "-O0", "-g", "-Wall", "-Wextra", "-Werror"}
-	rpath := "-Wl,-rpath," + k.lib
-	hip := filepath.Join(k.lib, "libamdhip64.so")
-	cuda := filepath.Join(k.lib, "libcuda.so.1")
-	k.cupti = filepath.Join(k.lib, "libcupti.so.13")
-	k.hipProg, k.hipNoDyn = filepath.Join(bin, "hipprog"), filepath.Join(bin, "hipprog-nodyn")
-	k.cudaProg, k.loader = filepath.Join(bin, "cudaprog"), filepath.Join(bin, "loader")
-	k.helper = filepath.Join(k.lib, "libhelper.so")
-	steps := [][]string{
-		{"-shared", "-fPIC", "-o", hip, "testdata/standin/libamdhip64.c", "-pthread"},
-		{"-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", cuda, "testdata/standin/libcuda.c", "-ldl", "-pthread"},
-		{"-shared", "-fPIC", "-Wl,-soname,libcupti.so.13", "-o", k.cupti, "testdata/standin/libcupti.c", cuda, rpath},
-		{"-rdynamic", "-o", k.hipProg, "testdata/progs/prog.c", "-L" + k.lib, "-lamdhip64", rpath, "-pthread"},
-		{"-o", k.hipNoDyn, "testdata/progs/prog.c", "-L" + k.lib, "-lamdhip64", rpath, "-pthread"},
-		{"-DUSE_CUDA", "-rdynamic", "-o", k.cudaProg, "testdata/progs/prog.c", cuda, rpath, "-pthread"},
-		{"-shared", "-fPIC", "-o", k.helper, "testdata/progs/helper.c", "-L" + k.lib, "-lamdhip64", rpath},
-		{"-o", k.loader, "testdata/progs/loader.c", "-ldl"},
-	}
-	for _, s := range steps {
-		args := append(append([]string{}, warn...), s...)
-		if out, err := exec.CommandContext(ctx, gcc, args...).CombinedOutput(); err != nil {
-			return kit{err: fmt.Errorf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)}
-		}
-	}
-	return k
-}
+// Process helpers, from tracetest.
+var (
+	killOnCleanup = tracetest.KillOnCleanup
+	groupOf       = tracetest.GroupOf
+	wantGone      = tracetest.WantGone
+	waitForPID    = tracetest.WaitForPID
+
+	wantNoSocketFolder = tracetest.WantNoSocketFolder
+)
 
 // traced is one run of a program under the trace.
 type traced struct {
@@ -136,6 +97,7 @@ type runOpt func(*Options)
 func withTimeout(d time.Duration) runOpt { return func(o *Options) { o.Timeout = d } }
 func withStdin(s string) runOpt          { return func(o *Options) { o.Stdin = strings.NewReader(s) } }
 func withEnv(kv ...string) runOpt        { return func(o *Options) { o.Env = append(o.Env, kv...) } }
+func withCUPTI(path string) runOpt       { return func(o *Options) { o.CUPTI = path } }
 
 // trace runs prog with args under the observer and judges it.
 func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts ...runOpt) traced {
@@ -147,7 +109,8 @@ func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts 
 	}
 	defer devnull.Close()
 	o := Options{Program: prog, Args: args, Observer: k.observer, CUPTI: k.cupti, Stdin: devnull,
-		Stdout: &stdout, Stderr: &stderr, Timeout: limit, Env: os.Environ()}
+		Stdout: &stdout, Stderr: &stderr, Timeout: limit, Env: os.Environ(),
+		Started: func(pid int) { killOnCleanup(t, pid) }}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -162,11 +125,14 @@ func (k *kit) trace(t *testing.T, strict bool, prog string, args []string, opts 
 
 // helperEnv makes this test binary, re-executed, a stand-in miotool that
 // traces the program the variable names (its arguments follow in
-// helperArgsEnv) and prints "program PID" once it runs.
+// helperArgsEnv) and prints "program PID" once it runs; with
+// helperNoGuard set, without the watcher of its group, so that the
+// program's own death signal is all that ends it with the stand-in.
 const (
 	helperEnv      = "MIOTOOL_TRACE_TEST_HELPER"
 	helperArgsEnv  = "MIOTOOL_TRACE_TEST_HELPER_ARGS"
 	helperObserver = "MIOTOOL_TRACE_TEST_HELPER_OBSERVER"
+	helperNoGuard  = "MIOTOOL_TRACE_TEST_HELPER_NOGUARD"
 )
 
 func helper() int {
@@ -182,63 +148,11 @@ func helper() int {
 		Program: os.Getenv(helperEnv), Args: strings.Fields(os.Getenv(helperArgsEnv)),
 		Observer: os.Getenv(helperObserver), Stdin: devnull, Stdout: devnull, Stderr: devnull,
 		Started: func(pid int) { fmt.Printf("program %d\n", pid) },
+		noGuard: os.Getenv(helperNoGuard) != "",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
 	return 0
-}
-
-// live lists the processes of group pgid that have not died (zombies
-// have).
-func live(t *testing.T, pgid int) []string {
-	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // it ended while we looked
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if group, _ := strconv.Atoi(f[2]); group == pgid {
-			out = append(out, strings.TrimSpace(s[:i+1]))
-		}
-	}
-	return out
-}
-
-// wantGone fails t unless, within limit, no process of group pgid is
-// alive: a killed process takes a moment to finish dying.
-func wantGone(t *testing.T, pgid int) {
-	t.Helper()
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skipf("no /proc to look for processes in: %v", err)
-	}
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		l := live(t, pgid)
-		if len(l) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %d still running after %v: %v", pgid, limit, l)
-		}
-		<-tick.C
-	}
 }

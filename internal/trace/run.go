@@ -72,6 +72,13 @@ type Options struct {
 	// Started, when set, is told the program's process id (also its
 	// process group's) once it runs.
 	Started func(pid int)
+
+	// noGuard leaves out the watcher that kills the program's group when
+	// miotool dies, so that a test can hold Pdeathsig alone.
+	noGuard bool
+	// leftover is the folder of the events socket, which the watcher
+	// removes when miotool dies.
+	leftover string
 }
 
 // UsageError is a program that cannot be run as given: a usage error.
@@ -94,9 +101,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	path, err := programPath(o.Program, lookupEnv(env, "PATH"), o.Dir)
+	path, err := LookProgram(o.Program, env, o.Dir)
 	if err != nil {
-		return nil, &UsageError{err}
+		return nil, err
 	}
 	if st, err := os.Stat(o.Observer); err != nil || !st.Mode().IsRegular() {
 		if err == nil {
@@ -153,6 +160,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		sock.read(coll, token)
 	}()
 
+	o.leftover = sock.dir
 	exit, err := runProgram(ctx, o, path, env)
 	// Every record the program's processes sent before they ended is
 	// queued before this marker; read up to it.
@@ -179,6 +187,22 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// LookProgram is the executable that Run would start for program, in
+// environment env (nil: this process's) and folder dir, resolved as a
+// shell would: a name with a slash as given (relative to dir), one without
+// in env's $PATH. A program that is not there or cannot be executed is a
+// *UsageError, said in one line.
+func LookProgram(program string, env []string, dir string) (string, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	path, err := programPath(program, lookupEnv(env, "PATH"), dir)
+	if err != nil {
+		return "", &UsageError{err}
+	}
+	return path, nil
 }
 
 // programPath resolves the program as a shell would: a name with a slash

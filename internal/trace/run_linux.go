@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +71,10 @@ func runProgram(ctx context.Context, o Options, path string, env []string) (Exit
 		s.afterStart()
 	}
 	pid := cmd.Process.Pid
+	if !o.noGuard {
+		release := guardGroup(pid, o.leftover)
+		defer release()
+	}
 	if o.Started != nil {
 		o.Started(pid)
 	}
@@ -132,6 +137,48 @@ func runProgram(ctx context.Context, o Options, path string, env []string) (Exit
 	out.finish(true, grace.C)
 	errOut.finish(true, grace.C)
 	return exit, nil
+}
+
+// guardScript waits for one line on its standard input: "done" when
+// miotool has ended the program's group itself; nothing (end of input)
+// when miotool died first, and then it kills the group and removes the
+// folder miotool would have removed. It ignores the signals a terminal or
+// a group kill would send it.
+const guardScript = `trap '' INT TERM HUP QUIT
+read -r word
+[ "$word" = done ] && exit 0
+kill -KILL "-$1" 2>/dev/null
+[ -n "$2" ] && rm -rf -- "$2"
+exit 0`
+
+// guardGroup starts a watcher of this process for the program's group
+// pgid: Pdeathsig kills the program when miotool dies, but not what the
+// program started (a data loader's workers, a test's forked children),
+// so a small shell outside the group holds the read end of a pipe that
+// only this process writes to, and kills the group when the pipe closes
+// without a word: this process was killed (SIGKILL) or crashed. It also
+// removes leftover, the events socket's folder ("" for none). The
+// returned function tells it the group is ended and reaps it. Where there
+// is no /bin/sh the program's own Pdeathsig is all there is.
+func guardGroup(pgid int, leftover string) (release func()) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return func() {}
+	}
+	guard := exec.Command("/bin/sh", "-c", guardScript, "miotool-trace-guard", strconv.Itoa(pgid), leftover)
+	guard.Stdin = pr
+	guard.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = guard.Start()
+	pr.Close()
+	if err != nil {
+		pw.Close()
+		return func() {}
+	}
+	return func() {
+		_, _ = pw.Write([]byte("done\n"))
+		pw.Close()
+		_ = guard.Wait()
+	}
 }
 
 func unwrapExecError(err error) error {

@@ -353,7 +353,7 @@ func TestTraceInterrupted(t *testing.T) {
 			}
 			defer pr.Close()
 			o := Options{Program: c.prog, Args: c.args, Observer: k.observer, Stdout: pw, Stderr: pw, Timeout: limit,
-				Grace: 300 * time.Millisecond, Started: func(pid int) { ready <- pid }}
+				Grace: 300 * time.Millisecond, Started: func(pid int) { killOnCleanup(t, pid); ready <- pid }}
 			// Cancel once the program has written its first line (it is in
 			// its capture, or past the trap).
 			go func() {
@@ -391,6 +391,21 @@ func TestTraceUnobservedCUDA(t *testing.T) {
 	}
 }
 
+// TestTraceWithoutCUPTI: where no libcupti can be loaded, a CUDA program's
+// captures go unseen; the trace says so and what to install.
+func TestTraceWithoutCUPTI(t *testing.T) {
+	k := standIns(t)
+	missing := filepath.Join(t.TempDir(), "libcupti.so.13")
+	tr := k.trace(t, false, k.cudaProg, []string{"clean"}, withCUPTI(missing))
+	if _, ok := tr.r.CUPTIMissing(); !ok {
+		t.Fatalf("no missing-CUPTI note: %+v (is a libcupti.so.13 on the loader's path?)", tr.r.Notes)
+	}
+	if tr.j.Verdict != report.Skip || !strings.Contains(tr.j.Summary, "libcupti could not be loaded; tried "+missing) ||
+		!strings.Contains(tr.j.Summary, CUPTIInstall) {
+		t.Fatalf("%s", tr.j.Headline())
+	}
+}
+
 // TestTraceProgramErrors: a program that cannot be run is a usage error,
 // said in one line.
 func TestTraceProgramErrors(t *testing.T) {
@@ -416,13 +431,20 @@ func TestTraceProgramErrors(t *testing.T) {
 	}
 }
 
-// TestTheProgramDiesWithMiotool: a stand-in miotool (this test binary)
-// traces a program that hangs in a capture and is killed with SIGKILL,
-// which it cannot catch; the kernel kills the program with it.
-func TestTheProgramDiesWithMiotool(t *testing.T) {
-	k := standIns(t)
+// standInMiotool starts this test binary as a stand-in miotool that
+// traces prog with args, with a temporary folder of the test's own, and
+// returns it, the program's process id (also its group's) once it runs,
+// and that folder. Both processes are killed when t ends, whatever the
+// test made of them.
+func standInMiotool(t *testing.T, k *kit, guard bool, prog string, args ...string) (*exec.Cmd, int, string) {
+	t.Helper()
+	tmp := t.TempDir()
 	parent := exec.Command(os.Args[0])
-	parent.Env = append(os.Environ(), helperEnv+"="+k.hipProg, helperArgsEnv+"=hang", helperObserver+"="+k.observer)
+	parent.Env = append(os.Environ(), helperEnv+"="+prog, helperArgsEnv+"="+strings.Join(args, " "), helperObserver+"="+k.observer,
+		"TMPDIR="+tmp)
+	if !guard {
+		parent.Env = append(parent.Env, helperNoGuard+"=1")
+	}
 	out, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -448,9 +470,42 @@ func TestTheProgramDiesWithMiotool(t *testing.T) {
 	case <-time.After(limit):
 		t.Fatalf("the stand-in miotool did not start the program within %v", limit)
 	}
+	killOnCleanup(t, pid)
+	return parent, pid, tmp
+}
+
+// TestTheProgramDiesWithMiotool: a stand-in miotool (this test binary),
+// without the watcher of the program's group, traces a program that hangs
+// in a capture and is killed with SIGKILL, which it cannot catch; the
+// kernel kills the program with it (Pdeathsig).
+func TestTheProgramDiesWithMiotool(t *testing.T) {
+	k := standIns(t)
+	parent, pid, _ := standInMiotool(t, k, false, k.hipProg, "hang")
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
 	wantGone(t, pid)
+}
+
+// TestTheProgramsChildrenDieWithMiotool: the program forks a child that
+// waits to be killed; when the stand-in miotool is killed with SIGKILL,
+// the program dies of its death signal and the child, which has none, is
+// killed with the program's group by the watcher, which also removes the
+// events socket's folder that the stand-in can no longer remove.
+func TestTheProgramsChildrenDieWithMiotool(t *testing.T) {
+	k := standIns(t)
+	pidFile := filepath.Join(t.TempDir(), "child")
+	parent, pid, tmp := standInMiotool(t, k, true, k.hipProg, "fork-hang", pidFile)
+	child := waitForPID(t, pidFile)
+	killOnCleanup(t, pid, child)
+	if g, ok := groupOf(child); !ok || g != pid {
+		t.Fatalf("the program's child %d is in group %d (alive: %v), want the program's %d", child, g, ok, pid)
+	}
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	wantGone(t, pid)
+	wantNoSocketFolder(t, tmp)
 }

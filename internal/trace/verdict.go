@@ -90,6 +90,22 @@ func (r *Result) CUPTIErrors() []Note {
 	return out
 }
 
+// CUPTIMissing is the first process's report that no libcupti could be
+// loaded into it, so that its CUDA calls went unseen.
+func (r *Result) CUPTIMissing() (Note, bool) {
+	for _, n := range r.Notes {
+		if n.Topic == "cupti" && n.Status == "missing" {
+			return n, true
+		}
+	}
+	return Note{}, false
+}
+
+// CUPTIInstall says where CUPTI comes from, for a program whose CUDA calls
+// went unseen without it.
+const CUPTIInstall = "install CUDA's CUPTI (apt-get install cuda-cupti-13-0 from NVIDIA's CUDA repository, " +
+	"cuda-cupti-12-x for CUDA 12, or pip install nvidia-cuda-cupti) or put the folder that holds libcupti.so on LD_LIBRARY_PATH"
+
 // CUDAObserved says whether some process subscribed to CUDA's callbacks.
 func (r *Result) CUDAObserved() bool {
 	for _, n := range r.Notes {
@@ -174,7 +190,8 @@ func (j Judgement) Headline() string { return string(j.Verdict) + " - " + j.Summ
 // did not exit by itself with status 0 after captures that all ended well;
 // PASS only when at least one capture ran, every capture ended with
 // success, nothing was refused and the program exited 0; SKIP ("nothing
-// to check") when no capture began; INTERRUPTED when miotool was.
+// to check") when no capture began; INTERRUPTED when miotool was
+// interrupted or SIGINT ended the program (Ctrl-C on its terminal).
 func Judge(r *Result, strict bool) Judgement {
 	j := Judgement{}
 	if len(r.Hazards) > 0 {
@@ -188,7 +205,10 @@ func Judge(r *Result, strict bool) Judgement {
 		}
 	}
 	switch {
-	case r.Exit.Interrupted:
+	case r.Exit.Interrupted || r.Exit.Signal == syscall.SIGINT:
+		// A program that SIGINT ended was interrupted as much as one
+		// miotool stopped: on a terminal, Ctrl-C reaches the program's
+		// group, which has the foreground, and not miotool.
 		j.Verdict = report.Interrupted
 		seen := fmt.Sprintf("%d %s seen", r.Ran(), plural(r.Ran(), "capture", "captures"))
 		switch {
@@ -307,9 +327,14 @@ func nothingReasons(r *Result) string {
 	if len(r.Processes)+r.ProcessesOmitted == 0 {
 		parts = append(parts, "the observer never loaded into the program (a statically linked program cannot be traced)")
 	}
-	for _, n := range r.CUPTIErrors() {
-		parts = append(parts, fmt.Sprintf("CUDA calls of process %d were not observed: %s", n.PID, n.Text))
-		break
+	if n, ok := r.CUPTIMissing(); ok {
+		parts = append(parts, fmt.Sprintf("CUDA calls of process %d were not observed: %s; %s", n.PID,
+			strings.TrimRight(n.Text, "; "), CUPTIInstall))
+	} else {
+		for _, n := range r.CUPTIErrors() {
+			parts = append(parts, fmt.Sprintf("CUDA calls of process %d were not observed: %s", n.PID, n.Text))
+			break
+		}
 	}
 	if !r.Exit.OK() {
 		parts = append(parts, "the program "+r.Exit.Describe())

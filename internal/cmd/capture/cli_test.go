@@ -43,9 +43,10 @@ func TestCaptureBadInput(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
-			before := cmdtest.States(t, u.Config, u.DB)
+			before := cmdtest.Snapshot(t, u.Files()...)
 			args := append([]string{"capture", "--backend", "sim", "--no-progress"}, tt.args...)
-			code, stdout, stderr := cmdtest.Run(t, bin, u.Dir, u.Env(tt.env...), args...)
+			ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(tt.env...), time.Minute, args...)
+			code, stdout, stderr := ran.Code, ran.Stdout, ran.Stderr
 			if code != 2 || !strings.HasPrefix(cmdtest.FirstLine(stderr), tt.first) {
 				t.Errorf("exit %d, first stderr line %q; want 2 and a line starting %q\nstderr:\n%s", code, cmdtest.FirstLine(stderr), tt.first, stderr)
 			}
@@ -55,7 +56,7 @@ func TestCaptureBadInput(t *testing.T) {
 			if tt.name == "larger than the device" && !strings.Contains(stderr, "does not fit the device") {
 				t.Errorf("the size refusal does not say why:\n%s", stderr)
 			}
-			cmdtest.CheckUnchanged(t, before)
+			cmdtest.Unchanged(t, "the user's files", before)
 			u.CheckNoLockFiles(t)
 		})
 	}
@@ -70,16 +71,15 @@ func TestCaptureInterrupted(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
-			p := cmdtest.Start(t, bin, u.Dir, u.Env(), "capture", "--backend", "sim", "--no-progress", "--verbose", "--format", "json", "--repeat", "1000")
-			p.WaitLine(t, "miotool: case worker / global / same-thread: find on", time.Minute) // the first run
-			p.WaitLine(t, "miotool: case worker / global / same-thread: find on", time.Minute) // the first run finished
-			p.Signal(t, sig)
-			code, after := p.Wait(t, time.Minute)
+			p := cmdtest.StartBinary(t, bin, u.Dir, u.Env(), "capture", "--backend", "sim", "--no-progress", "--verbose", "--format", "json", "--repeat", "1000")
+			p.WaitForLine("miotool: case worker / global / same-thread: find on", time.Minute) // the first run
+			p.WaitForLine("miotool: case worker / global / same-thread: find on", time.Minute) // the first run finished
+			code, after, stdout := p.Signal(sig, time.Minute)
 			want := 128 + int(sig)
 			if code != want || after > 2*time.Second {
 				t.Errorf("exit %d %s after the signal, want %d within 2s\nstderr:\n%s", code, after.Round(time.Millisecond), want, p.Stderr())
 			}
-			r := cmdtest.ParseResult(t, p.Stdout())
+			r := cmdtest.ParseResult(t, stdout)
 			runs, stopped, notRun := r.Counters["runs"], r.Counters["interrupted"], r.Counters["not_run"]
 			if r.Verdict != "INTERRUPTED" || r.ExitCode != code || runs < 1 || stopped > 1 || runs+stopped+notRun != 1000 {
 				t.Errorf("verdict %s exit_code %d (process %d), runs %d, interrupted %d, not run %d; summary %q",

@@ -1,10 +1,16 @@
 package cmdtest
 
+// The built binary as a user runs it: a clean environment in a folder of
+// its own, a deadline on every run, signals, and the user's files compared
+// before and after.
+
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
+	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,311 +21,189 @@ import (
 	"time"
 )
 
-// UserFiles is what a user has beside a run of the built binary: a
-// working directory with a miotool.yaml, a find-db folder with a db file
-// of their own, and a private temporary folder (MIOpen-style lock files go
-// to $TMPDIR/miopen-lockfiles). A run must leave the config and the db as
-// they were, by bytes, mode and inode, unless it is one that writes a
-// find-db record.
-type UserFiles struct {
-	Dir, Config, DBDir, DB, Tmp string
-}
-
-// NewUserFiles makes the files under t.TempDir(). dbFile is the name of
-// the user db file in the db folder (e.g. finddb.UserFile's base name).
-func NewUserFiles(t *testing.T, dbFile string) *UserFiles {
-	t.Helper()
-	root := t.TempDir()
-	u := &UserFiles{Dir: filepath.Join(root, "work"), DBDir: filepath.Join(root, "db"), Tmp: filepath.Join(root, "tmp")}
-	for _, d := range []string{u.Dir, u.DBDir, u.Tmp, filepath.Join(root, "config")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u.Config = filepath.Join(u.Dir, "miotool.yaml")
-	u.DB = filepath.Join(u.DBDir, dbFile)
-	write := func(path, data string, mode os.FileMode) {
-		if err := os.WriteFile(path, []byte(data), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(path, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(u.Config, "# mine\nbackend: sim\n", 0o640)
-	write(u.DB, "# my notes=keep\r\nkey=ConvImplicitGemmTiledFwd:notanumber,0,x;Mine:1,0\r\n", 0o600)
-	return u
-}
-
-// Env is the environment a run sees: nothing of the machine's but PATH,
-// the user's folders, and MIOPEN_NAIVE_TIMEOUT=10 as in ScenarioEnv, with
-// extra ("NAME=value") over it.
-func (u *UserFiles) Env(extra ...string) []string {
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + filepath.Dir(u.Dir),
-		"XDG_CONFIG_HOME=" + filepath.Join(filepath.Dir(u.Dir), "config"),
-		"TMPDIR=" + u.Tmp,
-		"MIOPEN_USER_DB_PATH=" + u.DBDir,
-		"MIOPEN_NAIVE_TIMEOUT=10",
-	}
+// Env is a clean environment for the binary: PATH, a HOME and user config
+// folder inside dir (so no user's miotool.yaml or find-db is read), and
+// extra's KEY=VALUE entries.
+func Env(dir string, extra ...string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "TMPDIR=" + os.TempDir()}
 	return append(env, extra...)
 }
 
-// FileState is a file's bytes, mode and inode.
-type FileState struct {
-	Path  string
-	Data  []byte
-	Mode  os.FileMode
-	Inode uint64
+// Ran is how one run of the binary ended.
+type Ran struct {
+	Code           int
+	Stdout, Stderr string
 }
 
-// States reads the state of each path.
-func States(t *testing.T, paths ...string) []FileState {
-	t.Helper()
-	out := make([]FileState, len(paths))
-	for i, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = FileState{Path: p, Data: data, Mode: info.Mode()}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			out[i].Inode = st.Ino
-		}
-	}
-	return out
-}
-
-// CheckUnchanged fails for each file whose bytes, mode or inode differ
-// from before.
-func CheckUnchanged(t *testing.T, before []FileState) {
-	t.Helper()
-	paths := make([]string, len(before))
-	for i, b := range before {
-		paths[i] = b.Path
-	}
-	for i, now := range States(t, paths...) {
-		b := before[i]
-		switch {
-		case !bytes.Equal(now.Data, b.Data):
-			t.Errorf("%s changed:\n was %q\n now %q", b.Path, b.Data, now.Data)
-		case now.Mode != b.Mode:
-			t.Errorf("%s: mode %v, was %v", b.Path, now.Mode, b.Mode)
-		case now.Inode != b.Inode:
-			t.Errorf("%s: inode %d, was %d (replaced)", b.Path, now.Inode, b.Inode)
-		}
-	}
-}
-
-// CheckNoLockFiles fails when a run left a lock file in the user's
-// temporary folder or beside the db.
-func (u *UserFiles) CheckNoLockFiles(t *testing.T) {
-	t.Helper()
-	for _, pattern := range []string{filepath.Join(u.Tmp, "miopen-lockfiles", "*"), filepath.Join(u.DBDir, "*.lock")} {
-		if left, _ := filepath.Glob(pattern); len(left) > 0 {
-			t.Errorf("lock files left behind: %v", left)
-		}
-	}
-}
-
-// Process is a run of the built binary.
-type Process struct {
-	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
-	lines          chan string // stderr, line by line
-	done           chan struct{}
-	exitCode       int
-	signalled      time.Time
-}
-
-// Start starts bin with args in dir and env; t.Cleanup kills what is left
-// of it.
-func Start(t *testing.T, bin, dir string, env []string, args ...string) *Process {
-	t.Helper()
-	p := &Process{lines: make(chan string, 1024), done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Dir, p.cmd.Env = dir, env
-	p.cmd.Stdout = &p.stdout
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	errPipe, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := p.cmd.Process.Pid
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-p.done
-		}
-	})
-	go func() {
-		sc := bufio.NewScanner(io.TeeReader(errPipe, &p.stderr))
-		for sc.Scan() {
-			select {
-			case p.lines <- sc.Text():
-			default: // a test that waits for no line does not block the run
-			}
-		}
-		_, _ = io.Copy(io.Discard, errPipe)
-		err := p.cmd.Wait()
-		p.exitCode = p.cmd.ProcessState.ExitCode()
-		if ee, ok := err.(*exec.ExitError); ok {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				p.exitCode = 128 + int(ws.Signal())
-			}
-		}
-		close(p.lines)
-		close(p.done)
-	}()
-	return p
-}
-
-// WaitLine waits until a line of stderr contains substr, or fails the
-// test at the deadline or when the process ends first.
-func (p *Process) WaitLine(t *testing.T, substr string, within time.Duration) {
-	t.Helper()
-	deadline := time.After(within)
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("the run ended (exit %d) before a stderr line with %q\nstdout:\n%s\nstderr:\n%s", p.exitCode, substr, p.stdout.String(), p.stderr.String())
-			}
-			if strings.Contains(l, substr) {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no stderr line with %q within %s\nstderr:\n%s", substr, within, p.stderr.String())
-		}
-	}
-}
-
-// WaitStdout waits until stdout contains substr, or fails the test at the
-// deadline or when the process ends first.
-func (p *Process) WaitStdout(t *testing.T, substr string, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !strings.Contains(p.stdout.String(), substr) {
-		select {
-		case <-p.done:
-			if strings.Contains(p.stdout.String(), substr) {
-				return
-			}
-			t.Fatalf("the run ended (exit %d) before %q on stdout\nstdout:\n%s\nstderr:\n%s", p.exitCode, substr, p.stdout.String(), p.stderr.String())
-		case <-tick.C:
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q on stdout within %s\nstdout:\n%s", substr, within, p.stdout.String())
-			}
-		}
-	}
-}
-
-// Signal sends sig to the process.
-func (p *Process) Signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	p.signalled = time.Now()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Wait waits for the process to end, at most within, and returns its exit
-// status (128+signal when a signal killed it) and how long after Signal
-// it ended. Past the deadline it kills the process and fails the test.
-func (p *Process) Wait(t *testing.T, within time.Duration) (code int, afterSignal time.Duration) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(within):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		t.Fatalf("the run did not end within %s; killed\nstdout:\n%s\nstderr:\n%s", within, p.stdout.String(), p.stderr.String())
-	}
-	if !p.signalled.IsZero() {
-		afterSignal = time.Since(p.signalled)
-	}
-	return p.exitCode, afterSignal
-}
-
-// Stdout and Stderr are what the process wrote.
-func (p *Process) Stdout() string { return p.stdout.String() }
-
-// Stderr is what the process wrote to stderr.
-func (p *Process) Stderr() string { return p.stderr.String() }
-
-// Run runs bin to its end (within a minute) and returns its exit status,
-// stdout and stderr.
-func Run(t *testing.T, bin, dir string, env []string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	p := Start(t, bin, dir, env, args...)
-	code, _ = p.Wait(t, time.Minute)
-	return code, p.Stdout(), p.Stderr()
-}
-
-// FirstLine is s's first line.
+// FirstLine is the first line of s.
 func FirstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
 
-// LastLine is s's last non-empty line.
-func LastLine(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return lines[len(lines)-1]
-}
-
-// ResultJSON is the part of a miotool/result document the tests read.
-type ResultJSON struct {
-	Check    string           `json:"check"`
-	Verdict  string           `json:"verdict"`
-	ExitCode int              `json:"exit_code"`
-	Status   string           `json:"status"`
-	Summary  string           `json:"summary"`
-	Counters map[string]int64 `json:"counters"`
-	Tables   []struct {
-		Title string `json:"title"`
-		Rows  []struct {
-			Cells []string `json:"cells"`
-		} `json:"rows"`
-	} `json:"tables"`
-}
-
-// ParseResult decodes one result document.
-func ParseResult(t *testing.T, out string) ResultJSON {
+// RunBinary runs bin with args in dir, with env, and waits at most limit:
+// a run still going then is killed and fails the test.
+func RunBinary(t *testing.T, bin, dir string, env []string, limit time.Duration, args ...string) Ran {
 	t.Helper()
-	var r ResultJSON
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("not a result document: %v\n%s", err, out)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%v: still running after %v; killed\nstdout %s\nstderr %s", args, limit, out.String(), errOut.String())
 	}
-	return r
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return Ran{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errOut.String()}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// Started is the binary running in the background, for a test that
+// signals it.
+type Started struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	lines  chan string   // standard error's lines, as they come
+	done   chan struct{} // closed when standard error has ended
+	waited bool
+	mu     sync.Mutex
+	stderr strings.Builder
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// StartBinary starts bin with args in its own process group; the test's
+// cleanup kills the group and reaps the process if it still runs.
+func StartBinary(t *testing.T, bin, dir string, env []string, args ...string) *Started {
+	t.Helper()
+	s := &Started{t: t, cmd: exec.Command(bin, args...), lines: make(chan string, 1<<14), done: make(chan struct{})}
+	s.cmd.Dir, s.cmd.Env = dir, env
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.Stdout = &s.stdout
+	errPipe, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-s.done
+		if !s.waited {
+			_ = s.cmd.Wait()
+		}
+	})
+	go func() {
+		defer close(s.done)
+		defer close(s.lines)
+		sc := bufio.NewScanner(errPipe)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.stderr.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			select {
+			case s.lines <- sc.Text():
+			default: // nobody waits for so many lines; Stderr keeps them
+			}
+		}
+		_, _ = io.Copy(io.Discard, errPipe)
+	}()
+	return s
+}
+
+// WaitForLine waits at most limit for a line of standard error holding
+// marker, and fails the test without one.
+func (s *Started) WaitForLine(marker string, limit time.Duration) {
+	s.t.Helper()
+	deadline := time.After(limit)
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				s.t.Fatalf("the process ended before it printed %q:\n%s", marker, s.Stderr())
+			}
+			if strings.Contains(line, marker) {
+				return
+			}
+		case <-deadline:
+			s.t.Fatalf("no line with %q within %v:\n%s", marker, limit, s.Stderr())
+		}
+	}
+}
+
+// Stderr is what the process printed on standard error so far.
+func (s *Started) Stderr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	return s.stderr.String()
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// Signal sends sig and waits at most limit for the process to exit; it
+// returns the exit status, how long the exit took, and standard output.
+// A process still running after limit fails the test.
+func (s *Started) Signal(sig syscall.Signal, limit time.Duration) (code int, took time.Duration, stdout string) {
+	s.t.Helper()
+	start := time.Now()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(limit):
+		s.t.Fatalf("still running %v after %v\nstderr %s", limit, sig, s.Stderr())
+	}
+	_ = s.cmd.Wait()
+	s.waited = true
+	return s.cmd.ProcessState.ExitCode(), time.Since(start), s.stdout.String()
+}
+
+// FileState is a file as a run must leave it: its bytes, mode and inode.
+type FileState struct {
+	Path     string
+	Data     []byte
+	Mode     fs.FileMode
+	Dev, Ino uint64
+}
+
+// Snapshot records the files at paths.
+func Snapshot(t *testing.T, paths ...string) []FileState {
+	t.Helper()
+	var out []FileState
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		out = append(out, FileState{Path: p, Data: data, Mode: info.Mode(), Dev: uint64(st.Dev), Ino: st.Ino})
+	}
+	return out
+}
+
+// Unchanged fails the test for every file that is not as Snapshot found it.
+func Unchanged(t *testing.T, what string, before []FileState) {
+	t.Helper()
+	for _, b := range before {
+		now := Snapshot(t, b.Path)[0]
+		switch {
+		case !bytes.Equal(now.Data, b.Data):
+			t.Errorf("%s: %s changed its bytes", what, b.Path)
+		case now.Mode != b.Mode:
+			t.Errorf("%s: %s changed its mode from %v to %v", what, b.Path, b.Mode, now.Mode)
+		case now.Dev != b.Dev || now.Ino != b.Ino:
+			t.Errorf("%s: %s was replaced (inode %d, was %d)", what, b.Path, now.Ino, b.Ino)
+		}
+	}
 }

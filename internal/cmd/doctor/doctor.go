@@ -2,6 +2,7 @@
 package doctor
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"miotool/internal/cmd/libtarget"
 	"miotool/internal/doctor"
 	"miotool/internal/hip"
+	"miotool/internal/report"
 	"miotool/internal/runenv"
 )
 
@@ -21,7 +23,7 @@ type DoctorOptions struct {
 	Global      cli.GlobalOptions
 	CommandLine string
 	OpenDevice  cli.OpenFunc
-	Backends    func() []hip.Backend
+	Backends    func() []hip.Registration
 	Env         runenv.Env
 	ConfigUsed  string
 	Build       buildinfo.Info
@@ -46,8 +48,10 @@ MIOPEN_FIND_MODE with where each value came from, and the config file used.
 It exits 0 when the chosen backend opened (with --backend auto the simulator
 counts, so a machine without a GPU passes), 4 when the backend named with
 --backend did not open, and 2 when MIOPEN_NAIVE_TIMEOUT or MIOPEN_FIND_MODE
-holds a value the other commands refuse (shown as an error in the table); the
-report is printed either way.`,
+holds a value the other commands refuse, or MIOPEN_USER_DB_PATH a path find
+refuses (a file, or below one). The report is printed either way; in the last
+case its verdict is ERROR and its exit status 2, in every format, and the
+variable's row says what is wrong.`,
 		Example: `  miotool doctor
   miotool doctor --backend cuda
   GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,
@@ -89,17 +93,28 @@ func (o *DoctorOptions) Run() error {
 		Now:         o.Now,
 		Words:       doctor.Words{Backend: cli.BackendFlag, Target: libtarget.Flag, Selection: cli.SelectionReason},
 	})
-	// A runtime variable every scenario command refuses is a configuration
-	// error here too (exit 2), after the report that shows it, so that
-	// "doctor && ..." stops where the next command would.
+	// A runtime variable the other commands refuse is a configuration
+	// error here too (exit 2), so that "doctor && ..." stops where the
+	// next command would. The report is still written, to show the
+	// variable, but as what it is: an ERROR whose exit status is 2, never
+	// a PASS beside exit 2.
+	var refused []string
 	if err := o.Env.Err(); err != nil {
 		for _, e := range strings.Split(err.Error(), "\n") {
-			r.Note("%s: find, capture, replay and stress-threads refuse to run with it", e)
+			refused = append(refused, e+": find, capture, replay and stress-threads refuse to run with it")
 		}
-		if werr := cli.RenderResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(werr) != cli.ExitOK && cli.ExitCodeOf(werr) != cli.ExitSkipped {
-			return werr
-		}
-		return &cli.ExitError{Code: cli.ExitUsage, Err: err, Hint: "Unset it or give a value miotool can use (see Runtime variables above)."}
 	}
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	if err := o.Env.UserDBErr(); err != nil {
+		refused = append(refused, err.Error()+": find refuses it")
+	}
+	if len(refused) == 0 {
+		return cli.RenderResult(o.IO, o.Global.Format, r)
+	}
+	r.Finish(report.Error, strings.Join(refused, "; "), o.Now())
+	r.ExitStatus = cli.ExitUsage
+	if err := cli.RenderResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(err) == cli.ExitToolFailure {
+		return err // the result could not be written
+	}
+	return &cli.ExitError{Code: cli.ExitUsage, Err: errors.New(strings.Join(refused, "; ")),
+		Hint: "Unset it or give a value miotool can use (see Runtime variables in the report)."}
 }

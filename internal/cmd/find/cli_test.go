@@ -68,9 +68,10 @@ func TestFindBadInput(t *testing.T) {
 				}
 				env = append(env, e)
 			}
-			before := cmdtest.States(t, u.Config, u.DB)
+			before := cmdtest.Snapshot(t, u.Files()...)
 			args := append([]string{"find", "--backend", "sim", "--no-progress"}, tt.args...)
-			code, _, stderr := cmdtest.Run(t, bin, u.Dir, env, args...)
+			ran := cmdtest.RunBinary(t, bin, u.Dir, env, time.Minute, args...)
+			code, stderr := ran.Code, ran.Stderr
 			line := cmdtest.FirstLine(stderr)
 			if code == 3 { // a run that finds may warn first: the verdict's line is the last
 				line = cmdtest.LastLine(stderr)
@@ -81,7 +82,7 @@ func TestFindBadInput(t *testing.T) {
 			if strings.Contains(stderr, "goroutine ") {
 				t.Errorf("a stack trace:\n%s", stderr)
 			}
-			cmdtest.CheckUnchanged(t, before)
+			cmdtest.Unchanged(t, "the user's files", before)
 			if code == 2 { // refused before anything ran: not even a lock file
 				u.CheckNoLockFiles(t)
 			}
@@ -99,17 +100,16 @@ func TestFindInterrupted(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, simDBName())
-			before := cmdtest.States(t, u.Config, u.DB)
-			p := cmdtest.Start(t, bin, u.Dir, u.Env("MIOPEN_NAIVE_TIMEOUT=0"),
+			before := cmdtest.Snapshot(t, u.Files()...)
+			p := cmdtest.StartBinary(t, bin, u.Dir, u.Env("MIOPEN_NAIVE_TIMEOUT=0"),
 				"find", "--backend", "sim", "--no-progress", "--verbose", "--format", "json", "--samples", "20")
-			p.WaitLine(t, "miotool: ConvImplicitGemmTiledFwd:", time.Minute)
-			p.Signal(t, sig)
-			code, after := p.Wait(t, time.Minute)
+			p.WaitForLine("miotool: ConvImplicitGemmTiledFwd:", time.Minute)
+			code, after, stdout := p.Signal(sig, time.Minute)
 			want := 128 + int(sig)
 			if code != want || after > 2*time.Second {
 				t.Errorf("exit %d %s after the signal, want %d within 2s\nstderr:\n%s", code, after.Round(time.Millisecond), want, p.Stderr())
 			}
-			r := cmdtest.ParseResult(t, p.Stdout())
+			r := cmdtest.ParseResult(t, stdout)
 			if r.Verdict != "INTERRUPTED" || r.ExitCode != code || !strings.HasPrefix(r.Summary, "interrupted by "+sigName(sig)+": ") {
 				t.Errorf("verdict %s, exit_code %d (process %d), summary %q", r.Verdict, r.ExitCode, code, r.Summary)
 			}
@@ -125,7 +125,7 @@ func TestFindInterrupted(t *testing.T) {
 			if naive := rows["ConvDirectNaiveConvFwd"]; naive == nil || naive[5] != "interrupted" && naive[5] != "not run" {
 				t.Errorf("naive's row: %q", naive)
 			}
-			cmdtest.CheckUnchanged(t, before) // an interrupted find writes no record
+			cmdtest.Unchanged(t, "the user's files", before) // an interrupted find writes no record
 			u.CheckNoLockFiles(t)
 		})
 	}
@@ -149,15 +149,14 @@ func TestFindVerdictBeforeTeardown(t *testing.T) {
 		t.Run(tt.format, func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, simDBName())
 			env := u.Env("MIOPEN_USER_DB_PATH=" + t.TempDir())
-			p := cmdtest.Start(t, bin, u.Dir, env, append([]string{"find", "--backend", "sim", "--no-progress", "--verbose", "--format", tt.format}, problem...)...)
-			p.WaitLine(t, tt.waitFor, time.Minute)
-			p.Signal(t, tt.sig)
-			code, after := p.Wait(t, time.Minute)
+			p := cmdtest.StartBinary(t, bin, u.Dir, env, append([]string{"find", "--backend", "sim", "--no-progress", "--verbose", "--format", tt.format}, problem...)...)
+			p.WaitForLine(tt.waitFor, time.Minute)
+			code, after, stdout := p.Signal(tt.sig, time.Minute)
 			want := 128 + int(tt.sig)
 			if code != want || after > 2*time.Second {
 				t.Errorf("exit %d %s after the signal, want %d within 2s\nstderr:\n%s", code, after.Round(time.Millisecond), want, p.Stderr())
 			}
-			out := p.Stdout()
+			out := stdout
 			// find's own verdict is PASS, or FAIL on a machine busy enough
 			// to delay it past its bound; the teardown's interruption is
 			// what is checked.
@@ -191,8 +190,9 @@ func TestFindTeardownFiguresFollowTheVerdict(t *testing.T) {
 	bin := cmdtest.BuildMiotool(t)
 	u := cmdtest.NewUserFiles(t, simDBName())
 	db := t.TempDir()
-	code, out, stderr := cmdtest.Run(t, bin, u.Dir, u.Env("MIOPEN_USER_DB_PATH="+db),
+	ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env("MIOPEN_USER_DB_PATH="+db), time.Minute,
 		"find", "--backend", "sim", "--no-progress", "-n", "8", "-c", "64", "-H", "56", "-W", "56", "-k", "64", "--samples", "1", "--require-abandoned")
+	code, out, stderr := ran.Code, ran.Stdout, ran.Stderr
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -223,13 +223,12 @@ func TestFindSaysItWaitsForTheDBLock(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	p := cmdtest.Start(t, bin, u.Dir, u.Env(), "find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1")
-	p.WaitLine(t, "miotool: find-db: waiting for the find-db lock "+lock+" (miotool's), held by another writer, for at most 1m", time.Minute)
+	p := cmdtest.StartBinary(t, bin, u.Dir, u.Env(), "find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1")
+	p.WaitForLine("miotool: find-db: waiting for the find-db lock "+lock+" (miotool's), held by another writer, for at most 1m", time.Minute)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
 		t.Fatal(err)
 	}
-	code, _ := p.Wait(t, time.Minute)
-	out := p.Stdout()
+	code, out := p.WaitExit(time.Minute)
 	if code != 0 || !strings.Contains(out, "find-db: the write found the lock held and waited: waiting for the find-db lock "+lock) || !strings.Contains(out, "find-db record written to ") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, p.Stderr())
 	}
@@ -250,7 +249,8 @@ func TestFindSaysWhatItReplaced(t *testing.T) {
 	if err := os.WriteFile(u.DB, []byte(orig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := cmdtest.Run(t, bin, u.Dir, u.Env(), "find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1")
+	ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(), time.Minute, "find", "--backend", "sim", "--no-progress", "--problem", "naive-timeout-sim", "--samples", "1")
+	code, out, stderr := ran.Code, ran.Stdout, ran.Stderr
 	want := `find-db: replaced the malformed item "ConvImplicitGemmTiledFwd:notanumber,0,x"`
 	if code != 0 || !strings.Contains(stderr, "miotool: warning: "+want) || !strings.Contains(out, want) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"miotool/internal/cmd/cmdtest"
 )
@@ -35,15 +36,16 @@ func TestHeuristicBadInput(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
-			before := cmdtest.States(t, u.Config, u.DB)
-			code, stdout, stderr := cmdtest.Run(t, bin, u.Dir, u.Env(), append([]string{"heuristic"}, tt.args...)...)
+			before := cmdtest.Snapshot(t, u.Files()...)
+			ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(), time.Minute, append([]string{"heuristic"}, tt.args...)...)
+			code, stdout, stderr := ran.Code, ran.Stdout, ran.Stderr
 			if code != 2 || !strings.HasPrefix(cmdtest.FirstLine(stderr), tt.first) {
 				t.Errorf("exit %d, first stderr line %q; want 2 and a line starting %q\nstderr:\n%s", code, cmdtest.FirstLine(stderr), tt.first, stderr)
 			}
 			if stdout != "" || strings.Contains(stderr, "goroutine ") {
 				t.Errorf("a refusal wrote a result or a stack trace:\n%s\n%s", stdout, stderr)
 			}
-			cmdtest.CheckUnchanged(t, before)
+			cmdtest.Unchanged(t, "the user's files", before)
 			if left, _ := filepath.Glob(filepath.Join(u.Tmp, "*")); len(left) > 0 {
 				t.Errorf("left in TMPDIR: %v", left)
 			}

@@ -39,16 +39,17 @@ func TestReplayBadInput(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
-			before := cmdtest.States(t, u.Config, u.DB)
+			before := cmdtest.Snapshot(t, u.Files()...)
 			args := append([]string{"replay", "--backend", "sim", "--no-progress"}, tt.args...)
-			code, stdout, stderr := cmdtest.Run(t, bin, u.Dir, u.Env(), args...)
+			ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(), time.Minute, args...)
+			code, stdout, stderr := ran.Code, ran.Stdout, ran.Stderr
 			if code != 2 || !strings.HasPrefix(cmdtest.FirstLine(stderr), tt.first) {
 				t.Errorf("exit %d, first stderr line %q; want 2 and a line starting %q\nstderr:\n%s", code, cmdtest.FirstLine(stderr), tt.first, stderr)
 			}
 			if stdout != "" || strings.Contains(stderr, "goroutine ") {
 				t.Errorf("a refusal wrote a result or a stack trace:\n%s\n%s", stdout, stderr)
 			}
-			cmdtest.CheckUnchanged(t, before)
+			cmdtest.Unchanged(t, "the user's files", before)
 			u.CheckNoLockFiles(t)
 		})
 	}
@@ -75,17 +76,16 @@ func TestReplayInterrupted(t *testing.T) {
 			t.Run(tt.name+"/"+sig.String(), func(t *testing.T) {
 				u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
 				args := append([]string{"replay", "--backend", "sim", "--no-progress", "--verbose", "--format", "json"}, tt.args...)
-				p := cmdtest.Start(t, bin, u.Dir, u.Env(), args...)
+				p := cmdtest.StartBinary(t, bin, u.Dir, u.Env(), args...)
 				for _, l := range tt.waitFor {
-					p.WaitLine(t, l, time.Minute)
+					p.WaitForLine(l, time.Minute)
 				}
-				p.Signal(t, sig)
-				code, after := p.Wait(t, time.Minute)
+				code, after, stdout := p.Signal(sig, time.Minute)
 				want := 128 + int(sig)
 				if code != want || after > 2*time.Second {
 					t.Errorf("exit %d %s after the signal, want %d within 2s\nstderr:\n%s", code, after.Round(time.Millisecond), want, p.Stderr())
 				}
-				r := cmdtest.ParseResult(t, p.Stdout())
+				r := cmdtest.ParseResult(t, stdout)
 				runs, stopped, notRun := r.Counters["runs"], r.Counters["interrupted"], r.Counters["not_run"]
 				if r.Verdict != "INTERRUPTED" || r.ExitCode != code || runs < tt.minRuns || stopped != 1 || runs+stopped+notRun != tt.planned {
 					t.Errorf("verdict %s exit_code %d (process %d), runs %d, interrupted %d, not run %d; summary %q",

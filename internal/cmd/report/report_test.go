@@ -90,8 +90,8 @@ checks:
 		}
 		for _, re := range []string{
 			`(?m)^### Suite small: PASS$`,
-			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| Fails as expected +\|$`,
-			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed +\|$`,
+			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| Fails as expected \(17/18\) +\|$`,
+			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed \(18/18\) +\|$`,
 			`(?m)^\| later +\| .*\| Not run \(not in this test\) +\|$`,
 			`- \*\*Hosts:\*\* hostA`,
 			// Every check ran on one device: the header names it once.
@@ -154,7 +154,7 @@ checks:
 		if code := h.Run(tree, append([]string{"report", "merge", "--format", "markdown"}, files...)...); code != 0 {
 			t.Fatalf("merge: exit %d: %s", code, h.ErrOut)
 		}
-		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed, 2/2 runs +\|$`)
+		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed \(18/18\), 2/2 runs +\|$`)
 		if !row.MatchString(h.Out.String()) || !strings.Contains(h.Out.String(), "- **Hosts:** hostA, hostB") {
 			t.Errorf("merged table:\n%s", h.Out)
 		}

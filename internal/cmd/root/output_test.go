@@ -263,7 +263,7 @@ checks:
 		}
 	})
 	t.Run("SIGQUIT", func(t *testing.T) {
-		cmd := exec.Command(bin, "rules", "--backend", "sim", "--action", "malloc", "--spin", "20s", "--verbose", "--no-progress")
+		cmd := exec.Command(bin, "rules", "--backend", "sim", "--action", "malloc", "--spin", "10s", "--verbose", "--no-progress")
 		cmd.Dir, cmd.Env = dir, env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		stderr, err := cmd.StderrPipe()

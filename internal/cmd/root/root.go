@@ -16,6 +16,7 @@ import (
 	"miotool/internal/cmd/report"
 	"miotool/internal/cmd/rules"
 	"miotool/internal/cmd/stress"
+	"miotool/internal/cmd/trace"
 	"miotool/internal/cmd/version"
 )
 
@@ -38,6 +39,7 @@ func commands(f *cli.Factory) []*cobra.Command {
 		results(capture.NewCmdCapture(f, nil)),
 		results(replay.NewCmdReplay(f, nil)),
 		results(stress.NewCmdStress(f, nil)),
+		results(trace.NewCmdTrace(f, nil)),
 		results(heuristic.NewCmdHeuristic(f, nil)),
 		results(report.NewCmdReport(f, nil)),
 		completion.NewCmdCompletion(f),

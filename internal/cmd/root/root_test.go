@@ -77,15 +77,15 @@ func TestExitCodes(t *testing.T) {
 			stderrHas: []string{"backend cuda unavailable: libcuda.so.1 not found"}, stdoutHas: []string{"rules: SKIP"}},
 		{name: "tool failure: device broken", open: broken, args: func(*cmdtest.Harness) []string { return []string{"rules"} }, code: 3,
 			stderrHas: []string{"the driver answered garbage"}, stdoutHas: []string{"rules: ERROR"}},
-		{name: "tool failure: expectations not writable", args: func(h *cmdtest.Harness) []string {
+		{name: "usage: expectations not writable", args: func(h *cmdtest.Harness) []string {
 			return []string{"rules", "--backend", "sim", "--action", "malloc", "--spin", "10ms", "--write-expect", filepath.Join(h.Dir, "missing-dir", "x.yaml")}
-		}, code: 3, stderrHas: []string{"--write-expect"}},
+		}, code: 2, stderrHas: []string{"--write-expect", "does not exist"}, oneLine: true},
 		{name: "check failed: a cell differs", args: func(h *cmdtest.Harness) []string {
 			return []string{"rules", "--backend", "sim", "--action", "malloc", "--spin", "10ms", "--expect", cmdtest.ExpectationWithOneChange(t, h.Dir)}
 		}, code: 1, stdoutHas: []string{"rules: FAIL", "malloc/global/other/global", "differs: expected 0 SUCCESS / 0 SUCCESS"}},
 		{name: "pass", args: func(h *cmdtest.Harness) []string {
 			return []string{"rules", "--backend", "sim", "--action", "malloc", "--spin", "10ms", "--expect", filepath.Join(testutil.ModuleRoot(t), "configs", "rules", "h200-cuda.yaml")}
-		}, code: 0, stdoutHas: []string{"rules: PASS - 18 cells measured; all 18 compared match"}},
+		}, code: 0, stdoutHas: []string{"rules: PASS - 18 cells measured; compared 18 of 18 with"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,7 +122,7 @@ func TestExitCodes(t *testing.T) {
 
 func TestJSONOutputParses(t *testing.T) {
 	for _, args := range [][]string{
-		{"rules", "--backend", "sim", "--action", "free", "--spin", "10ms", "--format", "json"},
+		{"rules", "--backend", "sim", "--action", "free", "--spin", "10ms", "--format", "json", "--expect", filepath.Join(testutil.ModuleRoot(t), "configs", "rules", "h200-cuda.yaml")},
 		{"doctor", "--backend", "sim", "--format", "json"},
 	} {
 		h := cmdtest.New(t)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +37,12 @@ type RulesOptions struct {
 	WriteExpect string
 
 	actionNames []string
+	expectation *rules.Expectation
 }
+
+// maxSpin bounds --spin: every cell waits for it, up to 8 times on retries,
+// and 300ms is a GPU's default; a longer spin has no use.
+const maxSpin = 10 * time.Second
 
 // NewCmdRules builds `miotool rules`; runF, when set, replaces the run
 // function.
@@ -62,7 +68,12 @@ and host-to-device copy; device synchronize; end capture from another thread.
 With --expect the measurement is compared with an expectation file
 (configs/rules/h200-cuda.yaml holds the NVIDIA H200 measurements,
 configs/rules/hip.yaml the HIP runtime's rules) and any differing cell fails
-the check (exit 1). --write-expect writes the measurement in that format.
+the check (exit 1). The result says how many cells it compared of how many it
+measured: a file that covers fewer cells passes for those only ("compared 1 of
+243"), and a run that compared nothing (no --expect, or a file with none of the
+measured cells) is SKIP (exit 4), a measurement rather than a check.
+--write-expect writes the measurement in that format, once every cell has been
+measured; it may not name the expectation file or the config file.
 
 On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 		Example: `  # The simulator's CUDA rules, compared with the H200 measurements
@@ -95,11 +106,13 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 	fl.Var(cli.NewEnumValue(&opts.Dialect, hip.DialectCUDA, hip.DialectCUDA, hip.DialectHIP), "dialect",
 		"the simulator's rule table and naming: cuda or hip (GPU backends use their own)")
 	fl.DurationVar(&opts.Spin, "spin", 0,
-		fmt.Sprintf("how long stream B stays busy in each cell (default %v on a GPU, %v on the simulator)", rules.DefaultGPUSpin, rules.DefaultSimSpin))
+		fmt.Sprintf("how long stream B stays busy in each cell, at most %v (default %v on a GPU, %v on the simulator)", maxSpin, rules.DefaultGPUSpin, rules.DefaultSimSpin))
 	fl.StringSliceVar(&opts.actionNames, "action", nil, "measure only these actions (repeat or separate with commas), e.g. malloc,query-other-stream")
 	cli.CompleteList(cmd, "action", cli.Names(rules.Actions))
 	fl.StringVar(&opts.Expect, "expect", "", "compare with this expectation file; any differing cell fails the check")
 	fl.StringVar(&opts.WriteExpect, "write-expect", "", "write the measured cells to this file as expectations")
+	cli.MarkInputFile(cmd, "expect")
+	cli.MarkOutputFile(cmd, "write-expect")
 	return cmd
 }
 
@@ -120,66 +133,112 @@ func (o *RulesOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Validate checks the spin time.
+// Validate checks, before anything runs, the spin time and the
+// expectation file. That --write-expect can be written and names none of
+// the inputs (--expect, the config file) is checked before this, by the
+// flags' marks (cli.MarkOutputFile, cli.MarkInputFile): replacing the
+// reference it compares with by what it measured would lose the
+// reference (its comments, notes and the cells not measured this time).
 func (o *RulesOptions) Validate() error {
-	if o.Spin < 0 {
-		return cli.UsageErrorf("--spin %v: want a positive duration such as 300ms, or 0 for the default", o.Spin)
+	if o.Spin < 0 || o.Spin > maxSpin {
+		return cli.UsageErrorf("--spin %v: want a positive duration up to %v such as 300ms, or 0 for the default", o.Spin, maxSpin)
 	}
-	return nil
-}
-
-// Run measures the matrix and writes the result.
-func (o *RulesOptions) Run() error {
-	start := o.Now()
-	var exp *rules.Expectation
 	if o.Expect != "" {
 		e, err := rules.ReadExpectation(o.Expect)
 		if err != nil {
 			return cli.UsageError(err)
 		}
-		exp = e
+		o.expectation = e
 	}
+	return nil
+}
 
+// Run measures the matrix and writes the result. An interruption stops
+// the probe at once: the cells measured so far are the INTERRUPTED
+// result, with the signal's exit status in it, and nothing is written to
+// --write-expect. A probe that stopped leaves the device to the process's
+// exit, since a cell it abandoned may still run (see rules.Probe).
+func (o *RulesOptions) Run() error {
+	start := o.Now()
 	dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
 	if err != nil {
 		r := cli.OpenFailedResult("rules", o.CommandLine, start, o.Now(), o.Global.Backend, sel, err)
 		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
-	defer dev.Close()
-
 	r := cli.StartResult("rules", o.CommandLine, start, sel, dev)
 	o.Verbosef("backend %s (%s) on %s", sel.Chosen, cli.SelectionReason(sel), dev.Props())
 	if p := dev.Props(); p.Backend != string(hip.BackendSim) && o.DialectSet && o.Dialect != dev.Dialect() {
 		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", o.Dialect, p.Backend, dev.Dialect())
 	}
 	update, done := o.Progress("rules: cell")
-	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: update})
+	progress := func(n, total int) {
+		update(n, total)
+		o.Verbosef("cell %d of %d measured", n, total)
+	}
+	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: progress})
 	done()
-	rules.Fill(r, m, probeErr, exp, o.Now())
+	interrupted := cli.Interrupted(o.Context)
+	why := ""
+	if interrupted != nil {
+		why = cli.InterruptedReason(o.Context).Error()
+		r.ExitStatus = cli.ExitCodeOf(interrupted)
+	}
+	if probeErr == nil {
+		defer dev.Close()
+	}
+	rules.Fill(r, m, probeErr, why, o.expectation, o.Now())
 
 	if o.WriteExpect != "" {
-		if n, err := writeExpectation(o, m, start); err != nil {
-			r.Finish(report.Error, err.Error(), o.Now())
-		} else {
-			r.Note("wrote %d measured cells to %s", n, o.WriteExpect)
+		switch {
+		case interrupted != nil || probeErr != nil:
+			r.Note("--write-expect %s: not written, since the probe did not measure every cell", o.WriteExpect)
+		default:
+			if n, err := writeExpectation(o, m, start); err != nil {
+				r.Finish(report.Error, err.Error(), o.Now())
+			} else {
+				r.Note("wrote %d measured cells to %s", n, o.WriteExpect)
+			}
 		}
 	}
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	err = cli.RenderResult(o.IO, o.Global.Format, r)
+	if interrupted != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
+		return interrupted
+	}
+	return err
 }
 
-// writeExpectation writes the valid measured cells and returns their count.
+// writeExpectation writes the valid measured cells and returns their
+// count. The file is written beside its place and renamed over it, so that
+// a failed write leaves the old one whole; a file already there keeps its
+// mode, and a link keeps pointing where it did.
 func writeExpectation(opts *RulesOptions, m *rules.Measurement, start time.Time) (int, error) {
 	source := fmt.Sprintf("measured by %q on %s", opts.CommandLine, start.UTC().Format(time.RFC3339))
 	e := rules.FromMeasurement(m, source)
-	f, err := os.Create(opts.WriteExpect)
-	if err != nil {
-		return 0, fmt.Errorf("--write-expect: %w", err)
+	path := opts.WriteExpect
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
 	}
-	if err := rules.WriteExpectation(f, e); err != nil {
-		f.Close()
+	mode := os.FileMode(0o644)
+	if info, err := os.Stat(path); err == nil {
+		mode = info.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".miotool-*")
+	if err != nil {
 		return 0, fmt.Errorf("--write-expect %s: %w", opts.WriteExpect, err)
 	}
-	if err := f.Close(); err != nil {
+	tmp := f.Name()
+	defer os.Remove(tmp) // gone after the rename; left only by a failure
+	err = rules.WriteExpectation(f, e)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("--write-expect %s: %w", opts.WriteExpect, err)
 	}
 	return len(e.Cells), nil

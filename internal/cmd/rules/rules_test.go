@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/rules"
+	"miotool/internal/testutil"
 )
 
 // tree is a command tree with the rules command.
@@ -24,13 +26,15 @@ func withRun(runF func(*RulesOptions) error) func(*cli.Factory) *cobra.Command {
 }
 
 func TestRulesFlagsReachTheOptions(t *testing.T) {
+	expect := h200Expectations(t)
+	write := filepath.Join(t.TempDir(), "w.yaml")
 	cases := []struct {
 		args []string
 		want RulesOptions
 	}{
 		{[]string{"rules"}, RulesOptions{Dialect: hip.DialectCUDA}},
-		{[]string{"rules", "--dialect", "hip", "--spin", "5ms", "--action", "malloc,free", "--action", "device-sync", "--expect", "e.yaml", "--write-expect", "w.yaml"},
-			RulesOptions{Dialect: hip.DialectHIP, DialectSet: true, Spin: 5 * time.Millisecond, Actions: []rules.Action{rules.Malloc, rules.Free, rules.DeviceSync}, Expect: "e.yaml", WriteExpect: "w.yaml"}},
+		{[]string{"rules", "--dialect", "hip", "--spin", "5ms", "--action", "malloc,free", "--action", "device-sync", "--expect", expect, "--write-expect", write},
+			RulesOptions{Dialect: hip.DialectHIP, DialectSet: true, Spin: 5 * time.Millisecond, Actions: []rules.Action{rules.Malloc, rules.Free, rules.DeviceSync}, Expect: expect, WriteExpect: write}},
 		{[]string{"--backend", "sim", "--device", "1", "--format", "json", "rules"},
 			RulesOptions{Dialect: hip.DialectCUDA, Global: cli.GlobalOptions{Backend: "sim", Device: 1, Format: report.JSON}}},
 	}
@@ -62,15 +66,20 @@ func actionNames(as []rules.Action) []string {
 	return out
 }
 
+// h200Expectations is the committed H200 expectation file.
+func h200Expectations(t *testing.T) string {
+	return filepath.Join(testutil.ModuleRoot(t), "configs", "rules", "h200-cuda.yaml")
+}
+
 // The Markdown output ends with the PR checklist row:
-// | rules | <command without output flags> | <device> | Passed |
+// | rules | <command without output flags> | <device> | Passed (18/18) |
 func TestMarkdownChecklistRow(t *testing.T) {
 	h := cmdtest.New(t)
-	args := []string{"rules", "--backend", "sim", "--action", "device-sync", "--spin", "10ms", "--format", "markdown"}
+	args := []string{"rules", "--backend", "sim", "--action", "device-sync", "--spin", "10ms", "--format", "markdown", "--expect", h200Expectations(t)}
 	if code := h.Run(tree, args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
-	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action device-sync --spin 10ms\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed +\|$`)
+	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action device-sync --spin 10ms --expect \S+h200-cuda.yaml\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed \(18/18\) +\|$`)
 	if !row.MatchString(h.Out.String()) {
 		t.Errorf("no checklist row:\n%s", h.Out)
 	}
@@ -82,7 +91,7 @@ func TestMarkdownChecklistRow(t *testing.T) {
 func TestMarkdownCommandColumnHasNoOutputFlags(t *testing.T) {
 	h := cmdtest.New(t)
 	args := []string{"--no-progress", "rules", "--backend", "sim", "--format=markdown", "--action", "malloc", "--spin", "10ms"}
-	if code := h.Run(tree, args...); code != 0 {
+	if code := h.Run(tree, args...); code != 4 {
 		t.Fatalf("exit %d: %s", code, h.ErrOut)
 	}
 	row := regexp.MustCompile(`(?m)^\| rules +\| \x60miotool rules --backend sim --action malloc --spin 10ms\x60 +\|`)

@@ -1,10 +1,15 @@
 package stress
 
-// One run of stress-threads, in the child process the parent started
-// with --child: the workload, then its run line on standard output.
+// One run of stress-threads, in a process the parent started as one of
+// its runs (stressscen.ChildEnv): it opens the device, says where it ran
+// (its device line), runs the workload and prints its result line; or,
+// when the device or the library does not open, prints the result the
+// command would have written, for the parent to write.
 
 import (
+	"encoding/json"
 	"errors"
+	"time"
 
 	"miotool/internal/cli"
 	"miotool/internal/cmd/libtarget"
@@ -14,64 +19,76 @@ import (
 	stressscen "miotool/internal/scenario/stress"
 )
 
-// runStressChild is one run: the workload in this process, its result as
-// one line on stdout. Exit 0 when every sum was right, 1 when one was not.
+// runStressChild is one run. It exits 0 only when every sum was right and
+// the caches recorded nothing, 1 when a sum was wrong or a race, a
+// destroyed model or a use-after-free was recorded; the parent reads the
+// lines, not the status, but a run that found the defect never says
+// success.
 func runStressChild(opts *StressOptions) error {
-	dev, sel, err := opts.OpenDevice(string(opts.Global.Backend), hip.OpenOptions{Ordinal: opts.Global.Device, Dialect: opts.Dialect, HWQueues: opts.Env.HWQueues})
-	if err != nil {
-		code := cli.ExitToolFailure
-		if cli.OpenVerdict(err) == report.Skip {
-			code = cli.ExitSkipped
+	start := opts.Now()
+	var (
+		dev     hip.Device
+		r       *report.Result
+		release = func() {}
+	)
+	if opts.Target != target.Builtin {
+		dev, r, release = libtarget.Open(&opts.Scenario, "stress-threads", opts.Target, start)
+	} else {
+		dev, r = opts.Open("stress-threads", start)
+	}
+	defer release() // after the device is closed
+	if dev == nil {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
 		}
-		return &cli.ExitError{Code: code, Err: err}
+		if err := stressscen.WriteUnopenedLine(opts.IO.Out, data); err != nil {
+			return err
+		}
+		return &cli.ExitError{Code: r.ExitCode(), Err: errors.New(r.Summary)}
 	}
 	defer dev.Close()
-	opts.Verbosef("run on %s (%s)", dev.Props(), cli.SelectionReason(sel))
+	device := stressscen.RunDevice{Token: opts.childToken, Backend: r.Backend, BackendReason: r.BackendReason,
+		Name: r.Device.Name, Arch: r.Device.Arch, Description: r.Device.Description}
 	if opts.Target != target.Builtin {
-		return runTargetStressChild(opts, dev)
+		device.Notes = target.NotesFor(nil, dev, opts.Target)
 	}
-	_, _, fsys, err := opts.models()
-	if err != nil {
+	device.OpenMs = float64(opts.Now().Sub(start)) / float64(time.Millisecond)
+	if err := stressscen.WriteDeviceLine(opts.IO.Out, device); err != nil {
 		return err
 	}
-	run, err := stressscen.RunHere(opts.Context, dev, stressscen.Options{
-		Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
-		Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef, Lines: opts.IO.Out,
-	})
-	if err != nil {
-		return err
-	}
-	if err := stressscen.WriteRunLine(opts.IO.Out, run); err != nil {
-		return err
-	}
-	if !run.OK() {
-		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("wrong sums"), Silent: true}
-	}
-	return nil
-}
 
-// runTargetStressChild is one run against a library: every trial in this
-// process, reported in the same line format as the builtin runs.
-func runTargetStressChild(opts *StressOptions, dev hip.Device) error {
-	if err := target.Available(opts.Target); err != nil {
-		return &cli.ExitError{Code: cli.ExitSkipped, Err: err}
+	var run *stressscen.RunResult
+	if opts.Target != target.Builtin {
+		o := stressscen.DefaultTargetOptions(opts.Target)
+		o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
+		res, err := stressscen.RunTarget(opts.Context, dev, o)
+		if err != nil {
+			return err
+		}
+		run = res.AsRunResult()
+	} else {
+		_, _, fsys, err := opts.models()
+		if err != nil {
+			return err
+		}
+		run, err = stressscen.RunHere(opts.Context, dev, stressscen.Options{
+			Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+			Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef, Lines: opts.IO.Out,
+		})
+		if err != nil {
+			return err
+		}
 	}
-	defer target.Cleanup()
-	if err := target.Supports(opts.Target, dev); err != nil {
-		return &cli.ExitError{Code: cli.ExitSkipped, Err: libtarget.WithBackendHint(err)}
-	}
-	o := stressscen.DefaultTargetOptions(opts.Target)
-	o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
-	res, err := stressscen.RunTarget(opts.Context, dev, o)
-	if err != nil {
-		return err
-	}
-	run := res.AsRunResult()
+	run.Token = opts.childToken
 	if err := stressscen.WriteRunLine(opts.IO.Out, run); err != nil {
 		return err
 	}
-	if !run.OK() {
+	switch {
+	case !run.OK():
 		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("wrong sums"), Silent: true}
+	case run.Detections.Any():
+		return &cli.ExitError{Code: cli.ExitCheckFailed, Err: errors.New("the caches recorded the defect"), Silent: true}
 	}
 	return nil
 }

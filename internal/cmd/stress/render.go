@@ -68,7 +68,7 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	}
 	firstRecord := func(k cache.Kind) string {
 		for _, o := range runs {
-			if tl := o.Detections.Of(k); tl.Count > 0 {
+			if tl := o.Detections.Of(k); tl.Count > 0 && o.Kind != stressscen.RunInterrupted {
 				if tl.First == nil {
 					return fmt.Sprintf("run %d", o.Index+1)
 				}
@@ -140,7 +140,7 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	}
 	for _, k := range cache.Kinds {
 		for _, o := range runs {
-			if tl := o.Detections.Of(k); tl.Count > 0 && tl.First != nil {
+			if tl := o.Detections.Of(k); tl.Count > 0 && tl.First != nil && o.Kind != stressscen.RunInterrupted {
 				r.Note("run %d first showed %s: %s", o.Index+1, k, tl.First)
 				break
 			}
@@ -206,24 +206,22 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 		if why == "" {
 			why = "interrupted"
 		}
-		what := fmt.Sprintf("%s: %d of %d runs finished (%d interrupted)", why, t.Runs-t.Interrupted, s.Runs, t.Interrupted)
+		what := fmt.Sprintf("%s: %d of %d runs finished, %d interrupted, %d not started", why, t.Runs-t.Interrupted, s.Runs, t.Interrupted, s.Runs-t.Runs)
 		if len(parts) > 0 {
 			what += "; so far " + strings.Join(parts, ", ")
 		}
-		r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", t.Runs-t.Interrupted, s.Runs)
+		r.Status = fmt.Sprintf("Interrupted: %d of %d runs finished", t.Runs-t.Interrupted, s.Runs)
 		r.Finish(report.Interrupted, what, end)
 	case t.Runs == 0:
 		r.Finish(report.Error, "no run happened", end)
 	case failed > 0:
-		r.Status = fmt.Sprintf("Failed (%d/%d)", failed, t.Runs)
+		countRuns(r, t)
 		r.Finish(report.Fail, fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), end)
 	case t.Errors > 0:
 		r.Finish(report.Error, fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
 			first(func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError })), end)
 	default:
-		if t.Runs > 1 {
-			r.Status = fmt.Sprintf("Passed (%d/%d)", t.Passed, t.Runs)
-		}
+		countRuns(r, t)
 		what := fmt.Sprintf("all %d runs passed", t.Runs)
 		if t.Runs == 1 {
 			what = "the run passed"
@@ -238,25 +236,51 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	}
 }
 
+// countRuns counts the runs as the check's sub-tests, as a test binary's
+// "Passed (26/26)" counts its tests: the runs that passed of those run
+// ("Failed (0/20)": none of 20 passed). One run is not counted. The
+// status is the verdict's own word, so that a suite's checklist says a
+// met expectation in its words, "Fails as expected (0/20)", as for every
+// other check.
+func countRuns(r *report.Result, t stressscen.Tally) {
+	if t.Runs > 1 {
+		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs}
+	}
+}
+
 // fillStressTimes adds the wall time per fresh-process run: the median,
 // fastest and slowest of the runs that completed (they did all the work
 // and every sum was right, whatever their caches recorded), and of every
-// run. "completed" is not "passed": a run whose caches recorded a race
-// completed and failed.
+// run; then the two parts a run measures itself, its device open and its
+// workload after it (the rest of a run's wall time is its process start,
+// loading the model, and its teardown). "completed" is not "passed": a run
+// whose caches recorded a race completed and failed.
 func fillStressTimes(r *report.Result, runs []stressscen.RunOutcome) {
-	var completed, all []time.Duration
+	var completed, all, open, work []time.Duration
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	for _, o := range runs {
 		all = append(all, o.Wall)
 		if o.Kind == stressscen.RunPassed {
 			completed = append(completed, o.Wall)
+		}
+		if o.Device != nil && o.Device.OpenMs > 0 {
+			open = append(open, ms(o.Device.OpenMs))
+		}
+		if o.Run != nil && o.Run.ElapsedMs > 0 {
+			work = append(work, ms(o.Run.ElapsedMs))
 		}
 	}
 	tab := r.AddTable("wall time per run (process start to exit)", "runs", "count", "median", "min", "max")
 	for _, row := range []struct {
 		label string
 		d     []time.Duration
-	}{{"completed", completed}, {"all", all}} {
-		if len(row.d) == 0 {
+		shown bool
+	}{{"completed", completed, true}, {"all", all, true},
+		{"device open, in the run", open, len(open) > 0}, {"workload, in the run after the open", work, len(work) > 0}} {
+		switch {
+		case !row.shown:
+			continue
+		case len(row.d) == 0:
 			tab.AddRow(row.label, "0", "-", "-", "-")
 			continue
 		}
@@ -287,8 +311,10 @@ func roundDuration(d time.Duration) string {
 		return d.Round(100 * time.Millisecond).String()
 	case d >= time.Second:
 		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
 	}
-	return d.Round(time.Millisecond).String()
+	return d.Round(time.Microsecond).String()
 }
 
 // sortedCounts renders a name -> count map as "a 3, b 1", largest first.

@@ -24,25 +24,27 @@ func TestFillStressVerdicts(t *testing.T) {
 		name    string
 		runs    []stressscen.RunOutcome
 		verdict report.Verdict
-		status  string
+		status  string // the checklist's
 		summary []string
 	}{
 		{"all passed", []stressscen.RunOutcome{passed(0), passed(1), passed(2), passed(3)}, report.Pass, "Passed (4/4)",
 			[]string{"all 4 runs passed", "1098304"}},
-		{"one run passed", []stressscen.RunOutcome{passed(0)}, report.Pass, "", []string{"the run passed"}},
+		{"one run passed", []stressscen.RunOutcome{passed(0)}, report.Pass, "Passed", []string{"the run passed"}},
 		{"crashes by signal", []stressscen.RunOutcome{passed(0), crashed(1, "SIGSEGV"), crashed(2, "SIGSEGV"), crashed(3, "fatal error: concurrent map writes")},
-			report.Fail, "Failed (3/4)", []string{"3 of 4 runs failed", "SIGSEGV 2", "fatal error: concurrent map writes 1"}},
+			report.Fail, "Failed (1/4)", []string{"3 of 4 runs failed", "SIGSEGV 2", "fatal error: concurrent map writes 1"}},
 		{"wrong and hung", []stressscen.RunOutcome{passed(0), {Index: 1, Kind: stressscen.RunWrong, Detail: "1 of 6 sums wrong"}, {Index: 2, Kind: stressscen.RunHung}, {Index: 3, Kind: stressscen.RunError}},
-			report.Fail, "Failed (2/4)", []string{"1 gave a wrong result", "1 hung", "1 failed to run"}},
+			report.Fail, "Failed (1/4)", []string{"1 gave a wrong result", "1 hung", "1 failed to run"}},
 		{"errors only", []stressscen.RunOutcome{passed(0), {Index: 1, Kind: stressscen.RunError, Detail: "exited with status 3: no device"}},
-			report.Error, "", []string{"1 of 2 runs could not run", "run 2: exited with status 3: no device"}},
-		{"nothing ran", nil, report.Error, "", []string{"no run"}},
+			report.Error, "Error", []string{"1 of 2 runs could not run", "run 2: exited with status 3: no device"}},
+		{"nothing ran", nil, report.Error, "Error", []string{"no run"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("stress-threads", "miotool stress-threads --cache=unlocked --runs 4", time.Unix(0, 0))
 			Fill(r, setup, tt.runs, time.Unix(10, 0))
-			if r.Verdict != tt.verdict || r.Status != tt.status {
-				t.Errorf("verdict %s status %q; want %s %q", r.Verdict, r.Status, tt.verdict, tt.status)
+			// The checklist's status: the verdict's word, and the runs
+			// that passed of those run when there are several.
+			if status := r.ChecklistRow()[3]; r.Verdict != tt.verdict || status != tt.status {
+				t.Errorf("verdict %s status %q; want %s %q", r.Verdict, status, tt.verdict, tt.status)
 			}
 			for _, s := range tt.summary {
 				if !strings.Contains(r.Summary, s) {
@@ -200,10 +202,14 @@ func TestFillStressDetectionNotes(t *testing.T) {
 func TestFillStressInterrupted(t *testing.T) {
 	setup := Setup{Threads: 2, Iters: 100, Trials: 1, Size: stressscen.InputSize, Runs: 5, Jobs: 1, Policy: cache.Locked, Timeout: time.Minute,
 		Interrupted: "interrupted by SIGINT"}
-	runs := []stressscen.RunOutcome{{Index: 0, Kind: stressscen.RunPassed, Run: &stressscen.RunResult{}}, {Index: 1, Kind: stressscen.RunInterrupted, Detail: "killed when miotool was interrupted"}}
+	// The killed run had recorded a race before it was killed: it still
+	// counts as interrupted and in no other row.
+	killed := detected(1, cache.KindRace)
+	killed.Kind, killed.Detail = stressscen.RunInterrupted, "killed when miotool was interrupted"
+	runs := []stressscen.RunOutcome{{Index: 0, Kind: stressscen.RunPassed, Run: &stressscen.RunResult{}}, killed}
 	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
 	Fill(r, setup, runs, time.Unix(1, 0))
-	if r.Verdict != report.Interrupted || !strings.HasPrefix(r.Summary, "interrupted by SIGINT: 1 of 5 runs finished (1 interrupted)") {
+	if r.Verdict != report.Interrupted || r.Summary != "interrupted by SIGINT: 1 of 5 runs finished, 1 interrupted, 3 not started" {
 		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
 	}
 	if !strings.HasPrefix(r.Tables[0].Title, "2 of 5 runs (interrupted)") {
@@ -214,6 +220,14 @@ func TestFillStressInterrupted(t *testing.T) {
 	}
 	if n, _ := r.Counter("interrupted"); n != 1 {
 		t.Errorf("interrupted %d", n)
+	}
+	for _, row := range r.Tables[0].Rows {
+		if row.Cells[0] != "interrupted" && row.Cells[1] != "0" && row.Cells[0] != "passed" {
+			t.Errorf("the interrupted run shows in row %v", row.Cells)
+		}
+	}
+	if n, _ := r.Counter("race detected"); n != 0 {
+		t.Errorf("race detected %d, want 0", n)
 	}
 	var md strings.Builder
 	if err := report.Render(&md, report.Markdown, r, report.Options{}); err != nil {

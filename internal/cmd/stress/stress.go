@@ -3,11 +3,13 @@
 package stress
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,7 +17,6 @@ import (
 	"miotool/internal/aiheur"
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/cli"
-	"miotool/internal/cmd/libtarget"
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/report"
@@ -39,9 +40,11 @@ type StressOptions struct {
 	// picks its algorithm.
 	Target target.Name
 	Algo   stressscen.AlgoSelection
-	// Child makes this process one run: the workload, then one result
-	// line on stdout. The parent passes it to the processes it starts.
-	Child bool
+	// childToken is set in a process the parent started as one of its
+	// runs (stressscen.ChildEnv): it runs the workload once and prints
+	// its lines. No flag, config key or MIOTOOL_* variable sets it.
+	childToken string
+	lookupEnv  func(string) (string, bool)
 
 	// Executable is the program the runs re-execute with their arguments;
 	// os.Executable when nil. Tests put a stand-in there.
@@ -50,7 +53,7 @@ type StressOptions struct {
 
 // NewCmdStress builds `miotool stress-threads`; runF, when set, replaces the run function.
 func NewCmdStress(f *cli.Factory, runF func(*StressOptions) error) *cobra.Command {
-	opts := &StressOptions{Scenario: cli.NewScenario(f)}
+	opts := &StressOptions{Scenario: cli.NewScenario(f), lookupEnv: f.LookupEnv}
 	cmd := &cobra.Command{
 		Use:   "stress-threads",
 		Short: "Convolve from several threads at once through the AI heuristic's model cache (ROCM-27477)",
@@ -75,8 +78,8 @@ possible while the cache is first populated, so every run is a fresh process:
 Crashes are luck; the verdict is not. The caches record, as a race detector
 would, an access from another thread with no lock or barrier in between (race),
 a published model destroyed by a concurrent insert, and a model released while a
-reader holds it (use-after-free), so the pre-fix cache fails every run on every
-machine. Each run's output is checked element by element (every value exactly 1,
+reader holds it (use-after-free), so with two or more threads the pre-fix cache
+fails every run on every machine (one thread has no race to find, and passes). Each run's output is checked element by element (every value exactly 1,
 guard values beside it untouched), so a kernel that did not run is a wrong
 result. The table counts crashes by signal, use-after-free, destroyed models,
 races, wrong results, hangs and runs stopped by an interrupt (Ctrl-C: exit 130).
@@ -109,30 +112,38 @@ demonstrations; it is off by default and printed with the result.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.Threads, "threads", stressscen.DefaultThreads, "threads, each with its own handle and stream")
+	fl.IntVar(&opts.Threads, "threads", stressscen.DefaultThreads, "threads, each with its own handle and stream (1 to 1024)")
 	fl.IntVar(&opts.Iters, "iters", stressscen.DefaultIters, fmt.Sprintf("iterations per thread and trial (1 to %d)", stressscen.InputSize-1))
-	fl.IntVar(&opts.Trials, "trials", stressscen.DefaultTrials, "trials per run")
-	fl.IntVar(&opts.Runs, "runs", 1, "runs, each in a fresh process")
-	fl.IntVar(&opts.Jobs, "jobs", 1, "runs at a time")
+	fl.IntVar(&opts.Trials, "trials", stressscen.DefaultTrials, fmt.Sprintf("trials per run (1 to %d; threads x iters x trials at most %d)", maxTrials, maxConvolutions))
+	fl.IntVar(&opts.Runs, "runs", 1, fmt.Sprintf("runs, each in a fresh process (1 to %d)", maxRuns))
+	fl.IntVar(&opts.Jobs, "jobs", 1, fmt.Sprintf("runs at a time (1 to %d)", maxJobs))
 	fl.Var(cli.NewEnumValue(&opts.Cache, cache.Locked, cache.Policies...), "cache", "model cache policy: unlocked (pre-fix), locked (the fix) or lockfree")
 	fl.StringVar(&opts.ModelDir, "model-dir", "", "directory of MIOpen model files (default: an installed ROCm's share/miopen/db, else the embedded model)")
-	fl.DurationVar(&opts.RaceWindow, "race-window", 0, "widen the cache race on purpose: wait a random time of up to this long between a miss's load and its insert (demonstrations only; 0 = off)")
-	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, "watchdog: a run still going after this is killed and counted as a hang")
+	fl.DurationVar(&opts.RaceWindow, "race-window", 0, fmt.Sprintf("widen the cache race on purpose: wait a random time of up to this long between a miss's load and its insert (demonstrations only; 0 = off, at most %v)", maxRaceWindow))
+	fl.DurationVar(&opts.RunTimeout, "run-timeout", 10*time.Minute, fmt.Sprintf("watchdog: a run still going after this is killed and counted as a hang (at most %v)", maxRunTimeout))
 	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
 		"what runs the convolutions: builtin (miotool's handle and TunaNet heuristic), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
 	fl.Var(cli.NewEnumValue(&opts.Algo, stressscen.SelectHeuristic, stressscen.SelectHeuristic, stressscen.SelectFind), "algo",
 		"with a library target: how it picks each convolution's algorithm, heuristic or find")
-	fl.BoolVar(&opts.Child, "child", false, "run the workload in this process and print one result line (used by the runs it starts)")
-	_ = fl.MarkHidden("child")
 	opts.AddDialectFlag(cmd)
 	return cmd
 }
 
-// Complete reads the configuration and refuses flags that do not apply to
-// the target.
+// Complete reads the configuration, says whether this process is one of a
+// parent's runs, and refuses flags that do not apply to the target.
 func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	if err := o.Scenario.Complete(f, cmd); err != nil {
 		return err
+	}
+	o.childToken = ""
+	if o.lookupEnv != nil {
+		if v, ok := o.lookupEnv(stressscen.ChildEnv); ok {
+			token, err := stressscen.ParseChildEnv(v, os.Getppid())
+			if err != nil {
+				return cli.UsageError(err)
+			}
+			o.childToken = token
+		}
 	}
 	if o.Target != target.Builtin {
 		for _, name := range []string{"cache", "model-dir", "race-window"} {
@@ -146,14 +157,35 @@ func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Run is one run in this process with --child, else the runs, each a
-// fresh process, and their result.
+// Run is one run in this process when a parent started it as one, else
+// the runs, each a fresh process, and their result.
 func (o *StressOptions) Run() error {
-	if o.Child {
+	if o.childToken != "" {
 		return runStressChild(o)
 	}
 	return runStress(o)
 }
+
+// Bounds on what a user sets, each past any sane use: a value beyond one
+// is refused up front, naming the bound, rather than run for hours.
+const (
+	// maxRuns: 200 runs validated the fix; each run keeps an outcome.
+	maxRuns = 10000
+	// maxJobs: runs at a time, each a process with the device open.
+	maxJobs = 256
+	// maxTrials: each trial is --threads x --iters convolutions; the
+	// PyTorch test runs 3.
+	maxTrials = 100
+	// maxConvolutions bounds a run's work, threads x iterations x trials:
+	// about 170 times the PyTorch test's 6000, some minutes of one run on
+	// the simulator.
+	maxConvolutions = 1000000
+	// maxRaceWindow: a miss waits up to this once per thread and model;
+	// microseconds widen the race enough.
+	maxRaceWindow = 10 * time.Second
+	// maxRunTimeout: the watchdog of one run.
+	maxRunTimeout = 24 * time.Hour
+)
 
 // Validate checks the counts, durations and model directory.
 func (o *StressOptions) Validate() error {
@@ -162,16 +194,21 @@ func (o *StressOptions) Validate() error {
 		return cli.UsageErrorf("--threads %d: want 1 to 1024", o.Threads)
 	case o.Iters < 1 || o.Iters >= stressscen.InputSize:
 		return cli.UsageErrorf("--iters %d: want 1 to %d (each iteration shrinks the %dx%d input by one)", o.Iters, stressscen.InputSize-1, stressscen.InputSize, stressscen.InputSize)
-	case o.Trials < 1:
-		return cli.UsageErrorf("--trials %d: want 1 or more", o.Trials)
-	case o.Runs < 1:
-		return cli.UsageErrorf("--runs %d: want 1 or more", o.Runs)
-	case o.Jobs < 1:
-		return cli.UsageErrorf("--jobs %d: want 1 or more", o.Jobs)
-	case o.RaceWindow < 0:
-		return cli.UsageErrorf("--race-window %v: want 0 (off) or a positive duration", o.RaceWindow)
-	case o.RunTimeout <= 0:
-		return cli.UsageErrorf("--run-timeout %v: want a positive duration", o.RunTimeout)
+	case o.Trials < 1 || o.Trials > maxTrials:
+		return cli.UsageErrorf("--trials %d: want 1 to %d", o.Trials, maxTrials)
+	case o.Threads*o.Iters*o.Trials > maxConvolutions:
+		return cli.UsageErrorf("--threads %d x --iters %d x --trials %d is %d convolutions per run: want at most %d",
+			o.Threads, o.Iters, o.Trials, o.Threads*o.Iters*o.Trials, maxConvolutions)
+	case o.Runs < 1 || o.Runs > maxRuns:
+		return cli.UsageErrorf("--runs %d: want 1 to %d", o.Runs, maxRuns)
+	case o.Jobs < 1 || o.Jobs > maxJobs:
+		return cli.UsageErrorf("--jobs %d: want 1 to %d", o.Jobs, maxJobs)
+	case o.RaceWindow < 0 || o.RaceWindow > maxRaceWindow:
+		return cli.UsageErrorf("--race-window %v: want 0 (off) up to %v", o.RaceWindow, maxRaceWindow)
+	case o.RunTimeout <= 0 || o.RunTimeout > maxRunTimeout:
+		return cli.UsageErrorf("--run-timeout %v: want a positive duration up to %v", o.RunTimeout, maxRunTimeout)
+	case o.RaceWindow >= o.RunTimeout:
+		return cli.UsageErrorf("--race-window %v: want less than --run-timeout %v, or every run would hang", o.RaceWindow, o.RunTimeout)
 	}
 	if o.ModelDir != "" {
 		info, err := os.Stat(o.ModelDir)
@@ -207,14 +244,21 @@ func (o *StressOptions) models() (dir, described string, fsys fs.FS, err error) 
 	return dir, described, fsys, nil
 }
 
-// childArgs are the arguments of one run's process: the parent's backend,
-// device and configuration, and this command's workload flags.
-func (o *StressOptions) childArgs(backend, modelDir string) []string {
+// childArgs are the arguments of one run's process: the backend and
+// device as the user asked for them (the run selects and opens the device,
+// this process never does), the configuration, and this command's workload
+// flags. The runs know they are runs from stressscen.ChildEnv, not from
+// these arguments.
+func (o *StressOptions) childArgs(modelDir string) []string {
+	backend := string(o.Global.Backend)
+	if backend == "" {
+		backend = string(hip.BackendAuto)
+	}
 	args := []string{"--backend", backend, "--device", strconv.Itoa(o.Global.Device), "--no-progress"}
 	if o.Global.ConfigFile != "" {
 		args = append(args, "--config", o.Global.ConfigFile)
 	}
-	args = append(args, "stress-threads", "--child",
+	args = append(args, "stress-threads",
 		"--threads", strconv.Itoa(o.Threads), "--iters", strconv.Itoa(o.Iters), "--trials", strconv.Itoa(o.Trials),
 		"--dialect", string(o.Dialect))
 	if o.Target != target.Builtin {
@@ -235,31 +279,19 @@ func osExecutable(args []string) (stressscen.ChildCommand, error) {
 	return stressscen.ChildCommand{Path: exe, Args: args}, nil
 }
 
+// runStress starts the runs and writes their result. This process opens
+// no device and starts no GPU runtime: each run does, and says where it
+// ran (its device line), which becomes the result's header. A one-run
+// command so pays the runtime's start-up once, in its run.
 func runStress(opts *StressOptions) error {
 	start := opts.Now()
-	var (
-		dev hip.Device
-		r   *report.Result
-	)
-	if opts.Target != target.Builtin {
-		var cleanup func()
-		dev, r, cleanup = libtarget.Open(&opts.Scenario, "stress-threads", opts.Target, start)
-		defer cleanup()
-	} else {
-		dev, r = opts.Open("stress-threads", start)
-	}
-	if dev == nil {
-		return cli.RenderResult(opts.IO, opts.Global.Format, r)
-	}
-	props := dev.Props()
-	if opts.Target != target.Builtin {
-		for _, n := range target.NotesFor(nil, dev, opts.Target) {
-			r.Note("%s", n)
+	r := report.New("stress-threads", opts.CommandLine, start)
+	r.Backend = string(opts.Global.Backend)
+	r.BackendReason = "as requested; no run said which it opened"
+	for _, st := range opts.Env.Settings {
+		if w, ok := strings.CutPrefix(st.Note, "warning: "); ok {
+			r.Note("%s", w)
 		}
-	}
-	// The runs open the device themselves; this process only names it.
-	if err := dev.Close(); err != nil {
-		return fmt.Errorf("closing the device: %w", err)
 	}
 	if opts.Target != target.Builtin {
 		return runStressProcesses(opts, r, Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
@@ -276,7 +308,11 @@ func runStress(opts *StressOptions) error {
 	if opts.ModelDir != "" {
 		badModels = cli.UsageError
 	}
-	arch, err := stressscen.CheckModels(fsys, props.Arch)
+	// The device's arch is the runs' to know: checked here is the set a
+	// run picks first (miotool's own, else MIOpen's), so that files that
+	// hold no model are one clear error before any run; each run reports
+	// the set it used.
+	arch, err := stressscen.CheckModels(fsys, "")
 	if err != nil {
 		return badModels(fmt.Errorf("%s: %w", described, err))
 	}
@@ -297,28 +333,99 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, mode
 	if exe == nil {
 		exe = osExecutable
 	}
-	child, err := exe(opts.childArgs(r.Backend, modelDir))
+	child, err := exe(opts.childArgs(modelDir))
 	if err != nil {
 		return err
 	}
+	child.Token = stressscen.NewChildToken()
 	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
 	update, done := opts.Progress("stress-threads: run")
 	update(0, opts.Runs)
 	runs, err := stressscen.RunProcesses(opts.Context, child, stressscen.RunnerOptions{
 		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
+		// A run that could not open the device says why; the next would too.
+		Stop: func(o stressscen.RunOutcome) bool { return o.Unopened != nil },
 	})
 	done()
 	interrupted := cli.Interrupted(opts.Context)
 	if err != nil && interrupted == nil {
 		return err
 	}
+	if d := firstDevice(runs); d != nil {
+		r.Backend, r.BackendReason = d.Backend, d.BackendReason
+		r.Device = report.Device{Name: d.Name, Arch: d.Arch, Description: d.Description}
+		for _, n := range d.Notes {
+			r.Note("%s", n)
+		}
+		opts.Verbosef("runs on backend %s (%s) on %s", d.Backend, d.BackendReason, d.Description)
+	} else if u := unopened(runs, opts, r.Started); u != nil {
+		return finish(opts, u, interrupted)
+	}
+	if setup.Library == "" {
+		if a := firstArch(runs); a != "" {
+			setup.Arch = a
+		}
+	}
 	if interrupted != nil {
 		// The runs that finished are reported; the result says INTERRUPTED.
 		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
 	}
 	Fill(r, setup, runs, opts.Now())
-	if err := cli.RenderResult(opts.IO, opts.Global.Format, r); err != nil {
-		return err
+	return finish(opts, r, interrupted)
+}
+
+// finish writes r with the exit status the process ends with: an
+// interruption's (130 for SIGINT, 143 for SIGTERM) when one stopped the
+// runs, in the document as on the process. A result that could not be
+// written is said whatever stopped the runs.
+func finish(opts *StressOptions, r *report.Result, interrupted error) error {
+	if interrupted != nil {
+		r.ExitStatus = cli.ExitCodeOf(interrupted)
 	}
-	return interrupted
+	err := cli.RenderResult(opts.IO, opts.Global.Format, r)
+	if interrupted != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
+		return interrupted
+	}
+	return err
+}
+
+// firstDevice is the device line of the first run, in start order, that
+// printed one.
+func firstDevice(runs []stressscen.RunOutcome) *stressscen.RunDevice {
+	for _, o := range runs {
+		if o.Device != nil {
+			return o.Device
+		}
+	}
+	return nil
+}
+
+// firstArch is the model set the first completed run used.
+func firstArch(runs []stressscen.RunOutcome) string {
+	for _, o := range runs {
+		if o.Run != nil && o.Run.Arch != "" {
+			return o.Run.Arch
+		}
+	}
+	return ""
+}
+
+// unopened is the result a run wrote when it could not open the device or
+// the library (a SKIP or an ERROR), as this command's own: its command
+// line, start and duration, and a note saying it came from a run. Nil when
+// no run wrote one.
+func unopened(runs []stressscen.RunOutcome, opts *StressOptions, start time.Time) *report.Result {
+	for _, o := range runs {
+		if o.Unopened == nil {
+			continue
+		}
+		var u report.Result
+		if err := json.Unmarshal(o.Unopened, &u); err != nil {
+			continue
+		}
+		u.Command, u.Started, u.Duration = opts.CommandLine, start, opts.Now().Sub(start)
+		u.Note("from run %d of %d, which opens the device itself (this process does not); no further run was started", o.Index+1, opts.Runs)
+		return &u
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package stress
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func TestStressFlagsReachTheOptions(t *testing.T) {
 		{[]string{"stress-threads", "--threads", "4", "--iters", "10", "--trials", "1", "--runs", "200", "--jobs", "2", "--cache=unlocked",
 			"--race-window", "2ms", "--run-timeout", "90s", "--model-dir", "."},
 			StressOptions{Threads: 4, Iters: 10, Trials: 1, Runs: 200, Jobs: 2, Cache: cache.Unlocked, RaceWindow: 2 * time.Millisecond, RunTimeout: 90 * time.Second, ModelDir: "."}},
-		{[]string{"stress-threads", "--cache", "LockFree", "--child"}, StressOptions{Threads: 2, Iters: 1000, Trials: 3, Runs: 1, Jobs: 1, Cache: cache.LockFree, RunTimeout: 10 * time.Minute, Child: true}},
+		{[]string{"stress-threads", "--cache", "LockFree"}, StressOptions{Threads: 2, Iters: 1000, Trials: 3, Runs: 1, Jobs: 1, Cache: cache.LockFree, RunTimeout: 10 * time.Minute}},
 	} {
 		h := cmdtest.New(t)
 		var got *StressOptions
@@ -70,7 +71,7 @@ func TestStressFlagsReachTheOptions(t *testing.T) {
 		}
 		w := tt.want
 		if got.Threads != w.Threads || got.Iters != w.Iters || got.Trials != w.Trials || got.Runs != w.Runs || got.Jobs != w.Jobs ||
-			got.Cache != w.Cache || got.RaceWindow != w.RaceWindow || got.RunTimeout != w.RunTimeout || got.ModelDir != w.ModelDir || got.Child != w.Child {
+			got.Cache != w.Cache || got.RaceWindow != w.RaceWindow || got.RunTimeout != w.RunTimeout || got.ModelDir != w.ModelDir || got.childToken != "" {
 			t.Errorf("%v: options %+v", tt.args, got)
 		}
 		if got.CommandLine != "miotool "+strings.Join(tt.args, " ") {
@@ -126,7 +127,7 @@ func TestStressRunsFreshProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verdict != report.Pass || r.Status != "Passed (2/2)" || r.Backend != "sim" || !strings.Contains(r.Summary, "every sum 4186116") {
+	if r.Verdict != report.Pass || r.ChecklistRow()[3] != "Passed (2/2)" || r.Backend != "sim" || !strings.Contains(r.Summary, "every sum 4186116") {
 		t.Errorf("verdict %s status %q backend %q summary %q", r.Verdict, r.Status, r.Backend, r.Summary)
 	}
 	if n, _ := r.Counter("passed"); n != 2 {
@@ -140,32 +141,97 @@ func TestStressRunsFreshProcesses(t *testing.T) {
 	}
 }
 
-// One run in this process, as the parent's runs do it: a result line.
-func TestStressChildPrintsItsResultLine(t *testing.T) {
+// The command opens no device: its runs do, and the result's header is
+// what the first run said. A one-run command so pays a GPU runtime's
+// start-up once, in its run, not once here and again there.
+func TestStressParentOpensNoDevice(t *testing.T) {
 	h := cmdtest.New(t)
-	if code := h.Run(forReal, "--backend", "sim", "stress-threads", "--child", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
-		t.Fatalf("exit %d: %s", code, h.ErrOut)
+	h.F.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
+		t.Error("stress-threads opened a device in the parent")
+		return nil, hip.Selection{}, errors.New("not here")
 	}
-	run, ok := stressscen.ParseRunLine(h.Out.Bytes())
-	if !ok || !run.OK() || run.Threads != 3 || len(run.Sums) != 1 || run.Sums[0][2] != 2047*2047 {
-		t.Errorf("result line %q: %+v", h.Out, run)
+	code := h.Run(forReal, "--backend", "sim", "--format", "json", "stress-threads", "--iters", "2", "--trials", "1")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, h.Out, h.ErrOut)
+	}
+	r, err := report.ReadJSON(strings.NewReader(h.Out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Backend != "sim" || r.BackendReason != "requested with --backend sim" || r.Device.Arch != "sim" || !strings.Contains(r.Device.Description, "simulated") {
+		t.Errorf("header from the run: backend %q (%s), device %+v", r.Backend, r.BackendReason, r.Device)
 	}
 }
 
-func TestStressSkipsWithoutTheDevice(t *testing.T) {
+// One run in this process, as the parent's runs do it: told so by the
+// parent's variable, it prints its device line and its result line, both
+// with the parent's token.
+func TestStressChildPrintsItsLines(t *testing.T) {
+	token := stressscen.NewChildToken()
 	h := cmdtest.New(t)
-	h.F.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
-		err := &hip.UnavailableError{Backend: "cuda", Reason: "libcuda.so.1 not found"}
-		return nil, hip.Selection{Requested: "cuda", Attempts: []hip.Attempt{{Backend: "cuda", Err: err}}}, err
+	h.F.LookupEnv = func(k string) (string, bool) {
+		if k == stressscen.ChildEnv {
+			return fmt.Sprintf("%d:%s", os.Getppid(), token), true
+		}
+		return "", false
 	}
-	if code := h.Run(forReal, "--backend", "cuda", "stress-threads"); code != 4 || !strings.Contains(h.Out.String(), "stress-threads: SKIP") {
-		t.Errorf("exit %d, stdout %s", code, h.Out)
+	if code := h.Run(forReal, "--backend", "sim", "stress-threads", "--iters", "1", "--trials", "1", "--threads", "3"); code != 0 {
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
+	}
+	run, ok := stressscen.ParseRunLine(h.Out.Bytes())
+	if !ok || !run.OK() || run.Threads != 3 || len(run.Sums) != 1 || run.Sums[0][2] != 2047*2047 || run.Token != token {
+		t.Errorf("result line %q: %+v", h.Out, run)
+	}
+	out := stressscen.Classify(nil, h.Out.Bytes(), nil, false)
+	if d := out.Device; d == nil || d.Token != token || d.Backend != "sim" || d.Arch != "sim" || d.OpenMs <= 0 {
+		t.Errorf("device line %+v in %q", d, h.Out)
+	}
+}
+
+// The child mode is no user setting: a --child flag, a config key or a
+// MIOTOOL_* variable does not reach it, and the private variable works
+// only for the process whose parent set it.
+func TestStressChildModeIsNotConfiguration(t *testing.T) {
+	h := cmdtest.New(t)
+	if code := h.Run(forReal, "stress-threads", "--child"); code != 2 || !strings.Contains(h.ErrOut.String(), "unknown flag: --child") {
+		t.Errorf("--child: exit %d, stderr %s", code, h.ErrOut)
 	}
 	h = cmdtest.New(t)
-	h.F.OpenDevice = func(string, hip.OpenOptions) (hip.Device, hip.Selection, error) {
-		return nil, hip.Selection{}, errors.New("the driver answered garbage")
+	cfg := filepath.Join(h.Dir, "miotool.yaml")
+	if err := os.WriteFile(cfg, []byte("stress-threads:\n  child: true\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if code := h.Run(forReal, "--backend", "cuda", "stress-threads", "--child"); code != 3 || !strings.Contains(h.ErrOut.String(), "garbage") {
-		t.Errorf("child: exit %d, stderr %s", code, h.ErrOut)
+	if code := h.Run(forReal, "stress-threads"); code != 2 || !strings.Contains(h.ErrOut.String(), `unknown key "stress-threads.child"`) {
+		t.Errorf("config child: true: exit %d, stderr %s", code, h.ErrOut)
+	}
+	for _, value := range []string{"1:" + stressscen.NewChildToken(), fmt.Sprintf("%d:short", os.Getppid()), "yes"} {
+		h = cmdtest.New(t)
+		h.F.LookupEnv = func(k string) (string, bool) {
+			if k == stressscen.ChildEnv {
+				return value, true
+			}
+			return "", false
+		}
+		if code := h.Run(forReal, "--backend", "sim", "stress-threads", "--cache=unlocked"); code != 2 || !strings.Contains(h.ErrOut.String(), stressscen.ChildEnv) || h.Out.Len() != 0 {
+			t.Errorf("%s=%s: exit %d, stdout %q, stderr %s", stressscen.ChildEnv, value, code, h.Out, h.ErrOut)
+		}
+	}
+}
+
+// Without a device, the runs say why and the command writes that SKIP or
+// ERROR as its own result; it opens nothing itself.
+func TestStressSkipsWithoutTheDevice(t *testing.T) {
+	h := cmdtest.New(t)
+	code := h.Run(forReal, "--backend", "sim", "--device", "9", "--format", "json", "stress-threads", "--runs", "3")
+	if code != 4 {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, h.Out, h.ErrOut)
+	}
+	r, err := report.ReadJSON(strings.NewReader(h.Out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != report.Skip || r.Check != "stress-threads" || !strings.Contains(r.Command, "stress-threads --runs 3") ||
+		!strings.Contains(r.Summary, "ordinal 9") || !strings.Contains(strings.Join(r.Notes, "\n"), "from run 1 of 3") {
+		t.Errorf("result %+v", r)
 	}
 }

@@ -23,7 +23,7 @@ import (
 const backendName = "hip"
 
 func init() {
-	hip.Register(hip.Backend{Name: backendName, GPU: true, Order: 10, Open: Open})
+	hip.Register(hip.Registration{Name: backendName, GPU: true, Order: 10, Open: Open})
 }
 
 // Open binds device opts.Ordinal through the HIP runtime. A missing library

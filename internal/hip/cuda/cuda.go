@@ -23,7 +23,7 @@ import (
 const backendName = "cuda"
 
 func init() {
-	hip.Register(hip.Backend{Name: backendName, GPU: true, Order: 20, Open: Open})
+	hip.Register(hip.Registration{Name: backendName, GPU: true, Order: 20, Open: Open})
 }
 
 // Open binds device opts.Ordinal through the driver API. A missing library

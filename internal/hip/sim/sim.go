@@ -50,7 +50,7 @@ const TotalMemory = 4 << 30
 const maxHWQueues = 1 << 16
 
 func init() {
-	hip.Register(hip.Backend{
+	hip.Register(hip.Registration{
 		Name:  "sim",
 		GPU:   false,
 		Order: 100,

@@ -1,11 +1,15 @@
 package stress
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +23,43 @@ import (
 // end: the run line (the run's RunResult), the detection lines the caches'
 // first records make as they happen, and the classifier that turns an
 // exit, its output and the Go runtime's crash report into a RunOutcome.
+
+// ChildEnv is how a parent tells a process it starts that it is one of
+// its runs: "<parent pid>:<token>", the token new for every parent. It
+// is miotool's own hand-off, not configuration (no flag, config key or
+// MIOTOOL_* variable reaches it), and a process refuses it unless its
+// parent is that pid, so that neither a user's shell nor a process the
+// run starts can inherit the child mode. The run echoes the token in its
+// result line, and the parent reads only lines that carry it.
+const ChildEnv = "_MIOTOOL_STRESS_RUN"
+
+// NewChildToken is a parent's token: 128 random bits in hex.
+func NewChildToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+// ChildEnvValue is ChildEnv's value for a run of this process.
+func ChildEnvValue(token string) string { return fmt.Sprintf("%d:%s", os.Getpid(), token) }
+
+// ParseChildEnv reads ChildEnv's value in a process whose parent is ppid
+// and returns the parent's token; an error says why the value is not this
+// process's to use.
+func ParseChildEnv(value string, ppid int) (string, error) {
+	pid, token, ok := strings.Cut(value, ":")
+	n, err := strconv.Atoi(pid)
+	switch {
+	case !ok || err != nil || len(token) != 32 || strings.Trim(token, "0123456789abcdef") != "":
+		return "", fmt.Errorf("%s=%q is not a value miotool sets (it is miotool's own hand-off to the runs stress-threads starts); unset it", ChildEnv, value)
+	case n != ppid:
+		return "", fmt.Errorf("%s is set, but not by this process's parent (pid %d, not %d): it is miotool's own hand-off to the runs stress-threads starts; unset it", ChildEnv, ppid, n)
+	}
+	return token, nil
+}
+
+// errForeignRun is a result line that does not carry the parent's token.
+var errForeignRun = errors.New("its result line does not carry this run's token")
 
 // RunLinePrefix starts the line a child process prints its RunResult on.
 const RunLinePrefix = "miotool-stress-run: "
@@ -46,6 +87,73 @@ func ParseRunLine(stdout []byte) (*RunResult, bool) {
 		}
 	}
 	return nil, false
+}
+
+// DeviceLinePrefix starts the line a run prints as soon as it has opened
+// the device, before the workload: a run that crashes still says where it
+// ran, and the parent, which never opens the device itself, learns it.
+const DeviceLinePrefix = "miotool-stress-device: "
+
+// RunDevice is a run's device line: the backend and device it opened, in
+// the words of a result's header, the library target's notes, and how long
+// the open took.
+type RunDevice struct {
+	Token         string   `json:"token,omitempty"`
+	Backend       string   `json:"backend"`
+	BackendReason string   `json:"backend_reason"`
+	Name          string   `json:"name"`
+	Arch          string   `json:"arch"`
+	Description   string   `json:"description"`
+	Notes         []string `json:"notes,omitempty"`
+	OpenMs        float64  `json:"open_ms"`
+}
+
+// WriteDeviceLine prints d as a run's device line.
+func WriteDeviceLine(w io.Writer, d RunDevice) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s%s\n", DeviceLinePrefix, data)
+	return err
+}
+
+// parseDeviceLine finds a run's device line in its standard output.
+func parseDeviceLine(stdout []byte) *RunDevice {
+	for _, line := range strings.Split(string(stdout), "\n") {
+		body, ok := strings.CutPrefix(strings.TrimSpace(line), DeviceLinePrefix)
+		if !ok {
+			continue
+		}
+		var d RunDevice
+		if json.Unmarshal([]byte(body), &d) == nil {
+			return &d
+		}
+	}
+	return nil
+}
+
+// UnopenedLinePrefix starts the line a run prints when it could not open
+// the device (or the library target): the result the command would have
+// written (a SKIP or an ERROR, as JSON), for the parent to write as its
+// own. This package keeps it as bytes; the command reads it.
+const UnopenedLinePrefix = "miotool-stress-unopened: "
+
+// WriteUnopenedLine prints a run's unopened result, already encoded as
+// one line of JSON.
+func WriteUnopenedLine(w io.Writer, result []byte) error {
+	_, err := fmt.Fprintf(w, "%s%s\n", UnopenedLinePrefix, result)
+	return err
+}
+
+// parseUnopenedLine finds the unopened line in a run's standard output.
+func parseUnopenedLine(stdout []byte) json.RawMessage {
+	for _, line := range strings.Split(string(stdout), "\n") {
+		if body, ok := strings.CutPrefix(strings.TrimSpace(line), UnopenedLinePrefix); ok && json.Valid([]byte(body)) {
+			return json.RawMessage(body)
+		}
+	}
+	return nil
 }
 
 // DetectionLinePrefix starts the line a run prints the first cache record
@@ -177,6 +285,11 @@ type RunOutcome struct {
 	// Detections are the caches' records: the run's detection lines and,
 	// when it finished, its result's, together.
 	Detections cache.Detections
+	// Unopened, for a run that could not open the device or the library,
+	// is the result it printed (UnopenedLinePrefix), as JSON.
+	Unopened json.RawMessage
+	// Device is the run's device line, when it printed one.
+	Device *RunDevice
 }
 
 var (
@@ -205,6 +318,7 @@ func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 		final = run.Detections
 	}
 	out.Detections = UnionDetections(ParseDetectionLines(stdout), final)
+	out.Device = parseDeviceLine(stdout)
 	return out
 }
 
@@ -261,6 +375,7 @@ func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 		return out
 	}
 	out.Kind = RunError
+	out.Unopened = parseUnopenedLine(stdout)
 	out.Detail = fmt.Sprintf("exited with status %d without a result", out.Exit)
 	if last := childproc.LastLines(text, 1); last != "" {
 		out.Detail += ": " + last

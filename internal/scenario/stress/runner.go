@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"miotool/internal/aiheur/cache"
 	"miotool/internal/childproc"
 )
 
@@ -17,6 +20,10 @@ type ChildCommand struct {
 	Path string
 	Args []string
 	Env  []string
+	// Token, when set, makes every run one of this process's (ChildEnv
+	// with this token in its environment), and only a result line that
+	// echoes it is read as the run's result.
+	Token string
 }
 
 // RunnerOptions configure RunProcesses.
@@ -30,7 +37,14 @@ type RunnerOptions struct {
 	Progress func(done, total int)
 	// Log, when set, gets one line per finished run.
 	Log func(format string, args ...any)
+	// Stop, when set, is asked after every finished run whether to start
+	// no more (a run that could not open the device: the next would not
+	// either). The runs still going finish.
+	Stop func(RunOutcome) bool
 }
+
+// maxRuns bounds o.Runs: the runner keeps an outcome per run.
+const maxRuns = 100000
 
 // RunProcesses starts o.Runs children of cmd, o.Jobs at a time, each
 // under the watchdog, and classifies how each ended. When ctx ends it
@@ -39,14 +53,27 @@ type RunnerOptions struct {
 // those it killed as RunInterrupted. Runs never started are not there.
 func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]RunOutcome, error) {
 	switch {
-	case o.Runs < 1:
-		return nil, fmt.Errorf("runs must be at least 1, got %d", o.Runs)
+	case o.Runs < 1 || o.Runs > maxRuns:
+		return nil, fmt.Errorf("runs must be between 1 and %d, got %d", maxRuns, o.Runs)
 	case o.Jobs < 1:
 		return nil, fmt.Errorf("jobs must be at least 1, got %d", o.Jobs)
 	case o.Timeout <= 0:
 		return nil, fmt.Errorf("the watchdog timeout must be positive, got %v", o.Timeout)
 	case cmd.Path == "":
 		return nil, errors.New("no child command to run")
+	}
+	if cmd.Token != "" {
+		base := cmd.Env
+		if base == nil {
+			base = os.Environ()
+		}
+		env := make([]string, 0, len(base)+1)
+		for _, kv := range base {
+			if !strings.HasPrefix(kv, ChildEnv+"=") {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, ChildEnv+"="+ChildEnvValue(cmd.Token))
 	}
 	outcomes := make([]RunOutcome, o.Runs)
 	started := make([]bool, o.Runs)
@@ -56,6 +83,7 @@ func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]Run
 		mu       sync.Mutex
 		finished int
 		startErr error
+		stopped  bool
 	)
 	for range min(o.Jobs, o.Runs) {
 		wg.Add(1)
@@ -67,10 +95,19 @@ func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]Run
 				}
 				out, err := runChild(ctx, cmd, o.Timeout)
 				out.Index = i
+				// The per-thread sums are the child's to check; the runner
+				// keeps each run's tallies, so that its memory does not
+				// grow with threads x trials x runs.
+				if out.Run != nil {
+					out.Run.Sums, out.Run.BadElements = nil, nil
+				}
 				mu.Lock()
 				started[i] = true
 				if err != nil && startErr == nil {
 					startErr = err
+				}
+				if o.Stop != nil && o.Stop(out) {
+					stopped = true
 				}
 				outcomes[i] = out
 				finished++
@@ -88,7 +125,7 @@ func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]Run
 feed:
 	for i := 0; i < o.Runs; i++ {
 		mu.Lock()
-		failed := startErr != nil
+		failed := startErr != nil || stopped
 		mu.Unlock()
 		if failed {
 			break
@@ -104,7 +141,7 @@ feed:
 	if startErr != nil {
 		return nil, startErr
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil || stopped {
 		var partial []RunOutcome
 		for i, o := range outcomes {
 			if started[i] {
@@ -140,12 +177,26 @@ func runChild(ctx context.Context, cmd ChildCommand, timeout time.Duration) (Run
 	}
 	out := Classify(res.State, res.Stdout.Data, stderr, res.TimedOut)
 	out.Wall = res.Wall
+	if cmd.Token != "" {
+		// Lines without this run's token are not its own: a process that
+		// only looks like a run.
+		if out.Device != nil && out.Device.Token != cmd.Token {
+			out.Device = nil
+		}
+		if out.Run != nil && out.Run.Token != cmd.Token {
+			out.Kind, out.Run = RunError, nil
+			out.Detail = fmt.Sprintf("exited with status %d: %v", out.Exit, errForeignRun)
+		}
+	}
 	switch {
 	case res.TimedOut:
 		out.Detail = fmt.Sprintf("still running after %v; killed by the watchdog", timeout)
 	case res.Canceled:
-		// Killed by this process on its interruption: not a crash.
+		// Killed by this process on its interruption: not a crash, and
+		// not a finding. What its caches had recorded so far is dropped,
+		// so that it counts as interrupted and in no other row.
 		out.Kind, out.Crash, out.Excerpt = RunInterrupted, "", ""
+		out.Detections, out.Run, out.Unopened = cache.Detections{}, nil, nil
 		out.Detail = "killed when miotool was interrupted"
 	}
 	return out, nil

@@ -136,6 +136,9 @@ type RunResult struct {
 	// Detections are the caches' race, destroyed-model and use-after-free
 	// records over the whole run.
 	Detections cache.Detections `json:"detections"`
+
+	// Token is the parent's token (ChildEnv), echoed by a child process.
+	Token string `json:"token,omitempty"`
 }
 
 // OK reports whether every sum was right.

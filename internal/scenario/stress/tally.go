@@ -17,10 +17,15 @@ type Tally struct {
 	Completed int
 }
 
-// TallyOf counts runs.
+// TallyOf counts runs. A run killed by the interruption counts as
+// interrupted and nowhere else, whatever it had recorded before.
 func TallyOf(runs []RunOutcome) Tally {
 	t := Tally{Runs: len(runs), Crashes: map[string]int{}}
 	for _, r := range runs {
+		if r.Kind == RunInterrupted {
+			t.Interrupted++
+			continue
+		}
 		d := r.Detections
 		if d.UseAfterFree.Count > 0 {
 			t.UseAfterFree++
@@ -36,8 +41,6 @@ func TallyOf(runs []RunOutcome) Tally {
 			if !d.Any() {
 				t.Passed++
 			}
-		case RunInterrupted:
-			t.Interrupted++
 		case RunCrashed:
 			t.Crashed++
 			t.Crashes[r.Crash]++
@@ -59,7 +62,11 @@ func TallyOf(runs []RunOutcome) Tally {
 }
 
 // Failed reports whether a run shows the defect: it crashed, hung, gave a
-// wrong sum, or its caches recorded anything.
+// wrong sum, or its caches recorded anything. An interrupted run shows
+// nothing: it was stopped, not finished.
 func (o RunOutcome) Failed() bool {
+	if o.Kind == RunInterrupted {
+		return false
+	}
 	return o.Kind == RunCrashed || o.Kind == RunHung || o.Kind == RunWrong || o.Detections.Any()
 }

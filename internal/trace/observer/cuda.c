@@ -248,7 +248,7 @@ MT_EXPORT int InitializeInjection(void) {
     void *h = mt_open_cupti(tried, sizeof tried);
     if (!h) {
         snprintf(msg, sizeof msg, "libcupti could not be loaded; tried %s", tried);
-        mt_note("cupti", "error", msg);
+        mt_note("cupti", "missing", msg);
         return 1; /* the program runs on, unobserved */
     }
     mt_cuptiSubscribe_fn subscribe = (mt_cuptiSubscribe_fn)dlsym(h, "cuptiSubscribe");

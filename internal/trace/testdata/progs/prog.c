@@ -255,6 +255,28 @@ int main(int argc, char **argv) {
         fflush(stdout);
         for (;;)
             pause();
+    } else if (!strcmp(scenario, "fork-hang")) {
+        /* A capture that never ends, and a child that outlives nothing on
+         * its own: both wait to be killed. The child's pid goes to stdout
+         * and, when a file is named, into it. */
+        say("begin", BEGIN(a, GLOBAL));
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            for (;;)
+                pause();
+        }
+        if (argc > 2) {
+            FILE *f = fopen(argv[2], "w");
+            if (f) {
+                fprintf(f, "%d\n", (int)child);
+                fclose(f);
+            }
+        }
+        printf("%s: child %d of %d\n", scenario, (int)child, (int)getpid());
+        fflush(stdout);
+        for (;;)
+            pause();
     } else if (!strcmp(scenario, "fork")) {
         fflush(stdout);
         pid_t child = fork();

@@ -1,0 +1,299 @@
+// Package trace is `miotool trace -- PROGRAM`: its options, flags, the
+// run of the program under the observer, and the rendering of what the
+// trace saw.
+package trace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"miotool/internal/cli"
+	"miotool/internal/report"
+	"miotool/internal/trace"
+)
+
+// TraceOptions are the inputs of `miotool trace`.
+type TraceOptions struct {
+	IO          *cli.IOStreams
+	Global      cli.GlobalOptions
+	Context     context.Context
+	CommandLine string
+	Now         func() time.Time
+	Verbosef    func(format string, args ...any)
+	// Environ is the program's environment (os.Environ).
+	Environ func() []string
+	// Run traces a program (trace.Run) and BuildObserver builds the
+	// observer (trace.Build); tests replace them.
+	Run           func(context.Context, trace.Options) (*trace.Result, error)
+	BuildObserver func(context.Context, trace.BuildOptions) (string, error)
+
+	Timeout  time.Duration
+	Strict   bool
+	Observer string
+
+	// Program and Args are what follows --.
+	Program string
+	Args    []string
+}
+
+// usageLine is how the command is typed.
+const usageLine = "miotool trace [flags] -- PROGRAM [ARGS...]"
+
+// NewCmdTrace builds `miotool trace`; runF, when set, replaces the run function.
+func NewCmdTrace(f *cli.Factory, runF func(*TraceOptions) error) *cobra.Command {
+	opts := &TraceOptions{IO: f.IOStreams, Now: f.Now, Verbosef: f.Verbosef, Environ: os.Environ,
+		Run: trace.Run, BuildObserver: trace.Build}
+	cmd := &cobra.Command{
+		Use:   "trace [flags] -- PROGRAM [ARGS...]",
+		Short: "Run any program and name the call that broke its stream capture: thread, stream, library",
+		Long: `trace runs PROGRAM with its arguments as a child process, observes the GPU
+runtime calls of every process it starts, and judges each stream capture they
+made: which call broke it, on which thread, and which library made the call.
+
+Everything after -- belongs to the program, its own flags included; miotool's
+flags go before it. The program gets miotool's standard input, output and
+error as they are, and miotool's result follows its output once it has ended
+(so with --format json, whatever the program printed comes before the JSON
+document; --export-json FILE, --export-markdown FILE and --junit FILE write
+files of their own). It runs in a process group
+of its own, which is killed when the program ends (nothing it started
+outlives it), when --timeout runs out, and when miotool dies; on a terminal
+it has the foreground, so Ctrl-C reaches it as from a shell.
+
+What is observed: CUDA's driver API through CUPTI callbacks, with an injection
+library (CUDA_INJECTION64_PATH), which sees every driver call, the ones the
+CUDA runtime makes included; HIP through an LD_PRELOAD interposer over
+libamdhip64's capture-relevant functions, which sees the calls a program or
+library linked to libamdhip64 makes (one that dlopens libamdhip64 and looks up
+its functions itself bypasses it; AMD's rocprofiler-sdk traces those). The
+observer is a small C library, built on first use with the system C compiler
+into the user cache directory, or given prebuilt with --observer
+(MIOTOOL_TRACE_OBSERVER). A statically linked program cannot be observed.
+
+What is judged: for each capture, who began it (process, thread, stream,
+mode, time), how its end-capture returned, how many calls were made during it
+and from how many threads, and every call the runtime refused while it was
+active (900-908) with its native callers. FAIL when a capture was
+invalidated, failed or never ended, or a call was refused during one, or the
+program crashed, hung or exited non-zero after captures that all ended well.
+PASS only when at least one capture ran, every capture ended with success,
+nothing was refused and the program exited 0. A program that began no
+capture is SKIP, "no capture began: nothing to check" (exit 4), never PASS.
+The headline names the first culprit: the earliest refused call before the
+end of a capture that did not end well (a 901 only reports an earlier
+refusal). Callers read innermost first, "←" meaning "called from":
+"cuCtxSynchronize from thread 512 (cudaDeviceSynchronize ←
+c10::cuda::device_synchronize)" is cuCtxSynchronize, called from
+cudaDeviceSynchronize, itself called from c10::cuda::device_synchronize.
+
+Hazards: a call that succeeded only because the capture was begun in relaxed
+or thread-local mode, or because its thread had relaxed its own mode, and
+that a global-mode capture with a global-mode caller refuses or is
+invalidated by, as the measured rules tables say (configs/rules/h200-cuda.yaml
+and configs/rules/hip.yaml, what 'miotool rules' checks a device against),
+is listed with the table cell that makes it one. It passes today and breaks
+the day someone captures in global mode (PyTorch's default). --strict makes
+hazards fail.
+
+Exit status: 0 PASS; 1 FAIL; 2 the program does not exist or cannot be
+executed, or another usage error; 3 the tool failed; 4 no capture began, no C
+compiler to build the observer with, or no libcupti for a CUDA program (each
+says what to install); 130 (SIGINT) or 143 (SIGTERM) when miotool was
+interrupted: the program's group gets the same signal, then SIGKILL after
+5s, and the result says INTERRUPTED with what was seen. A program that
+SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
+		Example: `  # A PyTorch step whose capture breaks: which call, which thread, which library
+  miotool trace -- python3 train_step.py
+
+  # A MIOpen gtest, as a row for a PR's testing checklist
+  miotool trace --format markdown -- ./bin/test_naive_timeout --gtest_filter='*Capture*'
+
+  # miotool's own pre-fix reclaim under the trace: FAIL naming cuStreamQuery
+  miotool trace -- miotool --backend cuda capture --mode=global --reclaim=lazy`,
+		Args: programArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Complete(f, cmd, args); err != nil {
+				return err
+			}
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return opts.RunTrace()
+		},
+	}
+	// A flag miotool does not know is most often the program's, given
+	// without -- before it.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("%v (the program's own flags go after --: %s)", err, usageLine),
+			Hint: cli.UsageHint(c)}
+	})
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
+	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards: calls that only the capture's relaxed or thread-local mode let through")
+	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+trace.EnvObserver+")")
+	_ = cmd.MarkFlagFilename("observer", "so")
+	cli.MarkInputFile(cmd, "observer")
+	// The program and its arguments may name files it reads or writes,
+	// which no result file may replace.
+	cli.MarkInputArgs(cmd)
+	return cmd
+}
+
+// programArgs checks that the program follows --, and only it.
+func programArgs(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case dash < 0 && len(args) == 0:
+		return fmt.Errorf("no program to trace: %s", usageLine)
+	case dash < 0:
+		return fmt.Errorf("put -- before the program: miotool trace [flags] -- %s", report.JoinCommandLine(args))
+	case dash > 0:
+		return fmt.Errorf("%q before --: the program and its arguments go after --, miotool's flags before it (%s)", args[0], usageLine)
+	case len(args) == 0:
+		return fmt.Errorf("no program after --: %s", usageLine)
+	}
+	return nil
+}
+
+// Complete reads the global options and the program.
+func (o *TraceOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
+	o.Global = f.Global
+	o.Context = cmd.Context()
+	if o.Context == nil {
+		o.Context = f.Context
+	}
+	o.CommandLine = f.CommandLine()
+	o.Program, o.Args = args[0], args[1:]
+	return nil
+}
+
+// Validate checks, before anything is built or started, the watchdog, the
+// program and a given observer. The files the output flags name were
+// checked before (they can be written, none is the program or one of its
+// arguments).
+func (o *TraceOptions) Validate() error {
+	if o.Timeout < 0 {
+		return cli.UsageErrorf("--timeout %v: want 0 (none) or a positive duration such as 10m", o.Timeout)
+	}
+	if _, err := trace.LookProgram(o.Program, o.Environ(), ""); err != nil {
+		return cli.UsageError(err)
+	}
+	if o.Observer != "" {
+		st, err := os.Stat(o.Observer)
+		switch {
+		case err != nil:
+			return cli.UsageErrorf("--observer %s: %v", o.Observer, unwrapPath(err))
+		case !st.Mode().IsRegular():
+			return cli.UsageErrorf("--observer %s: not a file (give the observer library, %s)", o.Observer, trace.ObserverLibrary)
+		}
+	}
+	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// interruptSignal is the signal that interrupted ctx, to forward to the
+// program's group: SIGTERM for SIGTERM, SIGINT otherwise.
+func interruptSignal(ctx context.Context) func() syscall.Signal {
+	return func() syscall.Signal {
+		var in *cli.Interruption
+		if errors.As(context.Cause(ctx), &in) {
+			if s, ok := in.Signal.(syscall.Signal); ok {
+				return s
+			}
+		}
+		return syscall.SIGINT
+	}
+}
+
+// RunTrace builds the observer when none is given, runs the program under
+// it, and writes the judged result.
+func (o *TraceOptions) RunTrace() error {
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	start := o.Now()
+	r := report.New("trace", o.CommandLine, start)
+	observer := o.Observer
+	if observer == "" {
+		o.Verbosef("building the trace observer (or taking it from the cache)")
+		var err error
+		observer, err = o.BuildObserver(ctx, trace.BuildOptions{})
+		if err != nil {
+			return o.buildFailed(ctx, r, err)
+		}
+	}
+	o.Verbosef("trace observer: %s", observer)
+	res, err := o.Run(ctx, trace.Options{
+		Program: o.Program, Args: o.Args, Env: o.Environ(),
+		Stdin: o.IO.In, Stdout: o.IO.Out, Stderr: o.IO.ErrOut,
+		Timeout: o.Timeout, Observer: observer, InterruptSignal: interruptSignal(ctx),
+	})
+	if err != nil {
+		var ue *trace.UsageError
+		if errors.As(err, &ue) {
+			return cli.UsageError(err)
+		}
+		return fmt.Errorf("trace: %w", err)
+	}
+	rules, err := trace.BuiltinRules()
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	j := trace.Judge(res, o.Strict)
+	fill(r, res, j, rules)
+	r.Finish(j.Verdict, j.Summary, o.Now())
+	return cli.RenderResult(o.IO, o.Global.Format, r)
+}
+
+// buildFailed is the result of a trace whose observer could not be built:
+// SKIP when there is no compiler (exit 4, with what to install),
+// INTERRUPTED when miotool was, ERROR when the compiler failed.
+func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err error) error {
+	var nc *trace.NoCompilerError
+	var be *trace.BuildError
+	switch {
+	case errors.As(err, &nc):
+		r.Finish(report.Skip, nc.Error(), o.Now())
+	case ctx.Err() != nil:
+		r.Finish(report.Interrupted, "interrupted while building the trace observer: the program was not started", o.Now())
+	case errors.As(err, &be):
+		r.Finish(report.Error, fmt.Sprintf("building the trace observer failed (%s): %v", strings.Join(be.Command, " "), be.Err), o.Now())
+		if out := strings.TrimSpace(be.Output); out != "" {
+			for _, l := range strings.Split(lastLines(out, 20), "\n") {
+				r.Note("compiler: %s", l)
+			}
+		}
+	default:
+		r.Finish(report.Error, fmt.Sprintf("the trace observer: %v", err), o.Now())
+	}
+	r.Note("the program was not started: %s", report.JoinCommandLine(append([]string{o.Program}, o.Args...)))
+	return cli.RenderResult(o.IO, o.Global.Format, r)
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package stress
-
-const stressRaceEnabled = false

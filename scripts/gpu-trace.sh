@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# gpu-trace.sh: the trace section of the GPU results, on a machine with an
+# NVIDIA GPU, PyTorch and a C compiler, as a function scripts/gpu-check.sh
+# sources (its "trace" section), or as a command:
+#
+#   scripts/gpu-trace.sh OUTDIR
+#
+# trace_section OUTDIR runs `miotool trace --format markdown` on the
+# PyTorch cases of internal/trace/testdata/pytorch and on miotool's own
+# capture scenario, and times scripts/pytorch-threads.py with and without
+# the trace. It writes the section ("## trace ...") to OUTDIR/trace.md and
+# prints it; one line per case goes to standard error as it finishes (and
+# to OUTDIR/trace-summary.txt), and the commands' standard error to
+# OUTDIR/trace.log. Every table is miotool's own Markdown; each case says
+# its command, exit status, time and whether it gave the verdict and named
+# the calls it should; the traced program's own output is quoted apart.
+#
+# Every command is bounded by `timeout` (TRACE_CASE_LIMIT, default 180 s,
+# beside miotool's own watchdog of 150 s); the whole section takes about
+# 2-3 minutes on the H200 (a PyTorch process starts in 3-5 s).
+#
+# BIN (default bin) holds miotool, built by `scripts/gpu-check.sh build`;
+# TRACE_PAIRS (default 5) is the number of paired overhead runs;
+# TRACE_RUNS (default 1) the --runs of pytorch-threads.py in each.
+
+# trace_case OUT TITLE EXPECT NAMES... -- COMMAND...: runs a miotool trace
+# command, appends its Markdown (the traced program's output quoted before
+# it) and whether it gave verdict EXPECT with every name of NAMES in its
+# headline, or anywhere in its tables for names that start with "@".
+trace_case() {
+	local out=$1 title=$2 expect=$3
+	shift 3
+	local names=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		names+=("$1")
+		shift
+	done
+	shift
+	local tmp start rc elapsed
+	tmp=$(mktemp -d)
+	{
+		echo
+		echo "### $title"
+		echo
+		echo '```'
+		echo "$ $*"
+		echo '```'
+		echo
+	} >>"$out"
+	start=$(date +%s.%N)
+	timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+	rc=$?
+	elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	# miotool's Markdown begins at its heading; what comes before it is the
+	# traced program's own output.
+	local at
+	at=$(grep -n -m1 '^### trace: ' "$tmp/stdout" | cut -d: -f1)
+	if [ -n "$at" ] && [ "$at" -gt 1 ]; then
+		head -n $((at - 1)) "$tmp/stdout" >"$tmp/program"
+	else
+		: >"$tmp/program"
+	fi
+	if [ -s "$tmp/program" ]; then
+		{
+			local lines
+			lines=$(wc -l <"$tmp/program")
+			if [ "$lines" -gt 15 ]; then
+				echo "The program's own standard output, the last 15 of its $lines lines:"
+			else
+				echo "The program's own standard output:"
+			fi
+			echo
+			echo '```'
+			tail -n 15 "$tmp/program"
+			echo '```'
+			echo
+		} >>"$out"
+	fi
+	if [ -n "$at" ]; then
+		tail -n +"$at" "$tmp/stdout" >"$tmp/md"
+		cat "$tmp/md" >>"$out"
+	else
+		: >"$tmp/md"
+		{
+			echo "miotool wrote no result; the end of standard error:"
+			echo
+			echo '```'
+			tail -n 15 "$tmp/stderr"
+			echo '```'
+		} >>"$out"
+	fi
+	# The verdict and the headline, with Markdown's escapes taken out.
+	local verdict headline tables
+	verdict=$(sed -n '1s/^### trace: //p' "$tmp/md")
+	headline=$(sed -n '3p' "$tmp/md" | sed 's/\\//g')
+	tables=$(sed 's/\\//g' "$tmp/md")
+	local met=yes missing=""
+	[ "$verdict" = "$expect" ] || met=no
+	local n
+	for n in "${names[@]}"; do
+		case $n in
+		@*) grep -qF -- "${n#@}" <<<"$tables" || { met=no; missing+=" ${n#@}"; } ;;
+		*) grep -qF -- "$n" <<<"$headline" || { met=no; missing+=" $n"; } ;;
+		esac
+	done
+	local want="$expect"
+	[ ${#names[@]} -gt 0 ] && want+=" naming ${names[*]//@/}"
+	{
+		echo
+		echo "_exit status $rc, $elapsed s; expected $want: $([ $met = yes ] && echo met || echo "NOT MET${missing:+ (missing:$missing)}")_"
+	} >>"$out"
+	cat "$tmp/stderr" >>"$TRACE_LOG"
+	echo "[trace $title] ${verdict:-no result} (exit $rc, $elapsed s), expected $want: $([ $met = yes ] && echo met || echo "NOT MET$missing"): $headline" |
+		tee -a "$TRACE_SUMMARY" >&2
+	rm -rf "$tmp"
+}
+
+# trace_overhead OUT: scripts/pytorch-threads.py with and without the
+# trace, paired alternately (the order swaps every pair), each run's wall
+# time from the shell, and the medians, p90s and the ratio of medians.
+trace_overhead() {
+	local out=$1 pairs=${TRACE_PAIRS:-5} runs=${TRACE_RUNS:-1}
+	local body=(python3 scripts/pytorch-threads.py --runs "$runs")
+	local traced=("$BIN/miotool" --no-progress trace --timeout 150s -- "${body[@]}")
+	local times tmp i
+	tmp=$(mktemp -d)
+	times=$tmp/times
+	: >"$times"
+	# timed LABEL COMMAND...: one run, its wall time and exit status.
+	timed() {
+		local label=$1
+		shift
+		local s rc
+		s=$(date +%s.%N)
+		timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$@" >"$tmp/last" 2>>"$TRACE_LOG" </dev/null
+		rc=$?
+		echo "$label $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') $rc" >>"$times"
+		# Under the trace the program must have run to its end: miotool says
+		# SKIP (it captured nothing), exit 4, and that it exited 0.
+		if [ "$label" = traced ] && ! grep -q 'the program exited with status 0' "$tmp/last"; then
+			echo "[trace overhead] a traced run did not end well (exit $rc): $(grep -m1 '^trace: ' "$tmp/last")" | tee -a "$TRACE_SUMMARY" >&2
+		fi
+	}
+	echo "[trace overhead] $pairs pairs of ${body[*]}" >&2
+	for ((i = 1; i <= pairs; i++)); do
+		if [ $((i % 2)) = 1 ]; then
+			timed plain "${body[@]}"
+			timed traced "${traced[@]}"
+		else
+			timed traced "${traced[@]}"
+			timed plain "${body[@]}"
+		fi
+	done
+	{
+		echo
+		echo "### The observer's cost: scripts/pytorch-threads.py --runs $runs, $pairs pairs"
+		echo
+		echo '```'
+		echo "$ ${body[*]}"
+		echo "$ ${traced[*]}"
+		echo '```'
+		echo
+		echo "Each pair runs both, alternately (the order swaps every pair); wall times from the shell,"
+		echo "the traced ones including miotool's start and its result."
+		echo
+		python3 - "$times" <<'PY'
+import math
+import statistics
+import sys
+
+rows = [line.split() for line in open(sys.argv[1])]
+plain = [float(t) for label, t, rc in rows if label == "plain"]
+traced = [float(t) for label, t, rc in rows if label == "traced"]
+codes = {label: sorted({rc for l, t, rc in rows if l == label}) for label in ("plain", "traced")}
+
+
+def p90(xs):
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.9 * len(s)) - 1)]
+
+
+print("| pair | without the trace (s) | under miotool trace (s) | ratio |")
+print("| --- | --- | --- | --- |")
+for i, (a, b) in enumerate(zip(plain, traced), 1):
+    print(f"| {i} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
+print()
+if plain and traced:
+    mp, mt = statistics.median(plain), statistics.median(traced)
+    print(f"Medians {mp:.2f} s without, {mt:.2f} s with the trace; p90 {p90(plain):.2f} s and {p90(traced):.2f} s; "
+          f"ratio of the medians {mt / mp:.3f} (target ≤ 1.05: {'met' if mt / mp <= 1.05 else 'NOT MET'}). "
+          f"Exit statuses: {', '.join(codes['plain'])} without, {', '.join(codes['traced'])} under the trace (4: no capture began).")
+PY
+	} >>"$out" 2>>"$TRACE_LOG"
+	echo "[trace overhead] $(tail -n 1 "$out")" | tee -a "$TRACE_SUMMARY" >&2
+	rm -rf "$tmp"
+}
+
+# trace_section OUTDIR: the whole section, into OUTDIR/trace.md and to
+# standard output.
+trace_section() {
+	local dir=$1
+	local BIN=${BIN:-bin}
+	mkdir -p "$dir"
+	local out=$dir/trace.md
+	TRACE_LOG=$dir/trace.log
+	TRACE_SUMMARY=$dir/trace-summary.txt
+	: >"$out"
+	: >"$TRACE_SUMMARY"
+	local T=("$BIN/miotool" --no-progress trace --format markdown --timeout 150s --)
+	local py=internal/trace/testdata/pytorch
+	{
+		echo
+		echo "## trace: the call that broke a real program's capture, named (PyTorch, miotool), and the observer's cost"
+		echo
+		echo "Each case is \`miotool trace --format markdown\` on a program; CUDA is observed through CUPTI"
+		echo "callbacks (an injection library built on first use). Callers read innermost first, ← meaning"
+		echo "\"called from\"."
+	} >>"$out"
+	trace_case "$out" "a second thread's torch.cuda.synchronize() during torch.cuda.graph" FAIL \
+		cuCtxSynchronize @c10::cuda::device_synchronize -- "${T[@]}" python3 "$py/sync_thread.py"
+	trace_case "$out" "torch.cuda.current_stream().query() inside the capture" FAIL \
+		cuStreamQuery -- "${T[@]}" python3 "$py/query.py"
+	trace_case "$out" "a clean capture and replay" PASS -- "${T[@]}" python3 "$py/clean.py"
+	trace_case "$out" "miotool capture --reclaim=lazy under the trace" FAIL \
+		cuStreamQuery -- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=lazy
+	trace_case "$out" "miotool capture --reclaim=worker under the trace" PASS \
+		-- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=worker
+	trace_overhead "$out"
+	cat "$out"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -uo pipefail
+	cd "$(dirname "$0")/.." || exit 2
+	[ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
+	trace_section "$1"
+fi
