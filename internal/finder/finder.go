@@ -668,13 +668,16 @@ func (f *search) runOnce(s *conv.Solver) (Entry, error) {
 	if err := ts.ClearOutput(); err != nil {
 		return e, err
 	}
-	tm, err := newTimer(h.Device())
+	tm, err := newTimer(f.ctx, h.Device())
 	if err != nil {
 		return e, err
 	}
 	defer tm.close()
 	ms, err := tm.time(h.Stream(), func() error { return runPlan(h, h.Stream(), s, ts, ts.Y) })
 	if err != nil {
+		if interruption(err) {
+			e.Status, e.Detail = StatusInterrupted, "the find was interrupted while it ran"
+		}
 		if isSticky(err) {
 			return e, err
 		}
@@ -683,7 +686,7 @@ func (f *search) runOnce(s *conv.Solver) (Entry, error) {
 	}
 	e.TimeMs, e.Samples, e.Status = ms, 1, StatusOK
 	if f.opts.Verify {
-		if err := verify(ts, &e); err != nil {
+		if err := f.verify(&e); err != nil {
 			return e, err
 		}
 	}
@@ -723,24 +726,30 @@ func (f *search) timeSolver(s *conv.Solver, warmups int) (Entry, error) {
 		e.Status, e.Detail = StatusFailed, fmt.Sprintf("needs %d bytes of workspace, %d available", e.Workspace, ts.WorkspaceBytes)
 		return e, nil
 	}
-	tm, err := newTimer(h.Device())
+	tm, err := newTimer(f.ctx, h.Device())
 	if err != nil {
 		return e, err
 	}
 	defer tm.close()
 	var samples []float64
+	// interrupted keeps what was measured: the samples taken so far.
+	interrupted := func(err error) (Entry, error) {
+		e.Status, e.Samples = StatusInterrupted, len(samples)
+		e.Detail = fmt.Sprintf("interrupted after %d of %d samples", len(samples), opts.Samples)
+		if len(samples) > 0 {
+			e.TimeMs, e.Dropped = RobustMean(samples)
+		}
+		return e, err
+	}
 	for i := 0; i < warmups+opts.Samples; i++ {
 		if err := f.ctx.Err(); err != nil {
-			// What was measured stays: the samples taken so far.
-			e.Status, e.Samples = StatusInterrupted, len(samples)
-			e.Detail = fmt.Sprintf("interrupted after %d of %d samples", len(samples), opts.Samples)
-			if len(samples) > 0 {
-				e.TimeMs, e.Dropped = RobustMean(samples)
-			}
-			return e, err
+			return interrupted(err)
 		}
 		ms, err := tm.time(h.Stream(), func() error { return runPlan(h, h.Stream(), s, ts, ts.Y) })
 		if err != nil {
+			if interruption(err) {
+				return interrupted(err)
+			}
 			if isSticky(err) {
 				return e, err
 			}
@@ -756,23 +765,46 @@ func (f *search) timeSolver(s *conv.Solver, warmups int) (Entry, error) {
 	e.Status = StatusOK
 	f.logf("%s: %.4g ms (%d samples, %d dropped)", s.Name, e.TimeMs, e.Samples, e.Dropped)
 	if opts.Verify {
-		if err := verify(ts, &e); err != nil {
+		if err := f.verify(&e); err != nil {
 			return e, err
 		}
 	}
 	return e, nil
 }
 
-func verify(ts *Tensors, e *Entry) error {
-	got, err := ts.Output()
-	if err != nil {
-		return fmt.Errorf("read %s's output: %w", e.Solver, err)
+// verify checks e's output against the CPU reference. The reference of a
+// large problem takes seconds of CPU, so the wait for it ends when the
+// find's context does: e is then marked interrupted, its samples kept,
+// and the check left to finish on its own (the process's exit ends it).
+func (f *search) verify(e *Entry) error {
+	type checked struct {
+		c   conv.CheckResult
+		err error
 	}
-	c := ts.Check(got)
-	e.Check = &c
-	if !c.OK {
+	ts := f.ts
+	done := make(chan checked, 1)
+	go func() {
+		got, err := ts.Output()
+		if err != nil {
+			done <- checked{err: err}
+			return
+		}
+		done <- checked{c: ts.Check(got)}
+	}()
+	var r checked
+	select {
+	case r = <-done:
+	case <-f.ctx.Done():
+		e.Status, e.Detail = StatusInterrupted, "interrupted while its output was checked against the CPU reference"
+		return f.ctx.Err()
+	}
+	if r.err != nil {
+		return fmt.Errorf("read %s's output: %w", e.Solver, r.err)
+	}
+	e.Check = &r.c
+	if !r.c.OK {
 		e.Status = StatusFailedVerification
-		e.Detail = c.String()
+		e.Detail = r.c.String()
 	}
 	return nil
 }
@@ -900,13 +932,24 @@ func isSticky(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// timer times work on a stream with a start/stop event pair.
+// sampleGrace is how long an interrupted find still waits for the sample
+// that is running: one about to end is kept, and the find still ends well
+// within the two seconds an interruption may take.
+const sampleGrace = 250 * time.Millisecond
+
+// timer times work on a stream with a start/stop event pair. Its wait
+// for the stop event ends early when ctx does: a sample of a large
+// problem can take seconds, and an interrupted find must not wait for it.
 type timer struct {
+	ctx         context.Context
 	dev         hip.Device
 	start, stop hip.Event
+	// waiting is closed when the wait an interruption left behind
+	// returns; nil when none is left (the events are then free to go).
+	waiting chan struct{}
 }
 
-func newTimer(dev hip.Device) (*timer, error) {
+func newTimer(ctx context.Context, dev hip.Device) (*timer, error) {
 	a, err := dev.EventCreate(hip.EventDefault)
 	if err != nil {
 		return nil, err
@@ -916,7 +959,7 @@ func newTimer(dev hip.Device) (*timer, error) {
 		_ = dev.EventDestroy(a)
 		return nil, err
 	}
-	return &timer{dev, a, b}, nil
+	return &timer{ctx: ctx, dev: dev, start: a, stop: b}, nil
 }
 
 func (t *timer) time(s hip.Stream, work func() error) (float64, error) {
@@ -929,14 +972,44 @@ func (t *timer) time(s hip.Stream, work func() error) (float64, error) {
 	if err := t.dev.EventRecord(t.stop, s); err != nil {
 		return 0, err
 	}
-	if err := t.dev.EventSynchronize(t.stop); err != nil {
+	synced := make(chan error, 1)
+	waiting := make(chan struct{})
+	go func() {
+		synced <- t.dev.EventSynchronize(t.stop)
+		close(waiting)
+	}()
+	var err error
+	select {
+	case err = <-synced:
+	case <-t.ctx.Done():
+		// A sample about to end is kept; a long one is left running.
+		select {
+		case err = <-synced:
+		case <-time.After(sampleGrace):
+			// The wait goes on; close leaves the events to it.
+			t.waiting = waiting
+			return 0, t.ctx.Err()
+		}
+	}
+	if err != nil {
 		return 0, err
 	}
 	ms, err := t.dev.EventElapsedTime(t.start, t.stop)
 	return float64(ms), err
 }
 
+// close destroys the events, once no wait uses them any more.
 func (t *timer) close() {
-	_ = t.dev.EventDestroy(t.start)
-	_ = t.dev.EventDestroy(t.stop)
+	destroy := func() {
+		_ = t.dev.EventDestroy(t.start)
+		_ = t.dev.EventDestroy(t.stop)
+	}
+	if t.waiting == nil {
+		destroy()
+		return
+	}
+	go func() {
+		<-t.waiting
+		destroy()
+	}()
 }

@@ -1,5 +1,5 @@
 // Package scenario is the vocabulary every scenario's cases share: a case's
-// outcome in one word (Pass, Fail, Inconclusive) and who launches during a
+// outcome in one word (Pass, Fail, Inconclusive, Interrupted) and who launches during a
 // capture (Variant). The scenarios themselves live in its subpackages:
 // capture (capture and replay), stress and find.
 package scenario
@@ -16,6 +16,9 @@ const (
 	Pass         Outcome = "PASS"
 	Fail         Outcome = "FAIL"
 	Inconclusive Outcome = "INCONCLUSIVE"
+	// Interrupted: a signal stopped the case while it ran; it has no
+	// outcome of its own.
+	Interrupted Outcome = "INTERRUPTED"
 )
 
 // Variant says who launches during the capture.

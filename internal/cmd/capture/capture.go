@@ -3,6 +3,8 @@
 package capture
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,8 +13,11 @@ import (
 	"miotool/configs"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/libtarget"
+	"miotool/internal/conv"
 	"miotool/internal/dnn/target"
+	"miotool/internal/finder"
 	"miotool/internal/hip"
+	"miotool/internal/report"
 	"miotool/internal/scenario"
 	capturescen "miotool/internal/scenario/capture"
 	"miotool/internal/streams"
@@ -51,10 +56,27 @@ and its output checked against the CPU reference.
 --reclaim picks how abandoned streams are reclaimed: lazy (every launch polls
 them with a stream query: the pre-fix behaviour, refused during a capture, which
 invalidates it), guarded (the launch-path sweep skips while capturing and runs
-in relaxed mode) or worker (a host callback and a worker thread, nothing on
-the launch path: the merged fix). --variant other-thread captures on one thread
-while another thread launches through the handle whose find abandoned the
-stream, which global mode still exposes.
+in relaxed mode), worker (a host callback and a worker thread, nothing on
+the launch path: the merged fix) or poller (a thread of the tracker's own
+queries the abandoned evaluation's done event in relaxed mode, then frees:
+nothing on the launch path and no host callback, so it does not wait for the
+runtime's callback thread; see docs/reclaim.md). --variant other-thread
+captures on one thread while another thread launches through the handle whose
+find abandoned the stream, which global mode still exposes.
+
+The geometry flags (MIOpenDriver's) set the find's problem: without
+--problem it is naive-timeout-sim on the simulator and naive-timeout-gpu on a
+GPU, and each flag's default below is that problem's field; a flag changes
+only its own field. The convolution captured afterwards is capture-small
+(-n 1 -c 8 -H 12 -W 12 -k 8 -y 3 -x 3 -p 1 -q 1), whatever the flags say. A
+problem whose find needs more device memory than the device has is refused
+before anything is allocated (exit 2).
+
+SIGINT or SIGTERM ends the run within two seconds with an INTERRUPTED result:
+the runs that finished, the one the signal stopped (interrupted) and those
+never reached (not run). --repeat is at most 10000 and the runs of one
+invocation (repeats times combinations) at most 100000; --samples at most
+1000.
 
 With several modes, policies or variants, the table shows the expected outcome
 (from the runtime's capture rules) beside each measured one and flags any
@@ -94,8 +116,8 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 	cli.CompleteList(cmd, "mode", cli.WithAll(cli.StringsOf(hip.CaptureModes)))
 	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
 	cli.CompleteList(cmd, "variant", cli.WithAll(cli.Names(scenario.Variants)))
-	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
-	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
+	fl.IntVar(&opts.Samples, "samples", 3, fmt.Sprintf("timed runs per solver in the scenario's find (at most %d)", MaxSamples))
+	fl.IntVar(&opts.Repeat, "repeat", 1, fmt.Sprintf("run every case this many times and count the outcomes (at most %d)", MaxRepeat))
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
 	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
 		"what runs find and the captured convolution: builtin (miotool's own mechanisms), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
@@ -125,9 +147,44 @@ func (o *CaptureOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Validate checks what must be 1 or more.
+// Bounds of the counts capture and replay take. Each bound is far past
+// any use, so that a count that cannot finish in reason (or that a typo
+// made) is refused up front rather than run for hours.
+const (
+	// MaxSamples: find trims its samples by modified z-score, which
+	// settles within tens; the scenario's find only has to abandon naive.
+	MaxSamples = 1000
+	// MaxRepeat: ten thousand runs of a case put a failure rate of one in
+	// a few thousand within reach; a case takes a fraction of a second on
+	// a GPU and about a second on the simulator, so more belongs in
+	// several invocations merged with 'miotool report merge'.
+	MaxRepeat = 10000
+	// MaxRuns bounds the runs of one invocation, repeats times
+	// combinations: each run's facts are kept for the result (a few
+	// hundred bytes each).
+	MaxRuns = 100000
+)
+
+// ValidateCounts checks --samples and --repeat against their bounds, and
+// the runs they make with combinations cases each.
+func ValidateCounts(samples, repeat, combinations int) error {
+	if err := cli.AtLeastOne(cli.Count{Flag: "--samples", N: samples}, cli.Count{Flag: "--repeat", N: repeat}); err != nil {
+		return err
+	}
+	switch {
+	case samples > MaxSamples:
+		return cli.UsageErrorf("--samples %d: at most %d", samples, MaxSamples)
+	case repeat > MaxRepeat:
+		return cli.UsageErrorf("--repeat %d: at most %d (merge the results of several runs with 'miotool report merge')", repeat, MaxRepeat)
+	case repeat*combinations > MaxRuns:
+		return cli.UsageErrorf("--repeat %d of %d combinations is %d runs: at most %d in one invocation", repeat, combinations, repeat*combinations, MaxRuns)
+	}
+	return nil
+}
+
+// Validate checks the counts against their bounds.
 func (o *CaptureOptions) Validate() error {
-	return cli.AtLeastOne(cli.Count{Flag: "--samples", N: o.Samples}, cli.Count{Flag: "--repeat", N: o.Repeat})
+	return ValidateCounts(o.Samples, o.Repeat, len(o.modes)*max(1, len(o.policies))*len(o.variants))
 }
 
 func (o *CaptureOptions) parseMatrix() error {
@@ -143,9 +200,11 @@ func (o *CaptureOptions) parseMatrix() error {
 }
 
 // ScenarioProblems resolves the find problem and the captured one, for
-// capture and replay.
-func ScenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (capturescen.Options, string, error) {
-	fp, name, err := pf.Resolve(backend)
+// capture and replay, and refuses (exit 2) a pair whose find and capture
+// need more device memory than the device has, before anything is
+// allocated.
+func ScenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, props hip.Props) (capturescen.Options, string, error) {
+	fp, name, err := pf.Resolve(props.Backend)
 	if err != nil {
 		return capturescen.Options{}, "", err
 	}
@@ -157,6 +216,9 @@ func ScenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (ca
 	if name != "" {
 		label = name + " (" + label + ")"
 	}
+	if err := fits(fp, cp.Problem, s.Env.NaiveTimeoutPercent, props.TotalMemory); err != nil {
+		return capturescen.Options{}, "", cli.UsageErrorf("find problem %s: %v", label, err)
+	}
 	return capturescen.Options{
 		FindProblem:     fp,
 		CaptureProblem:  cp.Problem,
@@ -164,6 +226,29 @@ func ScenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, backend string) (ca
 		MaxDraining:     streams.MaxDrainingFor(s.Env.HWQueues),
 		Log:             s.Verbosef,
 	}, label, nil
+}
+
+// fits reports an error wrapping finder.ErrTooLarge when the scenario's
+// find of fp and the tensors of the captured cp, which it holds at once,
+// need more than total bytes (0: a device that does not say).
+func fits(fp, cp conv.Problem, naiveTimeoutPct int, total uint64) error {
+	need, err := finder.Need(fp, finder.Options{NaiveTimeoutPct: naiveTimeoutPct})
+	if err != nil {
+		return err
+	}
+	if err := need.Fits(total); err != nil {
+		return err
+	}
+	captured, err := finder.Need(cp, finder.Options{NaiveTimeoutPct: 0})
+	if err != nil {
+		return err
+	}
+	both := finder.MemoryNeed{Input: need.Input + captured.Input, Weights: need.Weights + captured.Weights,
+		Output: need.Output + captured.Output, Workspace: need.Workspace + captured.Workspace, NaiveScratch: need.NaiveScratch}
+	if err := both.Fits(total); err != nil {
+		return fmt.Errorf("with the captured convolution: %w", err)
+	}
+	return nil
 }
 
 // Run runs the cases and writes the result.
@@ -176,8 +261,9 @@ func (o *CaptureOptions) Run() error {
 	if dev == nil {
 		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
-	defer dev.Close()
-	co, label, err := ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
+	closeDevice := CloseDevice(o.Context, dev)
+	defer closeDevice()
+	co, label, err := ScenarioProblems(&o.Scenario, &o.Problem, dev.Props())
 	if err != nil {
 		return err
 	}
@@ -190,11 +276,46 @@ func (o *CaptureOptions) Run() error {
 	co.Progress = update
 	cases, err := capturescen.Run(o.Context, dev, co)
 	done()
+	stop, err := Stopped(o.Context, err, capturescen.Planned(co))
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	fillCases(r, cases, dev.Dialect(), o.Now())
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	fillCases(r, cases, dev.Dialect(), stop, o.Now())
+	return RenderStopped(&o.Scenario, r, stop)
+}
+
+// Stopped sorts out how a run of cases ended: an interruption (a
+// signal), with planned cases in all, gives the Interruption to render
+// and no error; any other error is returned as it is.
+func Stopped(ctx context.Context, err error, planned int) (*Interruption, error) {
+	if cli.Interrupted(ctx) == nil {
+		return nil, err
+	}
+	if err != nil && !errors.Is(err, capturescen.ErrInterrupted) && !errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+	return &Interruption{Reason: cli.InterruptedReason(ctx).Error(), Planned: planned}, nil
+}
+
+// RenderStopped writes r; a run an interruption stopped then ends with
+// the signal's status.
+func RenderStopped(s *cli.Scenario, r *report.Result, stop *Interruption) error {
+	err := cli.RenderResult(s.IO, s.Global.Format, r)
+	if stop == nil {
+		return err
+	}
+	var ee *cli.ExitError
+	if err != nil && (!errors.As(err, &ee) || ee.Code == cli.ExitToolFailure) {
+		return err
+	}
+	return cli.Interrupted(s.Context)
+}
+
+// CloseDevice returns the function that closes dev at the end of a
+// command: once the command is interrupted, it waits for the close only
+// for a short grace, and the process's exit ends the rest.
+func CloseDevice(ctx context.Context, dev hip.Device) func() {
+	return func() { _, _ = cli.CloseUnlessInterrupted(ctx, dev.Close) }
 }
 
 // runTargetCapture is capture against a real library: its find on an empty
@@ -205,7 +326,7 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 	if dev == nil {
 		return cli.RenderResult(opts.IO, opts.Global.Format, r)
 	}
-	defer dev.Close()
+	defer CloseDevice(opts.Context, dev)()
 	p, name, err := opts.Problem.Resolve(dev.Props().Backend)
 	if err != nil {
 		return err
@@ -215,14 +336,16 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 		r.Note("%s", n)
 	}
 	update, done := opts.Progress("capture: case")
-	cases, err := capturescen.RunTarget(opts.Context, dev, capturescen.TargetOptions{
+	to := capturescen.TargetOptions{
 		Target: opts.Target, Modes: opts.modes, Variants: opts.variants, Problem: p,
 		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef, Progress: update,
-	})
+	}
+	cases, err := capturescen.RunTarget(opts.Context, dev, to)
 	done()
+	stop, err := Stopped(opts.Context, err, max(1, opts.Repeat)*len(opts.modes)*max(1, len(opts.variants)))
 	if err != nil {
 		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
-	fillTargetCases(r, cases, dev.Dialect(), opts.Now())
-	return cli.RenderResult(opts.IO, opts.Global.Format, r)
+	fillTargetCases(r, cases, dev.Dialect(), stop, opts.Now())
+	return RenderStopped(&opts.Scenario, r, stop)
 }

@@ -72,14 +72,21 @@ func (g *MatrixGroup) Measured() string {
 	return strings.Join(parts, ", ")
 }
 
-// Agrees reports whether every run measured the expected outcome.
+// Agrees reports whether every run measured the expected outcome; a run
+// an interruption stopped measured nothing, and does not disagree.
 func (g *MatrixGroup) Agrees() bool {
 	for _, r := range g.Runs {
-		if r.Measured != r.Expected {
+		if r.Disagrees() {
 			return false
 		}
 	}
 	return true
+}
+
+// Disagrees reports a finished run that measured another outcome than
+// the expected one.
+func (r MatrixRun) Disagrees() bool {
+	return r.Measured != r.Expected && r.Measured != scenario.Interrupted
 }
 
 // EndCodes lists the end-capture codes seen, with counts when repeated.
@@ -87,10 +94,16 @@ func (g *MatrixGroup) EndCodes(d hip.Dialect) string {
 	counts := map[hip.Code]int{}
 	var seen []hip.Code
 	for _, r := range g.Runs {
+		if r.Measured == scenario.Interrupted {
+			continue // it may not have reached the end of its capture
+		}
 		if counts[r.End] == 0 {
 			seen = append(seen, r.End)
 		}
 		counts[r.End]++
+	}
+	if len(seen) == 0 {
+		return "-"
 	}
 	var parts []string
 	for _, c := range seen {
@@ -103,10 +116,16 @@ func (g *MatrixGroup) EndCodes(d hip.Dialect) string {
 	return strings.Join(parts, ", ")
 }
 
-// Detail is the first disagreeing run's detail, else the first run's.
+// Detail is the first disagreeing run's detail, else the first finished
+// run's, else the first run's.
 func (g *MatrixGroup) Detail() string {
 	for _, r := range g.Runs {
-		if r.Measured != r.Expected {
+		if r.Disagrees() {
+			return r.Detail
+		}
+	}
+	for _, r := range g.Runs {
+		if r.Measured != scenario.Interrupted {
 			return r.Detail
 		}
 	}
@@ -118,7 +137,7 @@ func (g *MatrixGroup) Detail() string {
 // Several: PASS when every run measured the expected outcome (the bug
 // reproduces where the rules say it must and the fix holds elsewhere), with
 // a checklist status that says which policies fail.
-func fillCases(r *report.Result, cases []capturescen.Case, d hip.Dialect, end time.Time) {
+func fillCases(r *report.Result, cases []capturescen.Case, d hip.Dialect, stop *Interruption, end time.Time) {
 	t := r.AddTable("capture after an abandoned naive evaluation", "reclaim", "mode", "variant", "expected", "measured", "end capture", "graph output", "detail")
 	t.FlagColumn = "differs from expected"
 	runs := make([]MatrixRun, len(cases))
@@ -137,7 +156,7 @@ func fillCases(r *report.Result, cases []capturescen.Case, d hip.Dialect, end ti
 		out := "-"
 		okN, endedN := 0, 0
 		for _, c := range cs {
-			if c.EndCapture == hip.Success {
+			if c.EndCapture == hip.Success && c.Measured != scenario.Interrupted {
 				endedN++
 				if c.OutputOK {
 					okN++
@@ -171,13 +190,24 @@ func fillCases(r *report.Result, cases []capturescen.Case, d hip.Dialect, end ti
 			retried++
 		}
 	}
-	r.Count("runs", int64(len(cases)))
+	r.Count("runs", int64(FinishedRuns(runs)))
 	r.Count("runs whose find was repeated until naive overran and still ran", int64(retried))
 	r.Count("abandoned", sum.Abandoned)
 	r.Count("reclaimed by callback", sum.ReclaimedByCallback)
 	r.Count("reclaimed by backstop", sum.ReclaimedByBackstop)
 	r.Count("of which by the launch path", sum.ReclaimedByLaunch)
-	FinishMatrix(r, groups, end)
+	FinishMatrix(r, groups, stop, end)
+}
+
+// FinishedRuns counts the runs an interruption did not stop.
+func FinishedRuns(runs []MatrixRun) int {
+	n := 0
+	for _, r := range runs {
+		if r.Measured != scenario.Interrupted {
+			n++
+		}
+	}
+	return n
 }
 
 // CodeCell is a runtime code with its name in d and its number.
@@ -185,8 +215,22 @@ func CodeCell(c hip.Code, d hip.Dialect) string {
 	return fmt.Sprintf("%s (%d)", c.Name(d), int(c))
 }
 
+// Interruption says that a signal stopped a run of cases: what it was
+// ("interrupted by SIGINT") and how many cases were planned.
+type Interruption struct {
+	Reason  string
+	Planned int
+}
+
 // FinishMatrix sets the verdict and checklist status of a set of groups.
-func FinishMatrix(r *report.Result, groups []*MatrixGroup, end time.Time) {
+// Stopped by an interruption (stop set), the verdict is INTERRUPTED and
+// says how many runs finished, were interrupted and were not run, and
+// what the finished ones showed so far.
+func FinishMatrix(r *report.Result, groups []*MatrixGroup, stop *Interruption, end time.Time) {
+	if stop != nil {
+		finishInterrupted(r, groups, stop, end)
+		return
+	}
 	if len(groups) == 0 {
 		r.Finish(report.Error, "no case ran", end)
 		return
@@ -243,6 +287,45 @@ func FinishMatrix(r *report.Result, groups []*MatrixGroup, end time.Time) {
 		}
 		r.Finish(report.Pass, fmt.Sprintf("all %d runs of %d combinations as expected: %s", runs, len(groups), r.Status), end)
 	}
+}
+
+// finishInterrupted is the verdict of a run of cases a signal stopped:
+// INTERRUPTED, with the runs that finished, the one stopped and those
+// never reached counted, and what the finished runs showed so far. Only
+// the finished runs count toward the checklist status's failures and
+// passes, so nothing is claimed of a run that did not end.
+func finishInterrupted(r *report.Result, groups []*MatrixGroup, stop *Interruption, end time.Time) {
+	finished, stopped := 0, 0
+	var inconclusive, disagree []string
+	for _, g := range groups {
+		for _, run := range g.Runs {
+			switch {
+			case run.Measured == scenario.Interrupted:
+				stopped++
+				continue
+			case run.Measured == scenario.Inconclusive:
+				inconclusive = append(inconclusive, run.Key)
+			case run.Measured != run.Expected:
+				disagree = append(disagree, fmt.Sprintf("%s measured %s, expected %s", run.Key, run.Measured, run.Expected))
+			}
+			finished++
+		}
+	}
+	notRun := max(0, stop.Planned-finished-stopped)
+	r.Count("interrupted", int64(stopped))
+	r.Count("not run", int64(notRun))
+	what := fmt.Sprintf("%s: %d of %d runs finished (%d interrupted, %d not run)", stop.Reason, finished, stop.Planned, stopped, notRun)
+	switch {
+	case finished == 0:
+	case len(inconclusive) > 0:
+		what += "; so far the precondition did not hold (no abandoned naive evaluation) in: " + strings.Join(uniqueNonEmpty(inconclusive), ", ")
+	case len(disagree) > 0:
+		what += "; so far differs from the expectation: " + strings.Join(disagree, "; ")
+	default:
+		what += "; so far every finished run as expected"
+	}
+	r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", finished, stop.Planned)
+	r.Finish(report.Interrupted, what, end)
 }
 
 // matrixStatus is a checklist status such as "Fails with --reclaim=lazy

@@ -31,7 +31,7 @@ func TestGPUCUDNNTargetCapture(t *testing.T) {
 	for _, n := range target.NotesFor(nil, dev, target.CUDNN) {
 		r.Note("%s", n)
 	}
-	fillTargetCases(r, cases, dev.Dialect(), time.Now())
+	fillTargetCases(r, cases, dev.Dialect(), nil, time.Now())
 	targettest.LogResult(t, r)
 	for _, c := range cases {
 		t.Logf("%s/%s: %s, chosen %s, max |err| %.3g, %v", c.Mode, c.Variant, c.Measured, c.Chosen, c.MaxAbsErr, c.Elapsed.Round(time.Millisecond))

@@ -18,7 +18,11 @@ import (
 // cases that did not (the library has the bug), with a checklist status
 // such as "Fails with --target=miopen (global, thread-local), passes
 // (relaxed)".
-func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dialect, end time.Time) {
+func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dialect, stop *Interruption, end time.Time) {
+	if len(cases) == 0 && stop != nil {
+		finishTargetInterrupted(r, cases, stop, end)
+		return
+	}
 	if len(cases) == 0 {
 		r.Finish(report.Error, "no case ran", end)
 		return
@@ -70,6 +74,8 @@ func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dia
 	failed, passed = uniqueInOrder(failed), uniqueInOrder(passed)
 	flag := libtarget.StatusFlag(first.Target)
 	switch {
+	case stop != nil:
+		finishTargetInterrupted(r, cases, stop, end)
 	case len(failed) == 0:
 		r.Status = "Passes with " + flag
 		r.Finish(report.Pass, fmt.Sprintf("all %d cases kept the capture valid and the graph output right", len(cases)), end)
@@ -130,4 +136,29 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// finishTargetInterrupted is the verdict of library cases a signal
+// stopped between two cases: INTERRUPTED, with the finished cases and
+// those not run counted, and what the finished ones showed so far.
+func finishTargetInterrupted(r *report.Result, cases []capturescen.TargetCase, stop *Interruption, end time.Time) {
+	disagree := 0
+	for _, c := range cases {
+		if !c.Agrees() {
+			disagree++
+		}
+	}
+	notRun := max(0, stop.Planned-len(cases))
+	r.Count("interrupted", 0)
+	r.Count("not run", int64(notRun))
+	what := fmt.Sprintf("%s: %d of %d cases finished (0 interrupted, %d not run)", stop.Reason, len(cases), stop.Planned, notRun)
+	switch {
+	case len(cases) == 0:
+	case disagree > 0:
+		what += fmt.Sprintf("; so far %d of %d differ from the expectation", disagree, len(cases))
+	default:
+		what += "; so far every finished case as expected"
+	}
+	r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", len(cases), stop.Planned)
+	r.Finish(report.Interrupted, what, end)
 }

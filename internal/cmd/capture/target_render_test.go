@@ -48,7 +48,7 @@ func TestTargetCasesOfACorrectLibraryPass(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			cases := targetCases(t, d, false)
 			r := report.New("capture", "miotool capture --target=miopen --mode=all", time.Time{})
-			fillTargetCases(r, cases, d, time.Time{})
+			fillTargetCases(r, cases, d, nil, time.Time{})
 			if r.Verdict != report.Pass || r.Status != "Passes with --target=miopen" {
 				t.Fatalf("verdict %s status %q: %s", r.Verdict, r.Status, r.Summary)
 			}
@@ -66,7 +66,7 @@ func TestTargetCasesOfALibraryThatBreaksCapturesFail(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			cases := targetCases(t, d, true)
 			r := report.New("capture", "miotool capture --target=miopen", time.Time{})
-			fillTargetCases(r, cases, d, time.Time{})
+			fillTargetCases(r, cases, d, nil, time.Time{})
 			want := "Fails with --target=miopen (global/same-thread, thread-local/same-thread, global/other-thread), passes (relaxed/same-thread, thread-local/other-thread, relaxed/other-thread)"
 			if r.Verdict != report.Fail || r.Status != want {
 				t.Fatalf("verdict %s status %q", r.Verdict, r.Status)
@@ -105,7 +105,7 @@ func TestFillTargetCaptureGroupsIdenticalFailures(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("capture", "miotool capture --target=cudnn", time.Time{})
-			fillTargetCases(r, tt.cases, hip.DialectCUDA, time.Time{})
+			fillTargetCases(r, tt.cases, hip.DialectCUDA, nil, time.Time{})
 			if r.Verdict != report.Fail || r.Summary != tt.want {
 				t.Fatalf("verdict %s summary\n %q\nwant\n %q", r.Verdict, r.Summary, tt.want)
 			}

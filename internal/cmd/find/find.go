@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
 	"miotool/internal/finddb"
 	"miotool/internal/finder"
+	"miotool/internal/hip"
+	"miotool/internal/report"
 	"miotool/internal/runenv"
 	findscen "miotool/internal/scenario/find"
 	"miotool/internal/streams"
@@ -25,11 +28,24 @@ type FindOptions struct {
 	Samples  int
 	Reclaim  streams.Policy
 	Seed     uint64
+	// RequireAbandoned makes "the naive evaluation was abandoned at its
+	// deadline" a precondition: without it the check did not test the
+	// bound, and its verdict is ERROR.
+	RequireAbandoned bool
+
+	// progressBar draws on stderr (nil: no bar; see Factory.ProgressBar).
+	progressBar func(label string) *cli.ProgressBar
 }
+
+// MaxSamples bounds --samples: the timed runs of each solver are kept
+// and trimmed by modified z-score, which settles within tens of samples;
+// a thousand is far past any use, and the default problem's tiled solver
+// takes about a second per sample on the simulator.
+const MaxSamples = 1000
 
 // NewCmdFind builds `miotool find`; runF, when set, replaces the run function.
 func NewCmdFind(f *cli.Factory, runF func(*FindOptions) error) *cobra.Command {
-	opts := &FindOptions{Scenario: cli.NewScenario(f)}
+	opts := &FindOptions{Scenario: cli.NewScenario(f), progressBar: f.ProgressBar}
 	cmd := &cobra.Command{
 		Use:   "find",
 		Short: "Find the fastest solver for a convolution, with the naive solver's evaluation bounded in time",
@@ -56,11 +72,26 @@ dynamic-hybrid take a record too, and benchmark when there is none.
 
 The problem comes from MIOpenDriver's flags (-n -c -H -W -k -y -x -p -q -u -v
 -l -j -g, or their long names; -v is the stride here, as in MIOpenDriver, so
-verbose output is --verbose) or from --problem NAME. With neither, the problem
-is naive-long-sim on the simulator and naive-long-gpu on a GPU.
+verbose output is --verbose) or from --problem NAME. Without --problem, the
+problem is naive-long-sim on the simulator and naive-long-gpu on a GPU; each
+flag's default below is that problem's field. Geometry flags change only the
+fields they name, and the rest come from --problem's problem or that default.
+A problem whose find needs more device memory than the device has is refused
+before anything is allocated (exit 2).
+
+The verdict is said on stderr as soon as find has it; the handle's teardown
+follows and waits, as MIOpen's handle destructor does, for an abandoned naive
+evaluation to run out (shown as progress on a terminal), and the result, with
+the teardown's figures, comes on stdout when it is done (with --format json,
+the document alone).
 
 PASS when find stayed within its bound and the chosen solver (and every other
-timed one) verified.`,
+timed one) verified. With --require-abandoned the naive evaluation must also
+have been abandoned at its deadline: otherwise (MIOPEN_NAIVE_TIMEOUT=0, a
+find-db record or fast mode's heuristic chose, naive made its deadline) the
+bound was not tested and the verdict is ERROR, "precondition did not hold".
+SIGINT or SIGTERM ends find within two seconds with an INTERRUPTED result
+holding the solvers timed so far.`,
 		Example: `  # The default problem for this device: naive times out and is abandoned
   miotool find
 
@@ -93,7 +124,8 @@ timed one) verified.`,
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-long-%s")
 	fl := cmd.Flags()
 	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark), fast (a find-db record, else the immediate-mode heuristic, no benchmark), hybrid or dynamic-hybrid (a find-db record, else benchmark); MIOPEN_FIND_MODE, when set, gives the default")
-	fl.IntVar(&opts.Samples, "samples", 7, "timed runs per solver after the warm-up")
+	fl.IntVar(&opts.Samples, "samples", 7, fmt.Sprintf("timed runs per solver after the warm-up (at most %d)", MaxSamples))
+	fl.BoolVar(&opts.RequireAbandoned, "require-abandoned", false, "ERROR unless the naive evaluation was abandoned at its deadline: the check then tests the time bound or says it did not")
 	fl.Var(cli.NewEnumValue(&opts.Reclaim, streams.Worker, streams.Policies...), "reclaim", "how abandoned streams are reclaimed: "+cli.OrList(streams.Policies))
 	cli.CompleteValues(cmd, "find-mode", cli.Names(finder.Modes))
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random input and weights")
@@ -132,8 +164,8 @@ func (o *FindOptions) Validate() error {
 	if _, err := finder.ParseMode(o.FindMode); err != nil {
 		return cli.UsageErrorf("--find-mode: %v", err)
 	}
-	if o.Samples < 1 {
-		return cli.UsageErrorf("--samples %d: want 1 or more", o.Samples)
+	if o.Samples < 1 || o.Samples > MaxSamples {
+		return cli.UsageErrorf("--samples %d: want 1 to %d", o.Samples, MaxSamples)
 	}
 	if o.Env.UserDBPath != "" {
 		if err := finddb.CheckDir(o.Env.UserDBPath); errors.Is(err, finddb.ErrNotAFolder) {
@@ -143,33 +175,174 @@ func (o *FindOptions) Validate() error {
 	return nil
 }
 
-// Run finds and writes the result.
+// Run finds and writes the result. With the text format the verdict is
+// written as soon as find has it, and the teardown's figures follow;
+// other formats write one document once the teardown is done.
 func (o *FindOptions) Run() error {
 	start := o.Now()
 	dev, r := o.Open("find", start)
 	if dev == nil {
 		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
-	defer dev.Close()
-	p, name, err := o.Problem.Resolve(dev.Props().Backend)
+	deviceOpen := true
+	defer func() {
+		if deviceOpen {
+			_ = dev.Close()
+		}
+	}()
+	p, label, err := o.Problem.Resolve(dev.Props().Backend)
 	if err != nil {
 		return err
 	}
 	mode, _ := finder.ParseMode(o.FindMode)
-	update, done := o.Progress("find:")
+	bar := o.bar("find:")
 	so := findscen.Options{
-		Problem: p, ProblemName: name, Mode: mode, Samples: o.Samples, Reclaim: o.Reclaim,
+		Problem: p, ProblemName: label, Mode: mode, Samples: o.Samples, Reclaim: o.Reclaim,
 		HWQueues: o.Env.HWQueues, NaiveTimeoutPct: o.Env.NaiveTimeoutPercent, Seed: o.Seed,
-		DBDir: o.Env.UserDBPath, Progress: update, Logf: o.Verbosef,
+		DBDir: o.Env.UserDBPath, Progress: bar.Update, Logf: o.Verbosef,
 		Warnf: func(format string, args ...any) {
-			fmt.Fprintf(o.IO.ErrOut, "miotool: warning: "+format+"\n", args...)
+			o.stderrLine(bar, "miotool: warning: "+fmt.Sprintf(format, args...))
+		},
+		DBLockWait: func(w finddb.LockWait) {
+			o.stderrLine(bar, "miotool: find-db: "+w.String())
+			bar.SetLabel("find: waiting for the find-db lock")
 		},
 	}
-	out, err := findscen.Run(o.Context, dev, so)
-	done()
-	if err != nil {
+	if err := fits(so, dev.Props().TotalMemory); err != nil {
+		bar.Done()
 		return err
 	}
-	fill(r, so, out, o.Now())
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	found, err := findscen.Start(o.Context, dev, so)
+	bar.Done()
+	in := fillInput{opts: so, requireAbandoned: o.RequireAbandoned}
+	if found == nil {
+		if cli.Interrupted(o.Context) == nil {
+			return err
+		}
+		in.interrupted = cli.InterruptedReason(o.Context).Error()
+		in.out = &findscen.Outcome{Result: &finder.Result{Problem: p, Key: p.Key(), Interrupted: true}}
+		fill(r, in, o.Now())
+		return o.renderInterrupted(r)
+	}
+	if errors.Is(err, finder.ErrInterrupted) {
+		// What was measured is written now; the teardown gets a short
+		// grace, and the process's exit ends the abandoned evaluation.
+		in.interrupted = cli.InterruptedReason(o.Context).Error()
+		out := found.Outcome
+		in.out = &out
+		fill(r, in, o.Now())
+		renderErr := o.renderInterrupted(r)
+		deviceOpen = false
+		_, _ = cli.CloseUnlessInterrupted(o.Context, func() error {
+			_, terr := found.Teardown(finder.TeardownOptions{})
+			return errors.Join(terr, dev.Close())
+		})
+		return renderErr
+	}
+	out := found.Outcome // before the teardown, which may go on after an interruption
+	if out.AfterFind.Draining > 0 && o.Global.Format != report.JSON {
+		o.sayVerdict(r, in, out)
+	}
+	terr, finished := o.tearDown(found, dev, &deviceOpen)
+	if finished {
+		out = found.Outcome
+	} else {
+		in.teardownInterrupted = cli.InterruptedReason(o.Context).Error()
+	}
+	in.out = &out
+	fill(r, in, o.Now())
+	renderErr := cli.RenderResult(o.IO, o.Global.Format, r)
+	switch {
+	case terr != nil:
+		return terr
+	case !finished:
+		return cli.Interrupted(o.Context)
+	}
+	return renderErr
+}
+
+// sayVerdict writes the find's verdict on stderr as soon as it is known,
+// when the teardown has an abandoned naive evaluation to wait for: the
+// result, with the teardown's figures, follows on stdout once the
+// teardown is done (the process writes its result when the command
+// ends, so that the result says the exit status it ends with). A JSON
+// reader reads the document alone.
+func (o *FindOptions) sayVerdict(r *report.Result, in fillInput, out findscen.Outcome) {
+	early := report.New(r.Check, r.Command, r.Started)
+	in.out = &out
+	fill(early, in, o.Now())
+	o.stderrLine(nil, fmt.Sprintf("miotool: find: %s - %s; the result follows the teardown, which waits for the abandoned naive evaluation",
+		early.Verdict, early.Summary))
+}
+
+// tearDown runs the find's teardown and then closes dev, the teardown's
+// wait shown on a progress bar, until it ends or the command is
+// interrupted: then it waits a short grace and returns with finished
+// false, the teardown left running for the process's exit to end.
+func (o *FindOptions) tearDown(found *findscen.Found, dev hip.Device, deviceOpen *bool) (err error, finished bool) {
+	bar := o.bar("find: teardown")
+	defer bar.Done()
+	// The label is the notice, e.g. "waiting for the abandoned naive
+	// evaluation to run out (27 s left at most)", redrawn each second; the
+	// count is the seconds waited. It is an upper bound, not an estimate,
+	// so the bar has no total to draw an estimate from.
+	notice := func(w finder.TeardownWait) {
+		bar.SetLabel("find: " + w.String())
+		bar.Update(int(w.Waited/time.Second), 0)
+	}
+	*deviceOpen = false
+	finished, err = cli.CloseUnlessInterrupted(o.Context, func() error {
+		_, terr := found.Teardown(finder.TeardownOptions{Notice: notice})
+		return errors.Join(terr, dev.Close())
+	})
+	return err, finished
+}
+
+// renderInterrupted writes an interrupted result and ends with the
+// signal's status.
+func (o *FindOptions) renderInterrupted(r *report.Result) error {
+	if err := cli.RenderResult(o.IO, o.Global.Format, r); err != nil {
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) || ee.Code == cli.ExitToolFailure {
+			return err
+		}
+	}
+	return cli.Interrupted(o.Context)
+}
+
+// bar is a progress bar on stderr, nil (which does nothing) when there is
+// none to draw.
+func (o *FindOptions) bar(label string) *cli.ProgressBar {
+	if o.progressBar == nil {
+		return nil
+	}
+	return o.progressBar(label)
+}
+
+// stderrLine writes a line to stderr, first clearing the bar's line when
+// one is drawn there (the bar redraws itself at its next tick).
+func (o *FindOptions) stderrLine(bar *cli.ProgressBar, line string) {
+	if bar != nil {
+		line = "\r\x1b[K" + line
+	}
+	fmt.Fprintln(o.IO.ErrOut, line)
+}
+
+// fits refuses, before anything is allocated, a problem whose find needs
+// more device memory than the device has: the problem is the user's
+// input, so it is a usage error (exit 2), with the need and the device's
+// memory in the message.
+func fits(so findscen.Options, total uint64) error {
+	need, err := finder.Need(so.Problem, findscen.FinderOptions(so))
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	if err := need.Fits(total); err != nil {
+		what := so.ProblemName
+		if what == "" {
+			what = so.Problem.String()
+		}
+		return cli.UsageErrorf("problem %s: %v", what, err)
+	}
+	return nil
 }

@@ -99,7 +99,7 @@ func TestFindKeepsMIOpensFindDB(t *testing.T) {
 
 	h := cmdtest.New(t)
 	h.F.LookupEnv = cmdtest.ScenarioEnv(env)
-	if code := h.Run(tree, "find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "4", "-W", "4", "-k", "1", "-y", "1", "-x", "1", "--samples", "1", "--no-progress"); code != 0 {
+	if code := h.Run(tree, "find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "4", "-W", "4", "-k", "1", "-y", "1", "-x", "1", "-p", "0", "-q", "0", "--samples", "1", "--no-progress"); code != 0 {
 		t.Fatalf("normal find: exit %d\n%s\n%s", code, h.Out, h.ErrOut)
 	}
 	got, _ := os.ReadFile(file)
@@ -115,7 +115,7 @@ func TestFindKeepsMIOpensFindDB(t *testing.T) {
 
 	h = cmdtest.New(t)
 	h.F.LookupEnv = cmdtest.ScenarioEnv(env)
-	if code := h.Run(tree, "find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "8", "-W", "8", "-k", "1", "-y", "1", "-x", "1", "--find-mode", "fast", "--no-progress"); code != 0 {
+	if code := h.Run(tree, "find", "--backend", "sim", "-n", "30", "-c", "512", "-H", "8", "-W", "8", "-k", "1", "-y", "1", "-x", "1", "-p", "0", "-q", "0", "--find-mode", "fast", "--no-progress"); code != 0 {
 		t.Fatalf("fast find: exit %d\n%s\n%s", code, h.Out, h.ErrOut)
 	}
 	const said = "find-db: 4 entries for this key, none for miotool's solvers: immediate-mode fallback chose "
@@ -164,7 +164,7 @@ func TestFindWithAFindDBItCannotWrite(t *testing.T) {
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
 				h := cmdtest.New(t)
 				h.F.LookupEnv = cmdtest.ScenarioEnv(map[string]string{"MIOPEN_USER_DB_PATH": tt.dir})
-				code := h.Run(tree, "find", "--backend", "sim", "-n", "1", "-c", "2", "-H", "5", "-W", "5", "-k", "2", "-y", "1", "-x", "1", "--samples", "1", "--no-progress", "--format", format)
+				code := h.Run(tree, "find", "--backend", "sim", "-n", "1", "-c", "2", "-H", "5", "-W", "5", "-k", "2", "-y", "1", "-x", "1", "-p", "0", "-q", "0", "--samples", "1", "--no-progress", "--format", format)
 				if code != tt.code || !strings.Contains(h.ErrOut.String(), tt.why) {
 					t.Fatalf("exit %d (want %d); stderr lacks %q?\n%s\n%s", code, tt.code, tt.why, h.Out, h.ErrOut)
 				}
@@ -202,8 +202,8 @@ func TestFindConcurrentWritersAndAKilledOne(t *testing.T) {
 	defer cancel()
 	find := func(c, hgt int) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, bin, "find", "--backend", "sim", "-n", "1", "-c", fmt.Sprint(c), "-H", fmt.Sprint(hgt), "-W", "3",
-			"-k", "2", "-y", "1", "-x", "1", "--samples", "1", "--no-progress", "--format", "json")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "MIOPEN_USER_DB_PATH=" + dir, "MIOPEN_NAIVE_TIMEOUT=0"}
+			"-k", "2", "-y", "1", "-x", "1", "-p", "0", "-q", "0", "--samples", "1", "--no-progress", "--format", "json")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.Getenv("TMPDIR"), "MIOPEN_USER_DB_PATH=" + dir, "MIOPEN_NAIVE_TIMEOUT=0"}
 		return cmd
 	}
 	const writers, finds = 8, 5

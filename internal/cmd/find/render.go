@@ -12,42 +12,66 @@ import (
 	"miotool/internal/streams"
 )
 
+// fillInput is what fill renders: the find's options and outcome, and
+// what the command knows beside them.
+type fillInput struct {
+	opts findscen.Options
+	out  *findscen.Outcome
+	// requireAbandoned: --require-abandoned, the naive evaluation's
+	// abandonment is the check's precondition.
+	requireAbandoned bool
+	// interrupted says what stopped the find ("interrupted by SIGINT");
+	// teardownInterrupted what stopped the teardown after it.
+	interrupted, teardownInterrupted string
+}
+
 // fill writes a find's outcome into r: the ranked table, the tracker's
 // counters, notes (the find-db's warnings among them) and the verdict. A
-// find-db that could not be written is a note, not a failure.
-func fill(r *report.Result, o findscen.Options, out *findscen.Outcome, end time.Time) {
+// find-db that could not be written is a note, not a failure. The
+// teardown's figures are in it when the teardown has run.
+func fill(r *report.Result, in fillInput, end time.Time) {
+	o, out := in.opts, in.out
 	res := out.Result
 	if o.ProblemName != "" {
 		r.Note("problem %s: %s", o.ProblemName, o.Problem)
 	} else {
 		r.Note("problem: %s", o.Problem)
 	}
-	r.Note("teardown (waits for abandoned evaluations) took %s", out.Teardown.Round(time.Millisecond))
+	if out.TornDown {
+		r.Note("teardown (waits for abandoned evaluations) took %s", out.Teardown.Round(time.Millisecond))
+	}
 	r.Note("reclaim policy %s, backlog cap %d (GPU_MAX_HW_QUEUES=%d)", o.Reclaim, out.MaxDraining, o.HWQueues)
 	t := r.AddTable(fmt.Sprintf("find %s", res.Key), "rank", "solver", "algorithm", "time (ms)", "workspace", "status", "detail")
 	for i, e := range res.Entries {
 		tm := "-"
-		if e.Status == finder.StatusOK || e.Status == finder.StatusFailedVerification {
+		if e.Status == finder.StatusOK || e.Status == finder.StatusFailedVerification || e.Status == finder.StatusInterrupted && e.Samples > 0 {
 			tm = fmt.Sprintf("%.4f", e.TimeMs)
 		}
 		detail := e.Detail
 		if e.Status == finder.StatusOK && e.Check != nil {
 			detail = scenario.JoinDetail(detail, fmt.Sprintf("verified: max |err| %.3g", e.Check.MaxAbs))
 		}
-		if e.Samples > 0 && !res.Immediate { // immediate mode's one run is no sample set
+		if e.Samples > 0 && !res.Immediate && e.Status != finder.StatusInterrupted { // immediate mode's one run is no sample set
 			detail = scenario.JoinDetail(detail, fmt.Sprintf("%d samples, %d dropped", e.Samples, e.Dropped))
 		}
 		rank := fmt.Sprint(i + 1)
-		if e.Status != finder.StatusOK {
+		if e.Status != finder.StatusOK || res.Interrupted {
 			rank = "-"
 		}
 		t.AddRow(rank, e.Solver, strings.TrimPrefix(e.Algorithm, "miopenConvolution"), tm, fmt.Sprint(e.Workspace), string(e.Status), detail)
 	}
-	counters(r, "stream tracker", out.AfterFind, out.AfterTeardown)
+	if out.TornDown {
+		counters(r, "stream tracker", out.AfterFind, out.AfterTeardown)
+	} else {
+		countersAfterFind(r, "stream tracker", out.AfterFind)
+	}
 	if res.NaiveDeadlineMs > 0 {
 		r.Note("naive deadline %.4g ms (MIOPEN_NAIVE_TIMEOUT percent of the best time); find waited %.4g ms on it", res.NaiveDeadlineMs, res.NaiveWaitMs)
 	}
-	if res.NaiveAbandoned && out.AfterTeardown.LastAbandonedFor > 0 {
+	if res.Naive != "" {
+		r.Note("the naive evaluation %s", res.Naive)
+	}
+	if res.NaiveAbandoned && out.TornDown && out.AfterTeardown.LastAbandonedFor > 0 {
 		r.Note("the abandoned naive evaluation ran on for %s after find moved on (until its stream was reclaimed)", out.AfterTeardown.LastAbandonedFor.Round(time.Millisecond))
 	}
 	switch {
@@ -56,21 +80,59 @@ func fill(r *report.Result, o findscen.Options, out *findscen.Outcome, end time.
 	case res.DBWritten:
 		r.Note("find-db record written to %s: %s", res.DBPath, res.DBRecord)
 	}
-	if res.Mode != finder.ModeNormal && !res.Immediate {
+	if res.Mode != finder.ModeNormal && !res.Immediate && res.Lookup != "" {
 		r.Note("find-db (%s mode): %s", res.Mode, res.Lookup)
+	}
+	for _, w := range res.DBWaited {
+		r.Note("find-db: the write found the lock held and waited: %s", w)
 	}
 	for _, w := range res.Warnings {
 		r.Note("%s", w)
 	}
-	r.Note("find took %s", res.Elapsed.Round(time.Millisecond))
-	verdict(r, res, end)
+	if res.Elapsed > 0 || in.interrupted == "" {
+		r.Note("find took %s", res.Elapsed.Round(time.Millisecond))
+	}
+	if in.interrupted != "" && out.AfterFind.Draining > 0 {
+		r.Note("%s: the teardown did not wait for the abandoned naive evaluation; the process's exit ends it", in.interrupted)
+	}
+	verdict(r, in, end)
+	if in.teardownInterrupted != "" {
+		r.Finish(report.Interrupted, fmt.Sprintf("%s during the teardown that waits for the abandoned naive evaluation; find had finished: %s, %s",
+			in.teardownInterrupted, r.Verdict, r.Summary), end)
+		r.Status = ""
+	}
 }
 
-// verdict finishes r: PASS only when a solver was chosen, find stayed
-// within the naive bound and every timed solver verified.
-func verdict(r *report.Result, res *finder.Result, end time.Time) {
+// verdict finishes r: INTERRUPTED when the find was stopped; ERROR when
+// --require-abandoned was given and naive was not abandoned (the bound
+// was not tested); PASS only when a solver was chosen, find stayed within
+// the naive bound and every timed solver verified.
+func verdict(r *report.Result, in fillInput, end time.Time) {
+	res := in.out.Result
 	failed := res.FailedVerification()
 	switch {
+	case in.interrupted != "":
+		timed, stopped, notRun := 0, 0, 0
+		for _, e := range res.Entries {
+			switch e.Status {
+			case finder.StatusNotApplicable:
+			case finder.StatusInterrupted:
+				stopped++
+			case finder.StatusNotRun:
+				notRun++
+			default:
+				timed++
+			}
+		}
+		r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", timed, timed+stopped+notRun)
+		r.Finish(report.Interrupted, fmt.Sprintf("%s: %d of %d applicable solvers finished (%d interrupted, %d not run); nothing chosen, nothing written to the find-db",
+			in.interrupted, timed, timed+stopped+notRun, stopped, notRun), end)
+	case in.requireAbandoned && !res.Naive.Abandoned():
+		why := string(res.Naive)
+		if why == "" {
+			why = "did not run"
+		}
+		r.Finish(report.Error, "precondition did not hold: the naive evaluation "+why+"; the time bound was not tested (--require-abandoned)", end)
 	case res.Chosen == "":
 		r.Finish(report.Fail, "no solver produced a result", end)
 	case !res.WithinBound():
@@ -85,7 +147,7 @@ func verdict(r *report.Result, res *finder.Result, end time.Time) {
 		r.Finish(report.Pass, fmt.Sprintf("immediate-mode fallback chose %s (fast mode, find-db miss; not benchmarked), verified against the CPU reference", res.Chosen), end)
 	default:
 		s := fmt.Sprintf("chose %s, verified against the CPU reference", res.Chosen)
-		if res.NaiveAbandoned {
+		if res.Naive.Abandoned() {
 			s += "; naive timed out and was abandoned, find stayed within its bound"
 		}
 		r.Finish(report.Pass, s, end)
@@ -101,4 +163,15 @@ func counters(r *report.Result, title string, a, b streams.Counters) {
 	row("reclaimed by backstop", a.ReclaimedByBackstop, b.ReclaimedByBackstop)
 	row("scratch bytes pinned now", a.ScratchBytesPinned, b.ScratchBytesPinned)
 	row("worker wake-ups", a.WorkerWakeups, b.WorkerWakeups)
+}
+
+func countersAfterFind(r *report.Result, title string, a streams.Counters) {
+	t := r.AddTable(title, "counter", "after find")
+	row := func(name string, x int64) { t.AddRow(name, fmt.Sprint(x)) }
+	row("acquired", a.Acquired)
+	row("abandoned", a.Abandoned)
+	row("reclaimed by callback", a.ReclaimedByCallback)
+	row("reclaimed by backstop", a.ReclaimedByBackstop)
+	row("scratch bytes pinned now", a.ScratchBytesPinned)
+	row("worker wake-ups", a.WorkerWakeups)
 }

@@ -8,12 +8,13 @@ import (
 	capturecmd "miotool/internal/cmd/capture"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/scenario"
 	capturescen "miotool/internal/scenario/capture"
 	"miotool/internal/streams"
 )
 
 // fillCases writes the replay cases into r, with capture's matrix verdict.
-func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, end time.Time) {
+func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, stop *capturecmd.Interruption, end time.Time) {
 	t := r.AddTable("replay-only workload: is the abandoned evaluation's scratch released?", "reclaim", "expected", "measured", "end capture", "pinned after find", "pinned at deadline", "released after (median)", "replays", "detail")
 	t.FlagColumn = "differs from expected"
 	runs := make([]capturecmd.MatrixRun, len(cases))
@@ -34,7 +35,7 @@ func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, 
 			if c.ReleasedAfter > 0 {
 				released = append(released, c.ReleasedAfter)
 			}
-			if c.EndCapture == hip.Success {
+			if c.EndCapture == hip.Success && c.Measured != scenario.Interrupted {
 				ranN++
 				if c.ReplaysOK {
 					okN++
@@ -49,7 +50,13 @@ func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, 
 				rel += fmt.Sprintf(" (%d of %d runs)", len(released), len(cs))
 			}
 		}
-		reps := fmt.Sprintf("%d per run", first.Replays)
+		reps := "-"
+		for _, c := range cs {
+			if c.Measured != scenario.Interrupted {
+				reps = fmt.Sprintf("%d per run", c.Replays)
+				break
+			}
+		}
 		if ranN > 0 {
 			if okN == ranN {
 				reps += ", output correct"
@@ -65,6 +72,6 @@ func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, 
 			t.AddFlaggedRow("!", cells...)
 		}
 	}
-	r.Count("runs", int64(len(cases)))
-	capturecmd.FinishMatrix(r, groups, end)
+	r.Count("runs", int64(capturecmd.FinishedRuns(runs)))
+	capturecmd.FinishMatrix(r, groups, stop, end)
 }

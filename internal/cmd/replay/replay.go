@@ -47,7 +47,19 @@ With --reclaim=guarded (the first revision of the fix) reclaim happens only on
 the launch path, which a replay-only workload never takes, so the scratch stays
 pinned: FAIL. With --reclaim=worker a host callback queued behind the
 evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
---reclaim=lazy loses the capture itself under global mode.`,
+--reclaim=lazy loses the capture itself under global mode.
+
+The geometry flags set the find's problem as for capture: without --problem it
+is naive-timeout-sim on the simulator and naive-timeout-gpu on a GPU (each
+flag's default below is that problem's field, and a flag changes only its
+own); the graph replays capture-small. Replays are queued a thousand at a time
+with at most two batches ahead of the device, so memory stays flat however
+many are asked for.
+
+SIGINT or SIGTERM ends the run within two seconds with an INTERRUPTED result
+holding the runs that finished. Bounds: --replays at most 1000000,
+--deadline at most 1h, --repeat at most 10000 (and 100000 runs in all),
+--samples at most 1000.`,
 		Example: `  # Guarded fails, worker passes
   miotool replay --reclaim=all
 
@@ -73,10 +85,10 @@ evaluation hands the slot to the tracker's worker thread, which frees it: PASS.
 	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: "+cli.OrList(cli.WithAll(cli.Names(streams.Policies))))
 	cli.CompleteValues(cmd, "mode", cli.StringsOf(hip.CaptureModes))
 	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
-	fl.IntVar(&opts.Replays, "replays", 20, "graph launches")
-	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, "how long after the last replay is queued the scratch must be freed")
-	fl.IntVar(&opts.Samples, "samples", 3, "timed runs per solver in the scenario's find")
-	fl.IntVar(&opts.Repeat, "repeat", 1, "run every case this many times and count the outcomes")
+	fl.IntVar(&opts.Replays, "replays", 20, fmt.Sprintf("graph launches (at most %d)", MaxReplays))
+	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, fmt.Sprintf("how long after the last replay is queued the scratch must be freed (at most %s)", maxDeadlineText))
+	fl.IntVar(&opts.Samples, "samples", 3, fmt.Sprintf("timed runs per solver in the scenario's find (at most %d)", capturecmd.MaxSamples))
+	fl.IntVar(&opts.Repeat, "repeat", 1, fmt.Sprintf("run every case this many times and count the outcomes (at most %d)", capturecmd.MaxRepeat))
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
 	opts.AddDialectFlag(cmd)
 	return cmd
@@ -96,12 +108,36 @@ func (o *ReplayOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return err
 }
 
-// Validate checks the counts and the deadline.
+const (
+	// MaxReplays bounds --replays: the scratch is released within
+	// milliseconds of the abandoned kernel's end, so a replay-only
+	// workload of a million launches is far longer than the check needs.
+	// It takes seconds on a GPU (a few µs a launch) and one to three
+	// minutes on the simulator (5,000 to 20,000 replays a second on two
+	// cores, busy or not); ten million would take it half an hour.
+	MaxReplays = 1_000_000
+	// MaxDeadline bounds --deadline: a release that has not come within
+	// an hour will not come, and a policy that never releases (guarded)
+	// waits the whole deadline.
+	MaxDeadline     = time.Hour
+	maxDeadlineText = "1h"
+)
+
+// Validate checks the counts and the deadline against their bounds.
 func (o *ReplayOptions) Validate() error {
-	if o.Deadline <= 0 {
+	switch {
+	case o.Deadline <= 0:
 		return cli.UsageErrorf("--deadline %v: want a positive duration such as 5s", o.Deadline)
+	case o.Deadline > MaxDeadline:
+		return cli.UsageErrorf("--deadline %v: at most %s", o.Deadline, maxDeadlineText)
 	}
-	return cli.AtLeastOne(cli.Count{Flag: "--replays", N: o.Replays}, cli.Count{Flag: "--samples", N: o.Samples}, cli.Count{Flag: "--repeat", N: o.Repeat})
+	if err := cli.AtLeastOne(cli.Count{Flag: "--replays", N: o.Replays}); err != nil {
+		return err
+	}
+	if o.Replays > MaxReplays {
+		return cli.UsageErrorf("--replays %d: at most %d", o.Replays, MaxReplays)
+	}
+	return capturecmd.ValidateCounts(o.Samples, o.Repeat, len(o.policies))
 }
 
 // Run runs the workload once per policy and writes the result.
@@ -111,8 +147,8 @@ func (o *ReplayOptions) Run() error {
 	if dev == nil {
 		return cli.RenderResult(o.IO, o.Global.Format, r)
 	}
-	defer dev.Close()
-	co, label, err := capturecmd.ScenarioProblems(&o.Scenario, &o.Problem, dev.Props().Backend)
+	defer capturecmd.CloseDevice(o.Context, dev)()
+	co, label, err := capturecmd.ScenarioProblems(&o.Scenario, &o.Problem, dev.Props())
 	if err != nil {
 		return err
 	}
@@ -120,16 +156,18 @@ func (o *ReplayOptions) Run() error {
 	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, o.mode)
 	update, done := o.Progress("replay: policy")
 	co.Progress = update
-	cases, err := capturescen.RunReplay(o.Context, dev, capturescen.ReplayOptions{
+	ro := capturescen.ReplayOptions{
 		Options:         co,
 		Mode:            o.mode,
 		Replays:         o.Replays,
 		ReleaseDeadline: o.Deadline,
-	})
+	}
+	cases, err := capturescen.RunReplay(o.Context, dev, ro)
 	done()
+	stop, err := capturecmd.Stopped(o.Context, err, capturescen.PlannedReplays(ro))
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	fillCases(r, cases, dev.Dialect(), o.Now())
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	fillCases(r, cases, dev.Dialect(), stop, o.Now())
+	return capturecmd.RenderStopped(&o.Scenario, r, stop)
 }

@@ -25,7 +25,7 @@ func TestScenarioCommandsExitCodes(t *testing.T) {
 		{"capture worker passes", append([]string{"capture", "--mode=global", "--reclaim=worker"}, small...), nil, 0, "PASS", ""},
 		{"capture hip dialect names", append([]string{"capture", "--mode=thread-local", "--reclaim=lazy", "--dialect", "hip"}, small...), nil, 1, "hipErrorStreamCaptureInvalidated (901)", ""},
 		{"find passes", append([]string{"find"}, small...), nil, 0, "timed out and abandoned", ""},
-		{"find with MIOpenDriver flags", []string{"find", "--backend", "sim", "-n", "1", "-c", "4", "-H", "9", "-W", "9", "-k", "4", "-y", "3", "-x", "3", "-u", "2", "-v", "2", "--samples", "1"}, nil, 0, "4-9-9-3x3-4-4-4-1-0x0-2x2-1x1-0-NCHW-FP32-F", ""},
+		{"find with MIOpenDriver flags", []string{"find", "--backend", "sim", "-n", "1", "-c", "4", "-H", "9", "-W", "9", "-k", "4", "-y", "3", "-x", "3", "-p", "0", "-q", "0", "-u", "2", "-v", "2", "--samples", "1"}, nil, 0, "4-9-9-3x3-4-4-4-1-0x0-2x2-1x1-0-NCHW-FP32-F", ""},
 		{"invalid problem names the field", []string{"find", "--backend", "sim", "-u", "0"}, nil, 2, "", "stride_h"},
 		{"unknown problem", []string{"find", "--backend", "sim", "--problem", "nope"}, nil, 2, "", "no problem named"},
 		{"unknown mode", []string{"capture", "--backend", "sim", "--mode", "sideways"}, nil, 2, "", "--mode"},

@@ -91,18 +91,41 @@ func Expected(p streams.Policy, m hip.CaptureMode, v scenario.Variant) scenario.
 	return scenario.Fail
 }
 
-// Run runs every requested combination on dev.
+// ErrInterrupted marks a run that its context ended: the cases come back
+// with it, those that finished and, last, the one the interruption
+// stopped (Measured Interrupted); the cases after it were not run.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted is the error a run stopped by ctx returns.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+}
+
+// Planned is how many cases Run runs for opts.
+func Planned(opts Options) int {
+	return max(1, opts.Repeat) * len(opts.Variants) * len(opts.Policies) * len(opts.Modes)
+}
+
+// Run runs every requested combination on dev. When ctx ends, it returns
+// the cases so far and an error wrapping ErrInterrupted.
 func Run(ctx context.Context, dev hip.Device, opts Options) ([]Case, error) {
 	if opts.CaptureProblem == (conv.Problem{}) {
 		opts.CaptureProblem = opts.FindProblem
 	}
 	var out []Case
-	progress := progressOf(opts.Progress, max(1, opts.Repeat)*len(opts.Variants)*len(opts.Policies)*len(opts.Modes))
+	progress := progressOf(opts.Progress, Planned(opts))
 	for range max(1, opts.Repeat) {
 		for _, v := range opts.Variants {
 			for _, p := range opts.Policies {
 				for _, m := range opts.Modes {
+					if ctx.Err() != nil {
+						return out, interrupted(ctx)
+					}
 					c, err := runCase(ctx, dev, opts, p, m, v)
+					if err != nil && ctx.Err() != nil {
+						c.Measured, c.Detail = scenario.Interrupted, "interrupted while it ran"
+						return append(out, c), interrupted(ctx)
+					}
 					if err != nil {
 						return out, fmt.Errorf("%s / %s / %s: %w", p, m, v, err)
 					}

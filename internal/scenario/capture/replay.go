@@ -63,10 +63,20 @@ func RunReplay(ctx context.Context, dev hip.Device, opts ReplayOptions) ([]Repla
 		opts.Replays = 20
 	}
 	var out []ReplayCase
-	progress := progressOf(opts.Progress, max(1, opts.Repeat)*len(opts.Policies))
+	progress := progressOf(opts.Progress, PlannedReplays(opts))
 	for range max(1, opts.Repeat) {
 		for _, p := range opts.Policies {
+			if ctx.Err() != nil {
+				return out, interrupted(ctx)
+			}
 			c, err := runReplayCase(ctx, dev, opts, p)
+			if err != nil && ctx.Err() != nil {
+				c.Measured, c.Detail = scenario.Interrupted, "interrupted while it ran"
+				if c.Replays > 0 {
+					c.Detail += fmt.Sprintf(", after %d of %d replays were queued", c.Replays, opts.Replays)
+				}
+				return append(out, c), interrupted(ctx)
+			}
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", p, err)
 			}
@@ -77,8 +87,57 @@ func RunReplay(ctx context.Context, dev hip.Device, opts ReplayOptions) ([]Repla
 	return out, nil
 }
 
+// PlannedReplays is how many cases RunReplay runs for opts.
+func PlannedReplays(opts ReplayOptions) int { return max(1, opts.Repeat) * len(opts.Policies) }
+
+// replayBatch is how many graph launches are queued between two looks at
+// the context and at the device's progress. At most two batches are in
+// flight, so the queue (and the memory a runtime keeps for it) stays the
+// same however many replays are asked for, and an interruption is heard
+// within two batches: a few milliseconds on a GPU, about a tenth of a
+// second on the simulator.
+const replayBatch = 1024
+
+// replay launches exec on s n times, with at most two batches queued
+// ahead of the device, and returns how many it queued. It stops when ctx
+// ends, with ctx's error.
+func replay(ctx context.Context, dev hip.Device, exec hip.GraphExec, s hip.Stream, n int) (int, error) {
+	var marks [2]hip.Event
+	for i := range marks {
+		ev, err := dev.EventCreate(hip.EventDefault)
+		if err != nil {
+			return 0, err
+		}
+		defer dev.EventDestroy(ev)
+		marks[i] = ev
+	}
+	queued := 0
+	for batch := 0; queued < n; batch++ {
+		if err := ctx.Err(); err != nil {
+			return queued, err
+		}
+		mark := marks[batch%2]
+		if batch >= 2 {
+			// The batch before last has run: the queue holds at most
+			// this one and the last.
+			if err := dev.EventSynchronize(mark); err != nil {
+				return queued, fmt.Errorf("replay %d: %w", queued, err)
+			}
+		}
+		for end := min(n, queued+replayBatch); queued < end; queued++ {
+			if err := dev.GraphLaunch(exec, s); err != nil {
+				return queued, fmt.Errorf("replay %d: %w", queued, err)
+			}
+		}
+		if err := dev.EventRecord(mark, s); err != nil {
+			return queued, fmt.Errorf("replay %d: %w", queued, err)
+		}
+	}
+	return queued, nil
+}
+
 func runReplayCase(ctx context.Context, dev hip.Device, opts ReplayOptions, p streams.Policy) (ReplayCase, error) {
-	c := ReplayCase{Policy: p, Expected: ExpectedReplay(p), Replays: opts.Replays}
+	c := ReplayCase{Policy: p, Expected: ExpectedReplay(p)}
 	log := logf(opts.Options)
 	log("replay %s: find on %s", p, opts.FindProblem.Key())
 	h, fts, res, _, err := abandonedFind(ctx, dev, opts.Options, p)
@@ -134,10 +193,11 @@ func runReplayCase(ctx context.Context, dev hip.Device, opts ReplayOptions, p st
 	defer dev.StreamDestroy(rs)
 
 	// From here on: graph launches only, nothing that reaches the handle.
-	for i := 0; i < opts.Replays; i++ {
-		if err := dev.GraphLaunch(exec, rs); err != nil {
-			return c, fmt.Errorf("replay %d: %w", i, err)
-		}
+	log("replay %s: %d graph launches", p, opts.Replays)
+	n, err := replay(ctx, dev, exec, rs, opts.Replays)
+	c.Replays = n
+	if err != nil {
+		return c, err
 	}
 	queued := time.Now()
 	deadline := time.NewTimer(opts.ReleaseDeadline)
