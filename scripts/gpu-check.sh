@@ -60,14 +60,15 @@ section() {
 # section functions, each writing a "## " Markdown section to its stdout)
 # in a subshell, and appends what it printed to OUT.
 sourced() {
-	local out=$1 script=$2 fn=$3 sub=$4 start=$SECONDS
+	local out=$1 script=$2 fn=$3 sub=$4 start=$SECONDS rc
 	echo "[$fn] running" | tee -a "$LOG"
-	(
-		# shellcheck disable=SC1090
-		source "$script"
-		"$fn" "$sub"
-	) >>"$out" 2>>"$LOG"
-	echo "[$fn] exit $? in $((SECONDS - start)) s" | tee -a "$LOG"
+	# Each in a shell of its own, bounded, so that one stuck measurement
+	# costs its section and not the run.
+	BIN=$BIN BACKEND=$BACKEND timeout -k 10 "${SECTION_LIMIT:-300}" \
+		bash -c 'source "$1" && "$2" "$3"' sourced "$script" "$fn" "$sub" >>"$out" 2>>"$LOG"
+	rc=$?
+	[ $rc -eq 124 ] && echo -e "\n_The section above did not finish: stopped after ${SECTION_LIMIT:-300} s._" >>"$out"
+	echo "[$fn] exit $rc in $((SECONDS - start)) s" | tee -a "$LOG"
 }
 
 run() {
