@@ -254,6 +254,17 @@ func FinishMatrix(r *report.Result, groups []*MatrixGroup, stop *Interruption, e
 		}
 	}
 	r.Status = matrixStatus(failsBy, passes)
+	if len(groups) > 1 {
+		// A matrix counts its combinations as a binary counts its
+		// sub-tests: how many behaved as expected, of how many ran.
+		agree := 0
+		for _, g := range groups {
+			if g.Agrees() {
+				agree++
+			}
+		}
+		r.Cases = report.Cases{Passed: agree, Total: len(groups)}
+	}
 	switch {
 	case len(inconclusive) > 0:
 		r.Finish(report.Error, "the scenario's precondition did not hold (no abandoned naive evaluation) in: "+strings.Join(uniqueNonEmpty(inconclusive), ", "), end)

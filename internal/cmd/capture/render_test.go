@@ -59,3 +59,35 @@ func TestFillCasesInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// A matrix's result counts its combinations, as a test binary counts its
+// sub-tests: those that behaved as expected, of those that ran, whatever
+// the verdict; a single combination counts nothing.
+func TestMatrixCountsItsCombinations(t *testing.T) {
+	run := func(p streams.Policy, m hip.CaptureMode, measured scenario.Outcome) capturescen.Case {
+		return capturescen.Case{Mode: m, Policy: p, Variant: scenario.SameThread,
+			Expected: capturescen.Expected(p, m, scenario.SameThread), Measured: measured, EndCapture: hip.Success, OutputOK: true}
+	}
+	for _, tt := range []struct {
+		name    string
+		cases   []capturescen.Case
+		verdict report.Verdict
+		want    report.Cases
+	}{
+		{"every combination as expected", []capturescen.Case{
+			run(streams.Worker, hip.CaptureModeGlobal, scenario.Pass), run(streams.Worker, hip.CaptureModeRelaxed, scenario.Pass),
+			run(streams.Lazy, hip.CaptureModeRelaxed, scenario.Pass)}, report.Pass, report.Cases{Passed: 3, Total: 3}},
+		{"one combination differs", []capturescen.Case{
+			run(streams.Worker, hip.CaptureModeGlobal, scenario.Fail), run(streams.Worker, hip.CaptureModeRelaxed, scenario.Pass)},
+			report.Fail, report.Cases{Passed: 1, Total: 2}},
+		{"one combination", []capturescen.Case{run(streams.Worker, hip.CaptureModeGlobal, scenario.Pass)}, report.Pass, report.Cases{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := report.New("capture", "miotool capture", time.Unix(0, 0))
+			fillCases(r, tt.cases, hip.DialectCUDA, nil, time.Unix(1, 0))
+			if r.Verdict != tt.verdict || r.Cases != tt.want {
+				t.Errorf("verdict %s, cases %+v; want %s and %+v (%s)", r.Verdict, r.Cases, tt.verdict, tt.want, r.Summary)
+			}
+		})
+	}
+}
