@@ -16,6 +16,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"miotool/internal/hip"
+	"miotool/internal/words"
 )
 
 // SearchSpec says where to look for one shared library.
@@ -220,7 +221,7 @@ func Open(spec SearchSpec) (uintptr, hip.Library, error) {
 		h, err := OpenPath(c.Path, DlopenMode)
 		if err != nil {
 			// dlerror repeats the path; the attempt already names it.
-			why := strings.TrimPrefix(oneLine(err.Error()), c.Path+": ")
+			why := strings.TrimPrefix(words.OneLine(err.Error()), c.Path+": ")
 			if why == "" {
 				why = dlopenNoMessage
 			}
@@ -255,10 +256,6 @@ func OpenPath(path string, mode int) (uintptr, error) {
 		return 0, errors.New(dlopenNoMessage)
 	}
 	return h, err
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // rtldDILinkmap is dlinfo's request for the library's struct link_map.

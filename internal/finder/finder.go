@@ -19,6 +19,7 @@ import (
 	"miotool/internal/handle"
 	"miotool/internal/hip"
 	"miotool/internal/streams"
+	"miotool/internal/words"
 )
 
 // Mode is the find mode, as MIOpen defines them: normal benchmarks; fast
@@ -559,7 +560,7 @@ func (f *search) lookupDB() (*dbHit, error) {
 		}
 		known++
 		if s.IsApplicable(p) {
-			res.Lookup = fmt.Sprintf("%s for this key, %s used", plural(len(rec.Entries), "entry", "entries"), s.Name)
+			res.Lookup = fmt.Sprintf("%s for this key, %s used", words.Count(len(rec.Entries), "entry", "entries"), s.Name)
 			return &dbHit{solver: s, entry: de, rec: rec}, nil
 		}
 	}
@@ -567,18 +568,11 @@ func (f *search) lookupDB() (*dbHit, error) {
 	case len(rec.Entries) == 0:
 		res.Lookup = "no usable entries for this key"
 	case known == 0:
-		res.Lookup = fmt.Sprintf("%s for this key, none for miotool's solvers", plural(len(rec.Entries), "entry", "entries"))
+		res.Lookup = fmt.Sprintf("%s for this key, none for miotool's solvers", words.Count(len(rec.Entries), "entry", "entries"))
 	default:
-		res.Lookup = fmt.Sprintf("%s for this key, none of miotool's applicable", plural(len(rec.Entries), "entry", "entries"))
+		res.Lookup = fmt.Sprintf("%s for this key, none of miotool's applicable", words.Count(len(rec.Entries), "entry", "entries"))
 	}
 	return nil, nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // runFromDB serves a find-db hit: the recorded solver, run once and

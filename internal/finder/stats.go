@@ -3,6 +3,8 @@ package finder
 import (
 	"math"
 	"sort"
+
+	"miotool/internal/words"
 )
 
 // zThreshold and zScale are MIOpen's high-outlier filter: a sample whose
@@ -22,13 +24,13 @@ func RobustMean(samples []float64) (mean float64, dropped int) {
 	}
 	s := append([]float64(nil), samples...)
 	sort.Float64s(s)
-	med := median(s)
+	med := words.Median(s)
 	dev := make([]float64, len(s))
 	for i, x := range s {
 		dev[i] = math.Abs(x - med)
 	}
 	sort.Float64s(dev)
-	mad := median(dev)
+	mad := words.Median(dev)
 	sum, n := 0.0, 0
 	for _, x := range s {
 		if mad > 0 && zScale*(x-med)/mad > zThreshold {
@@ -39,12 +41,4 @@ func RobustMean(samples []float64) (mean float64, dropped int) {
 		n++
 	}
 	return sum / float64(n), dropped
-}
-
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

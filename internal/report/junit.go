@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"miotool/internal/words"
 )
 
 // The JUnit XML layout that CI systems (Jenkins, GitLab, GitHub Actions
@@ -207,7 +209,7 @@ func junitRuns(c *SuiteCheck) string {
 		}
 		fmt.Fprintf(&b, ": %s in %s", r.Verdict, durationText(r.Duration))
 		if r.Summary != "" {
-			b.WriteString(": " + oneLine(r.Summary))
+			b.WriteString(": " + words.OneLine(r.Summary))
 		}
 		b.WriteString("\n")
 	}
@@ -228,7 +230,7 @@ func junitDetail(c *SuiteCheck) string {
 		}
 		fmt.Fprintf(&b, ": %s, expected %s", r.Verdict, c.Expect)
 		if r.Summary != "" {
-			b.WriteString(": " + oneLine(r.Summary))
+			b.WriteString(": " + words.OneLine(r.Summary))
 		}
 		b.WriteString("\n")
 		if r.Verdict == Error && r.StderrTail != "" {

@@ -13,6 +13,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"miotool/internal/words"
 )
 
 // ChecklistColumns are the columns of a PR "Testing Checklist".
@@ -120,7 +122,7 @@ func writeMarkdownTable(b *bytes.Buffer, t *Table, code int) error {
 	for i, h := range header {
 		isNote := slices.Contains(noteColumns, strings.ToLower(strings.TrimSpace(h)))
 		for _, row := range rows {
-			cell := oneLine(row[i])
+			cell := words.OneLine(row[i])
 			switch {
 			case isNote && utf8.RuneCountInString(cell) > noteCellLimit:
 				n := slices.Index(notes, cell)
@@ -315,7 +317,7 @@ func mdCode(s string) string {
 // terminal's escape sequences (colours) go, tabs become blanks, other
 // control characters and invalid UTF-8 become U+FFFD.
 func mdPlain(s string) string {
-	return controlsOut(oneLine(s))
+	return controlsOut(words.OneLine(s))
 }
 
 // controlsOut drops ANSI escape sequences (ESC [ ... final byte) and

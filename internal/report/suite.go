@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"miotool/internal/words"
 )
 
 // SuiteSchemaVersion names the JSON layout of a SuiteResult. Like
@@ -346,7 +348,7 @@ func (c *SuiteCheck) Status() string {
 		}
 		s := "Interrupted after " + durationText(stopped)
 		if met := n - c.stoppedRuns(); met > 0 {
-			s += fmt.Sprintf("; %d %s before it as expected", met, plural(met, "run", "runs"))
+			s += fmt.Sprintf("; %d %s before it as expected", met, words.Plural(met, "run", "runs"))
 		}
 		return s
 	}
@@ -532,12 +534,12 @@ func (s *SuiteResult) Summary() string {
 	case !s.tested():
 		b.WriteString("no check was tested")
 	case t.Unmet == 0 && t.Skipped > 0:
-		fmt.Fprintf(&b, "every check that was tested met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
+		fmt.Fprintf(&b, "every check that was tested met its expectation (%d %s)", t.Met, words.Plural(t.Met, "check", "checks"))
 	case t.Unmet == 0:
-		fmt.Fprintf(&b, "every check met its expectation (%d %s)", t.Met, plural(t.Met, "check", "checks"))
+		fmt.Fprintf(&b, "every check met its expectation (%d %s)", t.Met, words.Plural(t.Met, "check", "checks"))
 	default:
 		ran := t.Checks - t.NotRun - t.Skipped
-		fmt.Fprintf(&b, "%d of %d %s did not meet the expectation", t.Unmet, ran, plural(ran, "check", "checks"))
+		fmt.Fprintf(&b, "%d of %d %s did not meet the expectation", t.Unmet, ran, words.Plural(ran, "check", "checks"))
 		if t.Errors > 0 {
 			fmt.Fprintf(&b, " (%d without a result)", t.Errors)
 		}
@@ -547,7 +549,7 @@ func (s *SuiteResult) Summary() string {
 		if !s.tested() {
 			sep = ": "
 		}
-		fmt.Fprintf(&b, "%s%d skipped (what %s not there)", sep, t.Skipped, plural(t.Skipped, "it needs is", "they need is"))
+		fmt.Fprintf(&b, "%s%d skipped (what %s not there)", sep, t.Skipped, words.Plural(t.Skipped, "it needs is", "they need is"))
 	}
 	if t.NotRun > 0 {
 		fmt.Fprintf(&b, "; %d not run", t.NotRun)
@@ -571,7 +573,7 @@ func (s *SuiteResult) interruptedSummary(t SuiteTotals) string {
 	}
 	finished := t.Met + t.Unmet + t.Skipped
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s before the suite finished: %d of %d %s finished", why, finished, t.Checks, plural(t.Checks, "check", "checks"))
+	fmt.Fprintf(&b, "%s before the suite finished: %d of %d %s finished", why, finished, t.Checks, words.Plural(t.Checks, "check", "checks"))
 	switch {
 	case finished == 0:
 	case t.Unmet == 0 && t.Skipped > 0:
@@ -599,13 +601,6 @@ func (s *SuiteResult) statusOf(c *SuiteCheck) string {
 		return "Not run (the suite was interrupted before it started)"
 	}
 	return c.Status()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // Checklist is the suite's Testing Checklist: Test | Command | Devices |
@@ -892,7 +887,7 @@ func (o SuiteOptions) text() string {
 		parts = append(parts, fmt.Sprintf("up to %d at a time", o.Jobs))
 	}
 	if o.CPULoad > 0 {
-		parts = append(parts, fmt.Sprintf("beside %d busy CPU %s", o.CPULoad, plural(o.CPULoad, "worker", "workers")))
+		parts = append(parts, fmt.Sprintf("beside %d busy CPU %s", o.CPULoad, words.Plural(o.CPULoad, "worker", "workers")))
 	}
 	if len(o.Variants) > 0 {
 		parts = append(parts, "in the baseline environment and with "+strings.Join(o.Variants, "; "))

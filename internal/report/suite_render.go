@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"miotool/internal/words"
 )
 
 // stderrLines is how many lines of a failed run's standard error the text
@@ -65,7 +67,7 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 		b.WriteString("#### Not as expected\n\n")
 		for _, u := range unmet {
 			fmt.Fprintf(&b, "- %s\n", mdInline(u.line()))
-			if tail := lastLines(controlsOut(u.run.StderrTail), stderrLines); tail != "" && u.run.Verdict == Error {
+			if tail := words.LastLines(controlsOut(u.run.StderrTail), stderrLines); tail != "" && u.run.Verdict == Error {
 				fence := "```"
 				for strings.Contains(tail, fence) {
 					fence += "`"
@@ -109,7 +111,7 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	fmt.Fprintf(&b, "suite %s: %s - %s\n", s.Suite, verdict, s.Summary())
 	field := func(name, value string) {
 		if value != "" {
-			fmt.Fprintf(&b, "  %-9s %s\n", name+":", oneLine(value))
+			fmt.Fprintf(&b, "  %-9s %s\n", name+":", words.OneLine(value))
 		}
 	}
 	field("title", s.Title)
@@ -130,9 +132,9 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	if unmet := s.unmetRuns(); len(unmet) > 0 {
 		b.WriteString("\nnot as expected:\n")
 		for _, u := range unmet {
-			fmt.Fprintf(&b, "  - %s\n", oneLine(u.line()))
+			fmt.Fprintf(&b, "  - %s\n", words.OneLine(u.line()))
 			if u.run.Verdict == Error {
-				for line := range strings.Lines(lastLines(u.run.StderrTail, stderrLines)) {
+				for line := range strings.Lines(words.LastLines(u.run.StderrTail, stderrLines)) {
 					b.WriteString("      " + strings.TrimRight(line, "\n") + "\n")
 				}
 			}
@@ -141,13 +143,13 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	if skipped := s.skippedRuns(); len(skipped) > 0 {
 		b.WriteString("\nskipped:\n")
 		for _, u := range skipped {
-			fmt.Fprintf(&b, "  - %s\n", oneLine(u.line()))
+			fmt.Fprintf(&b, "  - %s\n", words.OneLine(u.line()))
 		}
 	}
 	if len(s.Notes) > 0 {
 		b.WriteString("\nnotes:\n")
 		for _, n := range s.Notes {
-			fmt.Fprintf(&b, "  - %s\n", oneLine(n))
+			fmt.Fprintf(&b, "  - %s\n", words.OneLine(n))
 		}
 	}
 	_, err := w.Write(b.Bytes())
@@ -164,21 +166,4 @@ func (u unmetRun) line() string {
 		s += ": " + u.run.Summary
 	}
 	return s
-}
-
-// lastLines is the last n non-empty lines of s.
-func lastLines(s string, n int) string {
-	var lines []string
-	for line := range strings.Lines(s) {
-		if strings.TrimSpace(line) != "" {
-			lines = append(lines, strings.TrimRight(line, "\r\n"))
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
 }

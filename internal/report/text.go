@@ -10,6 +10,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"miotool/internal/words"
 )
 
 // ANSI colours for the verdict on a terminal.
@@ -71,7 +73,7 @@ func WriteText(w io.Writer, r *Result, opts Options) error {
 	if len(r.Notes) > 0 {
 		b.WriteString("\nnotes:\n")
 		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "  - %s\n", oneLine(n))
+			fmt.Fprintf(&b, "  - %s\n", words.OneLine(n))
 		}
 	}
 	if len(r.Counters) > 0 {
@@ -94,7 +96,7 @@ func writeTextTable(w *bytes.Buffer, t *Table, tty bool) error {
 	}
 	for _, row := range rows {
 		for i := range row {
-			row[i] = oneLine(row[i])
+			row[i] = words.OneLine(row[i])
 		}
 	}
 	common := []tablewriter.Option{
@@ -140,12 +142,4 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
-}
-
-// oneLine folds line breaks so that one value stays on one line.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\r", "")), " ")
 }

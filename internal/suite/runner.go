@@ -17,6 +17,7 @@ import (
 	"miotool/internal/finddb"
 	"miotool/internal/report"
 	"miotool/internal/runenv"
+	"miotool/internal/words"
 )
 
 // Runner runs suites. Each run of a check is a process of Command followed
@@ -102,8 +103,8 @@ func CheckSize(f *File, repeat, variants int) error {
 	// Compared by division, so that no product overflows.
 	if runnable > 0 && (repeat > MaxRuns/runnable || repeat*runnable > MaxRuns/variants) {
 		return fmt.Errorf("--repeat %d: %s would make %s runs (%d %s x %d x %d %s), more than the %d one suite run may make",
-			repeat, f.Path, runsProduct(runnable, repeat, variants), runnable, plural(runnable, "check", "checks"),
-			repeat, variants, plural(variants, "environment", "environments"), MaxRuns)
+			repeat, f.Path, runsProduct(runnable, repeat, variants), runnable, words.Plural(runnable, "check", "checks"),
+			repeat, variants, words.Plural(variants, "environment", "environments"), MaxRuns)
 	}
 	return nil
 }
@@ -114,13 +115,6 @@ func runsProduct(runnable, repeat, variants int) string {
 	n.Mul(n, big.NewInt(int64(repeat)))
 	n.Mul(n, big.NewInt(int64(variants)))
 	return n.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // Run runs every check of f as opts says and returns the suite's result.
@@ -456,7 +450,7 @@ func ErrorLine(stderr string) string {
 			return l
 		}
 	}
-	return childproc.LastLines(stderr, 1)
+	return words.LastLines(stderr, 1)
 }
 
 // BeforeDash is args with flags put in before a "--" (after which a trace

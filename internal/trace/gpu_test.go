@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"miotool/internal/childproc"
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/words"
 )
 
 // The GPU tests trace real programs on a machine with an NVIDIA GPU,
@@ -54,7 +54,7 @@ func gpuObserver(t *testing.T) string {
 	probe := exec.CommandContext(ctx, "python3", "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)")
 	if out, err := probe.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
-			t.Fatalf("the PyTorch probe did not finish within %v:\n%s", setupLimit, childproc.LastLines(string(out), tailLines))
+			t.Fatalf("the PyTorch probe did not finish within %v:\n%s", setupLimit, words.LastLines(string(out), tailLines))
 		}
 		t.Skipf("no PyTorch with a CUDA device here (%v)", err)
 	}
@@ -92,8 +92,8 @@ func gpuTrace(t *testing.T, obs, prog string, args ...string) (traced, time.Dura
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("failed case %s %v: %s\n  the program %s\n--- its stdout (last %d lines):\n%s\n--- its stderr (last %d lines):\n%s",
-				prog, args, tr.j.Headline(), r.Exit.Describe(), tailLines, childproc.LastLines(tr.stdout, tailLines),
-				tailLines, childproc.LastLines(tr.stderr, tailLines))
+				prog, args, tr.j.Headline(), r.Exit.Describe(), tailLines, words.LastLines(tr.stdout, tailLines),
+				tailLines, words.LastLines(tr.stderr, tailLines))
 		}
 	})
 	return tr, wall
@@ -192,7 +192,7 @@ func TestGPUOverhead(t *testing.T) {
 		out, err := exec.CommandContext(ctx, "python3", script, "--runs", "1").CombinedOutput()
 		cancel()
 		if err != nil {
-			t.Fatalf("the untraced run: %v\n%s", err, childproc.LastLines(string(out), tailLines))
+			t.Fatalf("the untraced run: %v\n%s", err, words.LastLines(string(out), tailLines))
 		}
 		plain = append(plain, time.Since(start))
 		tr, wall := gpuTrace(t, obs, "python3", script, "--runs", "1")

@@ -8,6 +8,7 @@ import (
 
 	"miotool/internal/childproc"
 	"miotool/internal/report"
+	"miotool/internal/words"
 )
 
 // Exit is how the traced program ended.
@@ -210,7 +211,7 @@ func Judge(r *Result, strict bool) Judgement {
 		// miotool stopped: on a terminal, Ctrl-C reaches the program's
 		// group, which has the foreground, and not miotool.
 		j.Verdict = report.Interrupted
-		seen := fmt.Sprintf("%d %s seen", r.Ran(), plural(r.Ran(), "capture", "captures"))
+		seen := fmt.Sprintf("%d %s seen", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
 		switch {
 		case j.Capture != nil:
 			seen += "; " + failureSummary(r, j.Culprit, j.Capture)
@@ -226,26 +227,19 @@ func Judge(r *Result, strict bool) Judgement {
 		j.Summary = "no capture began: nothing to check" + nothingReasons(r)
 	case strict && j.Hazard != nil:
 		j.Verdict = report.Fail
-		j.Summary = hazardSummary(r, *j.Hazard) + fmt.Sprintf(" (--strict; %d %s)", len(r.Hazards), plural(len(r.Hazards), "hazard", "hazards"))
+		j.Summary = hazardSummary(r, *j.Hazard) + fmt.Sprintf(" (--strict; %d %s)", len(r.Hazards), words.Plural(len(r.Hazards), "hazard", "hazards"))
 	case !r.Exit.OK():
 		j.Verdict = report.Fail
 		j.Summary = fmt.Sprintf("every capture ended well (%d), but the program %s", r.Ran(), r.Exit.Describe())
 	default:
 		j.Verdict = report.Pass
-		j.Summary = fmt.Sprintf("%d %s ended with success, nothing refused", r.Ran(), plural(r.Ran(), "capture", "captures"))
+		j.Summary = fmt.Sprintf("%d %s ended with success, nothing refused", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
 		if j.Hazard != nil {
 			j.Summary += fmt.Sprintf("; %d latent %s, the first: %s", len(r.Hazards),
-				plural(len(r.Hazards), "hazard", "hazards"), hazardSummary(r, *j.Hazard))
+				words.Plural(len(r.Hazards), "hazard", "hazards"), hazardSummary(r, *j.Hazard))
 		}
 	}
 	return j
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // CaptureName is how a line names a capture: "the global-mode capture

@@ -11,6 +11,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/report"
 	stressscen "miotool/internal/scenario/stress"
+	"miotool/internal/words"
 )
 
 // Setup is how a stress-threads comparison ran, for its report.
@@ -45,13 +46,13 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	if s.Library != "" {
 		how = s.Library
 	}
-	counted := plural(t.Runs, "run")
+	counted := words.Count(t.Runs, "run", "runs")
 	interrupted := s.Interrupted != "" || t.Interrupted > 0
 	if interrupted && s.Runs > t.Runs {
 		counted = fmt.Sprintf("%d of %d runs (interrupted)", t.Runs, s.Runs)
 	}
 	tab := r.AddTable(fmt.Sprintf("%s, each a fresh process: %s x %s x %s, %s",
-		counted, plural(s.Threads, "thread"), plural(s.Iters, "iteration"), plural(s.Trials, "trial"), how),
+		counted, words.Count(s.Threads, "thread", "threads"), words.Count(s.Iters, "iteration", "iterations"), words.Count(s.Trials, "trial", "trials"), how),
 		"outcome", "runs", "first seen")
 	tab.FlagColumn = "failed"
 	first := func(match func(stressscen.RunOutcome) bool) string {
@@ -285,24 +286,8 @@ func fillStressTimes(r *report.Result, runs []stressscen.RunOutcome) {
 			continue
 		}
 		sort.Slice(row.d, func(i, j int) bool { return row.d[i] < row.d[j] })
-		tab.AddRow(row.label, fmt.Sprint(len(row.d)), roundDuration(median(row.d)), roundDuration(row.d[0]), roundDuration(row.d[len(row.d)-1]))
+		tab.AddRow(row.label, fmt.Sprint(len(row.d)), roundDuration(words.Median(row.d)), roundDuration(row.d[0]), roundDuration(row.d[len(row.d)-1]))
 	}
-}
-
-// plural is "1 run", "2 runs".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func median(sorted []time.Duration) time.Duration {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 func roundDuration(d time.Duration) string {

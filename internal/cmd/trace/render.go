@@ -11,6 +11,7 @@ import (
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/trace"
+	"miotool/internal/words"
 )
 
 // captureRows bounds the capture table: every capture that failed or
@@ -96,18 +97,11 @@ func status(res *trace.Result, j trace.Judgement) string {
 	case j.Capture != nil && j.Capture.End == nil:
 		return fmt.Sprintf("%s: a capture never ended; %s", word, exitShort(res.Exit))
 	case j.Verdict == report.Fail && j.Hazard != nil:
-		return fmt.Sprintf("%s: %d %s (--strict); %s", word, len(res.Hazards), plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
+		return fmt.Sprintf("%s: %d %s (--strict); %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
 	case len(res.Hazards) > 0:
-		return fmt.Sprintf("%s with %d %s; %s", word, len(res.Hazards), plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
+		return fmt.Sprintf("%s with %d %s; %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
 	}
 	return word + "; " + exitShort(res.Exit)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func programTable(r *report.Result, res *trace.Result) {
@@ -200,7 +194,7 @@ func captureTable(r *report.Result, res *trace.Result) {
 			fmt.Sprint(hazards[c]), topCalls(c, 3))
 	}
 	if n := unlisted + res.CapturesOmitted; n > 0 {
-		r.Note("%d more %s ended with success, nothing refused: counted, not listed", n, plural(n, "capture", "captures"))
+		r.Note("%d more %s ended with success, nothing refused: counted, not listed", n, words.Plural(n, "capture", "captures"))
 	}
 }
 
@@ -274,7 +268,7 @@ func refusedTable(r *report.Result, res *trace.Result, j trace.Judgement) {
 	}
 	if omitted > 0 {
 		r.Note("%d more refused %s past the first %d of a capture: counted, not listed", omitted,
-			plural(omitted, "call", "calls"), trace.DefaultLimits.Calls)
+			words.Plural(omitted, "call", "calls"), trace.DefaultLimits.Calls)
 	}
 }
 
@@ -354,10 +348,10 @@ func notes(r *report.Result, res *trace.Result, rules *trace.RulesTables) {
 		r.Note("hazards judged by the measured rules tables %s", strings.Join(tables, " and "))
 	}
 	if res.Stray > 0 {
-		r.Note("%d %s fell in no capture that the trace saw begin", res.Stray, plural(res.Stray, "call", "calls"))
+		r.Note("%d %s fell in no capture that the trace saw begin", res.Stray, words.Plural(res.Stray, "call", "calls"))
 	}
 	if res.Malformed > 0 {
-		r.Note("%d observer %s could not be read", res.Malformed, plural(res.Malformed, "record", "records"))
+		r.Note("%d observer %s could not be read", res.Malformed, words.Plural(res.Malformed, "record", "records"))
 	}
 }
 
@@ -370,7 +364,7 @@ func processList(pids []int) string {
 		}
 		parts = append(parts, fmt.Sprint(p))
 	}
-	return plural(len(pids), "process ", "processes ") + strings.Join(parts, ", ")
+	return words.Plural(len(pids), "process ", "processes ") + strings.Join(parts, ", ")
 }
 
 func baseName(path string) string {

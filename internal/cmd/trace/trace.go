@@ -17,6 +17,7 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/report"
 	"miotool/internal/trace"
+	"miotool/internal/words"
 )
 
 // TraceOptions are the inputs of `miotool trace`.
@@ -278,7 +279,7 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 	case errors.As(err, &be):
 		r.Finish(report.Error, fmt.Sprintf("building the trace observer failed (%s): %v", strings.Join(be.Command, " "), be.Err), o.Now())
 		if out := strings.TrimSpace(be.Output); out != "" {
-			for _, l := range strings.Split(lastLines(out, 20), "\n") {
+			for _, l := range strings.Split(words.LastLines(out, 20), "\n") {
 				r.Note("compiler: %s", l)
 			}
 		}
@@ -287,13 +288,4 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 	}
 	r.Note("the program was not started: %s", report.JoinCommandLine(append([]string{o.Program}, o.Args...)))
 	return cli.RenderResult(o.IO, o.Global.Format, r)
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -17,6 +17,7 @@ import (
 
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/childproc"
+	"miotool/internal/words"
 )
 
 // What a stress run's child process says and how its parent reads its
@@ -323,7 +324,7 @@ func Classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 }
 
 func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunOutcome {
-	out := RunOutcome{Exit: -1, StderrTail: childproc.LastLines(string(stderr), 12)}
+	out := RunOutcome{Exit: -1, StderrTail: words.LastLines(string(stderr), 12)}
 	if state != nil {
 		out.Exit = state.ExitCode()
 	}
@@ -377,7 +378,7 @@ func classify(state *os.ProcessState, stdout, stderr []byte, timedOut bool) RunO
 	out.Kind = RunError
 	out.Unopened = parseUnopenedLine(stdout)
 	out.Detail = fmt.Sprintf("exited with status %d without a result", out.Exit)
-	if last := childproc.LastLines(text, 1); last != "" {
+	if last := words.LastLines(text, 1); last != "" {
 		out.Detail += ": " + last
 	}
 	return out
