@@ -5,6 +5,7 @@
 #
 #   scripts/mutation-check.sh [--tier fast|full] [--only NAME] [--write FILE] [--timeout S]
 #   scripts/mutation-check.sh --self-test
+#   scripts/mutation-check.sh --applies    # only: does every patch still apply?
 #
 # Each regression is a patch kept beside the code it breaks, in a
 # testdata/mutations folder of that package (NAME.patch), whose header,
@@ -62,9 +63,11 @@ write=""
 limit=${MUTATION_TIMEOUT:-240}
 module=.
 self_test=0
+applies=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--self-test) self_test=1; shift ;;
+	--applies) applies=1; shift ;;
 	--module) module=${2:-}; shift 2 ;;
 	--module=*) module=${1#*=}; shift ;;
 	--tier) tier=${2:-}; shift 2 ;;
@@ -153,6 +156,23 @@ done < <(git ls-files -- '*/testdata/mutations/*.patch' ":(exclude)$fixture/*")
 if [ ${#patches[@]} -eq 0 ]; then
 	echo "mutation-check: no regression selected (tier $tier${only:+, only $only})" >&2
 	exit 2
+fi
+
+# --applies: a patch that no longer applies proves nothing, and the fast
+# tier CI runs would not notice one of the full list going stale; this
+# checks every selected patch against the tree as it is, in seconds.
+if [ "$applies" = 1 ]; then
+	stale_list=()
+	for p in "${patches[@]}"; do
+		git apply --check "$p" 2>/dev/null || stale_list+=("$p")
+	done
+	if [ ${#stale_list[@]} -gt 0 ]; then
+		printf 'mutation-check: %d of %d regression patches no longer apply (the code they break has moved: rewrite them):\n' "${#stale_list[@]}" "${#patches[@]}" >&2
+		printf '  %s\n' "${stale_list[@]}" >&2
+		exit 1
+	fi
+	echo "mutation-check: all ${#patches[@]} regression patches apply"
+	exit 0
 fi
 
 # What is tested is the tree as it is now: its commit, and whether it had
