@@ -186,7 +186,7 @@ func (o *RulesOptions) Run() error {
 	if probeErr == nil {
 		defer dev.Close()
 	}
-	rules.Fill(r, m, probeErr, why, o.expectation, o.Now())
+	fill(r, m, probeErr, why, o.expectation, o.Now())
 
 	if o.WriteExpect != "" {
 		switch {

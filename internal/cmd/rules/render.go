@@ -7,18 +7,19 @@ import (
 
 	"miotool/internal/hip"
 	"miotool/internal/report"
+	"miotool/internal/rules"
 )
 
-// Legend explains the table's names; it is the first note of a result.
-const Legend = "A: the capturing stream; B: a non-blocking stream busy with a spin kernel; " +
+// legend explains the table's names; it is the first note of a result.
+const legend = "A: the capturing stream; B: a non-blocking stream busy with a spin kernel; " +
 	"evA: an event recorded inside the capture; evB: an event recorded on B after the spin, outside any capture; " +
 	"p: a 1 MiB buffer allocated before the capture; x{}: the acting thread switched itself to mode x around the call"
 
 // maxListed caps how many cells a summary line names.
 const maxListed = 3
 
-// Fill adds a probe run to r: the table of cells, notes, counters and the
-// verdict. probeErr is Probe's error; interrupted, when set, is the
+// fill adds a probe run to r: the table of cells, notes, counters and the
+// verdict. probeErr is rules.Probe's error; interrupted, when set, is the
 // interruption that stopped it ("interrupted by SIGINT"). exp may be nil
 // (nothing to compare). The verdict:
 //   - INTERRUPTED when a signal stopped the probe: the cells measured so
@@ -38,12 +39,12 @@ const maxListed = 3
 //     neither (JUnit <skipped>), and exit 4 stops "rules && ..." from
 //     reading it as verified; the cells are all there, and --write-expect
 //     still writes them.
-func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, exp *Expectation, end time.Time) Comparison {
+func fill(r *report.Result, m *rules.Measurement, probeErr error, interrupted string, exp *rules.Expectation, end time.Time) rules.Comparison {
 	d := m.Dialect
-	var cmp Comparison
-	differs := map[CellKey]Difference{}
+	var cmp rules.Comparison
+	differs := map[rules.CellKey]rules.Difference{}
 	if exp != nil {
-		cmp = Compare(m, exp)
+		cmp = rules.Compare(m, exp)
 		for _, x := range cmp.Differences {
 			differs[x.Key] = x
 		}
@@ -59,7 +60,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 	if exp != nil {
 		t.FlagColumn = "compared with " + exp.Name
 	}
-	missing := map[CellKey]bool{}
+	missing := map[rules.CellKey]bool{}
 	for _, k := range cmp.Missing {
 		missing[k] = true
 	}
@@ -68,7 +69,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 	var cleanup []string
 	for _, o := range m.Outcomes {
 		k := o.Key
-		cells := []string{k.Action.Label(d), k.Capture.String(), k.ThreadLabel(), CodeText(o.Returns, d), CodeText(o.End, d)}
+		cells := []string{k.Action.Label(d), k.Capture.String(), k.ThreadLabel(), rules.CodeText(o.Returns, d), rules.CodeText(o.End, d)}
 		flag := ""
 		switch {
 		case o.SetupErr != nil:
@@ -86,7 +87,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 				invalidated++
 			}
 			if x, ok := differs[k]; ok {
-				flag = fmt.Sprintf("differs: expected %s / %s", CodeText(x.Want.Returns, d), CodeText(x.Want.End, d))
+				flag = fmt.Sprintf("differs: expected %s / %s", rules.CodeText(x.Want.Returns, d), rules.CodeText(x.Want.End, d))
 			} else if missing[k] {
 				flag = "not compared: no expectation"
 			}
@@ -100,7 +101,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 		t.AddFlaggedRow(flag, cells...)
 	}
 
-	r.Note("%s", Legend)
+	r.Note("%s", legend)
 	r.Note("spin kernel on B: %v per cell (doubled for a cell whose action might have come too late)", m.Spin)
 	if exp != nil {
 		r.Note("expectations: %s (dialect %s; %s; %s)", exp.Name, exp.Dialect, orDash(exp.Device), orDash(exp.Source))
@@ -161,9 +162,9 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 	case probeErr != nil:
 		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
 	case setupErrs > 0:
-		r.Finish(report.Error, fmt.Sprintf("%d cells measured; set-up failed in %d: %s", measured, setupErrs, firstKeys(m, func(o Outcome) bool { return o.SetupErr != nil })), end)
+		r.Finish(report.Error, fmt.Sprintf("%d cells measured; set-up failed in %d: %s", measured, setupErrs, firstKeys(m, func(o rules.Outcome) bool { return o.SetupErr != nil })), end)
 	case late > 0:
-		r.Finish(report.Error, fmt.Sprintf("%d cells measured; %d could not be timed (B finished too soon; raise --spin): %s", measured, late, firstKeys(m, func(o Outcome) bool { return o.Late })), end)
+		r.Finish(report.Error, fmt.Sprintf("%d cells measured; %d could not be timed (B finished too soon; raise --spin): %s", measured, late, firstKeys(m, func(o rules.Outcome) bool { return o.Late })), end)
 	case len(cmp.Differences) > 0:
 		keys := make([]string, 0, maxListed)
 		for _, x := range cmp.Differences[:min(len(cmp.Differences), maxListed)] {
@@ -192,7 +193,7 @@ func Fill(r *report.Result, m *Measurement, probeErr error, interrupted string, 
 	return cmp
 }
 
-func firstKeys(m *Measurement, pick func(Outcome) bool) string {
+func firstKeys(m *rules.Measurement, pick func(rules.Outcome) bool) string {
 	var keys []string
 	n := 0
 	for _, o := range m.Outcomes {
