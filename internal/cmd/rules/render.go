@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/rules"
 )
@@ -39,20 +38,12 @@ const maxListed = 3
 //     neither (JUnit <skipped>), and exit 4 stops "rules && ..." from
 //     reading it as verified; the cells are all there, and --write-expect
 //     still writes them.
-func fill(r *report.Result, m *rules.Measurement, probeErr error, interrupted string, exp *rules.Expectation, end time.Time) rules.Comparison {
+func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rules.Tally, probeErr error, interrupted string, end time.Time) {
 	d := m.Dialect
-	var cmp rules.Comparison
-	differs := map[rules.CellKey]rules.Difference{}
-	if exp != nil {
-		cmp = rules.Compare(m, exp)
-		for _, x := range cmp.Differences {
-			differs[x.Key] = x
-		}
-	}
-	measured := len(m.Outcomes)
+	measured := tl.Measured
 	title := fmt.Sprintf("Capture rules (%s)", d)
 	if exp != nil {
-		title += fmt.Sprintf(": compared %d of %d cells measured with %s", cmp.Compared, measured, exp.Name)
+		title += fmt.Sprintf(": compared %d of %d cells measured with %s", tl.Compared, measured, exp.Name)
 	} else {
 		title += fmt.Sprintf(": %d cells measured, none compared", measured)
 	}
@@ -60,43 +51,25 @@ func fill(r *report.Result, m *rules.Measurement, probeErr error, interrupted st
 	if exp != nil {
 		t.FlagColumn = "compared with " + exp.Name
 	}
-	missing := map[rules.CellKey]bool{}
-	for _, k := range cmp.Missing {
-		missing[k] = true
-	}
 
-	var setupErrs, late, refused, invalidated, retried int
 	var cleanup []string
-	for _, o := range m.Outcomes {
-		k := o.Key
-		cells := []string{k.Action.Label(d), k.Capture.String(), k.ThreadLabel(), rules.CodeText(o.Returns, d), rules.CodeText(o.End, d)}
+	for _, c := range tl.Cells {
+		k := c.Key
+		cells := []string{k.Action.Label(d), k.Capture.String(), k.ThreadLabel(), rules.CodeText(c.Returns, d), rules.CodeText(c.End, d)}
 		flag := ""
-		switch {
-		case o.SetupErr != nil:
-			setupErrs++
+		switch c.Status {
+		case rules.CellSetupFailed:
 			cells[3], cells[4] = "set-up failed", "-"
-			flag = "set-up failed: " + o.SetupErr.Error()
-		case o.Late:
-			late++
-			flag = fmt.Sprintf("not timed: B may have finished before the action (spin %v)", o.Spin)
-		default:
-			if o.Returns != hip.Success && o.Returns != hip.ErrNotReady {
-				refused++
-			}
-			if o.End != hip.Success {
-				invalidated++
-			}
-			if x, ok := differs[k]; ok {
-				flag = fmt.Sprintf("differs: expected %s / %s", rules.CodeText(x.Want.Returns, d), rules.CodeText(x.Want.End, d))
-			} else if missing[k] {
-				flag = "not compared: no expectation"
-			}
+			flag = "set-up failed: " + c.SetupErr.Error()
+		case rules.CellNotTimed:
+			flag = fmt.Sprintf("not timed: B may have finished before the action (spin %v)", c.Spin)
+		case rules.CellDiffers:
+			flag = fmt.Sprintf("differs: expected %s / %s", rules.CodeText(c.Want.Returns, d), rules.CodeText(c.Want.End, d))
+		case rules.CellNoExpectation:
+			flag = "not compared: no expectation"
 		}
-		if o.Attempts > 1 {
-			retried++
-		}
-		for _, c := range o.Cleanup {
-			cleanup = append(cleanup, k.String()+": "+c)
+		for _, f := range c.Cleanup {
+			cleanup = append(cleanup, k.String()+": "+f)
 		}
 		t.AddFlaggedRow(flag, cells...)
 	}
@@ -108,16 +81,16 @@ func fill(r *report.Result, m *rules.Measurement, probeErr error, interrupted st
 		if exp.Dialect != d {
 			r.Note("the expectation file is for dialect %s but the device speaks %s", exp.Dialect, d)
 		}
-		for _, x := range cmp.Differences {
+		for _, x := range tl.Differences {
 			r.Note("differs: %s", x.Describe(d))
 		}
-		if len(cmp.Missing) > 0 {
-			r.Note("%d measured cells have no expectation in %s and were not compared, e.g. %s", len(cmp.Missing), exp.Name, cmp.Missing[0])
+		if len(tl.Missing) > 0 {
+			r.Note("%d measured cells have no expectation in %s and were not compared, e.g. %s", len(tl.Missing), exp.Name, tl.Missing[0])
 		}
 	}
-	for i, o := range m.Outcomes {
-		if o.SetupErr != nil && i < maxListed {
-			r.Note("set-up failed: %s: %v", o.Key, o.SetupErr)
+	for i, c := range tl.Cells {
+		if c.Status == rules.CellSetupFailed && i < maxListed {
+			r.Note("set-up failed: %s: %v", c.Key, c.SetupErr)
 		}
 	}
 	if len(cleanup) > 0 {
@@ -126,81 +99,78 @@ func fill(r *report.Result, m *rules.Measurement, probeErr error, interrupted st
 	}
 
 	r.Count("cells", int64(measured))
-	r.Count("refused", int64(refused))
-	r.Count("capture not ended cleanly", int64(invalidated))
-	r.Count("set-up errors", int64(setupErrs))
-	r.Count("not timed", int64(late))
-	r.Count("retried", int64(retried))
-	r.Count("compared", int64(cmp.Compared))
+	r.Count("refused", int64(tl.Refused))
+	r.Count("capture not ended cleanly", int64(tl.Invalidated))
+	r.Count("set-up errors", int64(tl.SetupFailed))
+	r.Count("not timed", int64(tl.NotTimed))
+	r.Count("retried", int64(tl.Retried))
+	r.Count("compared", int64(tl.Compared))
 	if exp != nil {
-		r.Count("differences", int64(len(cmp.Differences)))
-		r.Count("no expectation", int64(len(cmp.Missing)))
+		r.Count("differences", int64(len(tl.Differences)))
+		r.Count("no expectation", int64(len(tl.Missing)))
 	}
 
 	// compared says what the comparison covered, for every headline.
 	compared := fmt.Sprintf("%d cells measured, none compared", measured)
 	if exp != nil {
-		compared = fmt.Sprintf("%d cells measured; compared %d of %d with %s", measured, cmp.Compared, measured, exp.Name)
+		compared = fmt.Sprintf("%d cells measured; compared %d of %d with %s", measured, tl.Compared, measured, exp.Name)
 	}
-	planned := m.Planned
-	if planned < measured {
-		planned = measured
-	}
+	planned := tl.Planned
 	switch {
 	case interrupted != "":
 		what := fmt.Sprintf("%s after %d of %d cells; none compared", interrupted, measured, planned)
 		if exp != nil {
-			what = fmt.Sprintf("%s after %d of %d cells; compared %d of the %d with %s", interrupted, measured, planned, cmp.Compared, measured, exp.Name)
+			what = fmt.Sprintf("%s after %d of %d cells; compared %d of the %d with %s", interrupted, measured, planned, tl.Compared, measured, exp.Name)
 		}
-		if len(cmp.Differences) > 0 {
-			what += fmt.Sprintf(", %d differ so far", len(cmp.Differences))
-		} else if cmp.Compared > 0 {
+		if len(tl.Differences) > 0 {
+			what += fmt.Sprintf(", %d differ so far", len(tl.Differences))
+		} else if tl.Compared > 0 {
 			what += ", all match so far"
 		}
 		r.Status = fmt.Sprintf("Interrupted after %d of %d cells", measured, planned)
 		r.Finish(report.Interrupted, what, end)
 	case probeErr != nil:
 		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
-	case setupErrs > 0:
-		r.Finish(report.Error, fmt.Sprintf("%d cells measured; set-up failed in %d: %s", measured, setupErrs, firstKeys(m, func(o rules.Outcome) bool { return o.SetupErr != nil })), end)
-	case late > 0:
-		r.Finish(report.Error, fmt.Sprintf("%d cells measured; %d could not be timed (B finished too soon; raise --spin): %s", measured, late, firstKeys(m, func(o rules.Outcome) bool { return o.Late })), end)
-	case len(cmp.Differences) > 0:
+	case tl.SetupFailed > 0:
+		r.Finish(report.Error, fmt.Sprintf("%d cells measured; set-up failed in %d: %s", measured, tl.SetupFailed, firstKeys(tl, rules.CellSetupFailed)), end)
+	case tl.NotTimed > 0:
+		r.Finish(report.Error, fmt.Sprintf("%d cells measured; %d could not be timed (B finished too soon; raise --spin): %s", measured, tl.NotTimed, firstKeys(tl, rules.CellNotTimed)), end)
+	case len(tl.Differences) > 0:
 		keys := make([]string, 0, maxListed)
-		for _, x := range cmp.Differences[:min(len(cmp.Differences), maxListed)] {
+		for _, x := range tl.Differences[:min(len(tl.Differences), maxListed)] {
 			keys = append(keys, x.Key.String())
 		}
 		more := ""
-		if len(cmp.Differences) > maxListed {
+		if len(tl.Differences) > maxListed {
 			more = ", ..."
 		}
-		r.Cases = report.Cases{Passed: cmp.Compared - len(cmp.Differences), Total: cmp.Compared}
-		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ: %s%s", compared, len(cmp.Differences), strings.Join(keys, ", "), more), end)
-	case cmp.Compared == 0:
+		r.Cases = report.Cases{Passed: tl.Matched(), Total: tl.Compared}
+		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ: %s%s", compared, len(tl.Differences), strings.Join(keys, ", "), more), end)
+	case tl.Compared == 0:
 		why := "no expectations given (--expect)"
 		if exp != nil {
 			why = exp.Name + " has no expectation for any of them"
 		}
 		r.Status = fmt.Sprintf("Skipped: %d cells measured, none compared", measured)
 		r.Finish(report.Skip, fmt.Sprintf("%d cells measured, compared none: %s", measured, why), end)
-	case cmp.Compared < measured:
-		r.Status = fmt.Sprintf("Passed for the %d of %d cells compared", cmp.Compared, measured)
-		r.Finish(report.Pass, fmt.Sprintf("%s; all %d match; the other %d have no expectation there and were not compared", compared, cmp.Compared, measured-cmp.Compared), end)
+	case tl.Compared < measured:
+		r.Status = fmt.Sprintf("Passed for the %d of %d cells compared", tl.Compared, measured)
+		r.Finish(report.Pass, fmt.Sprintf("%s; all %d match; the other %d have no expectation there and were not compared", compared, tl.Compared, measured-tl.Compared), end)
 	default:
-		r.Cases = report.Cases{Passed: cmp.Compared, Total: cmp.Compared}
+		r.Cases = report.Cases{Passed: tl.Compared, Total: tl.Compared}
 		r.Finish(report.Pass, fmt.Sprintf("%s; all match", compared), end)
 	}
-	return cmp
 }
 
-func firstKeys(m *rules.Measurement, pick func(rules.Outcome) bool) string {
+// firstKeys names the first cells of the given status, and "..." for more.
+func firstKeys(tl rules.Tally, status rules.CellStatus) string {
 	var keys []string
 	n := 0
-	for _, o := range m.Outcomes {
-		if pick(o) {
+	for _, c := range tl.Cells {
+		if c.Status == status {
 			n++
 			if len(keys) < maxListed {
-				keys = append(keys, o.Key.String())
+				keys = append(keys, c.Key.String())
 			}
 		}
 	}

@@ -22,6 +22,13 @@ func measured() *rules.Measurement {
 	return m
 }
 
+// fillFrom fills r with m as Run does: tallied against exp, then rendered.
+func fillFrom(r *report.Result, m *rules.Measurement, exp *rules.Expectation, probeErr error, interrupted string, end time.Time) rules.Tally {
+	tl := rules.Summarize(m, exp)
+	fill(r, m, exp, tl, probeErr, interrupted, end)
+	return tl
+}
+
 // cleanExpectation expects what measured() measures.
 func cleanExpectation() *rules.Expectation {
 	e := rules.FromMeasurement(measured(), "a clean fake run")
@@ -40,7 +47,7 @@ func TestMismatchIsReportedNamingTheCell(t *testing.T) {
 	}
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	r := report.New("rules", "miotool rules --expect fake.yaml", start)
-	cmp := fill(r, m, nil, "", cleanExpectation(), start.Add(time.Second))
+	cmp := fillFrom(r, m, cleanExpectation(), nil, "", start.Add(time.Second))
 
 	var got []string
 	for _, x := range cmp.Differences {
@@ -80,7 +87,7 @@ func TestMismatchIsReportedNamingTheCell(t *testing.T) {
 
 func TestMatchingRunPasses(t *testing.T) {
 	r := report.New("rules", "miotool rules", time.Now())
-	fill(r, measured(), nil, "", cleanExpectation(), time.Now())
+	fillFrom(r, measured(), cleanExpectation(), nil, "", time.Now())
 	if r.Verdict != report.Pass || r.Cases != (report.Cases{Passed: 243, Total: 243}) {
 		t.Fatalf("verdict %s %+v: %s", r.Verdict, r.Cases, r.Summary)
 	}
@@ -116,7 +123,7 @@ func TestPartialAndNoComparison(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("rules", "miotool rules", time.Now())
-			fill(r, measured(), nil, "", tt.exp, time.Now())
+			fillFrom(r, measured(), tt.exp, nil, "", time.Now())
 			if r.Verdict != tt.verdict || r.Status != tt.status || !strings.Contains(r.Summary, tt.summary) {
 				t.Errorf("%s / %q / %q; want %s / %q / containing %q", r.Verdict, r.Status, r.Summary, tt.verdict, tt.status, tt.summary)
 			}
@@ -131,7 +138,7 @@ func TestSetupFailureIsAnError(t *testing.T) {
 		m.Outcomes[i].SetupErr = errors.New("creating stream B: out of memory")
 	}
 	r := report.New("rules", "miotool rules", time.Now())
-	fill(r, m, nil, "", nil, time.Now())
+	fillFrom(r, m, nil, nil, "", time.Now())
 	if r.Verdict != report.Error || r.Verdict.ExitCode() != 3 {
 		t.Errorf("verdict %s, want ERROR", r.Verdict)
 	}
@@ -145,7 +152,7 @@ func TestLateCellIsAnError(t *testing.T) {
 	m.Outcomes = m.Outcomes[:2]
 	m.Outcomes[0].Late, m.Outcomes[0].Attempts, m.Outcomes[0].Spin = true, 3, 4*time.Nanosecond
 	r := report.New("rules", "miotool rules", time.Now())
-	fill(r, m, nil, "", nil, time.Now())
+	fillFrom(r, m, nil, nil, "", time.Now())
 	if r.Verdict != report.Error || !strings.Contains(r.Summary, "could not be timed") {
 		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
 	}
@@ -159,7 +166,7 @@ func TestInterruptedRunSaysHowFarItGot(t *testing.T) {
 	m := measured()
 	m.Outcomes = m.Outcomes[:10]
 	r := report.New("rules", "miotool rules", time.Now())
-	fill(r, m, errors.New("context canceled"), "interrupted by SIGINT", cleanExpectation(), time.Now())
+	fillFrom(r, m, cleanExpectation(), errors.New("context canceled"), "interrupted by SIGINT", time.Now())
 	if r.Verdict != report.Interrupted || r.Status != "Interrupted after 10 of 243 cells" ||
 		r.Summary != "interrupted by SIGINT after 10 of 243 cells; compared 10 of the 10 with fake.yaml, all match so far" {
 		t.Errorf("%s / %q / %q", r.Verdict, r.Status, r.Summary)
