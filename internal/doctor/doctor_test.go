@@ -1,16 +1,12 @@
 package doctor
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"miotool/internal/buildinfo"
-	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
-	"miotool/internal/report"
 	"miotool/internal/runenv"
 )
 
@@ -67,7 +63,7 @@ func stubSelect(backends []hip.Registration) func(string, hip.OpenOptions) (hip.
 	}
 }
 
-func diagnose(t *testing.T, backend string, closed *int) *report.Result {
+func diagnose(t *testing.T, backend string, closed *int) Diagnosis {
 	t.Helper()
 	backends := stubBackends(closed)
 	env := runenv.Read(func(k string) (string, bool) {
@@ -77,95 +73,82 @@ func diagnose(t *testing.T, backend string, closed *int) *report.Result {
 		return "", false
 	}, func() (string, error) { return "/home/u/.config", nil })
 	return Diagnose(Input{
-		Words:       testWords,
-		Backend:     backend,
-		Open:        stubSelect(backends),
-		Backends:    func() []hip.Registration { return backends },
-		Env:         env,
-		ConfigUsed:  "/work/miotool.yaml",
-		CommandLine: "miotool doctor",
-		Build:       buildinfo.Info{Version: "1.0.0", Commit: "abc", GoVersion: "go1.26.8", Platform: "linux/amd64"},
-		Now:         func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) },
+		Backend:         backend,
+		Open:            stubSelect(backends),
+		Backends:        func() []hip.Registration { return backends },
+		Env:             env,
+		TargetLibraries: func() []hip.Library { return nil },
 	})
 }
 
-func tableText(t *testing.T, r *report.Result, title string) string {
-	t.Helper()
-	for _, tb := range r.Tables {
-		if tb.Title == title {
-			var rows []string
-			for _, row := range tb.Rows {
-				rows = append(rows, strings.Join(row.Cells, " | "))
-			}
-			return strings.Join(rows, "\n")
+// backendsText lists the backends as "name kind state error", one a line.
+func backendsText(d Diagnosis) string {
+	var lines []string
+	for _, b := range d.Backends {
+		line := fmt.Sprintf("%s %d %d", b.Name, b.Kind, b.State)
+		if b.Err != nil {
+			line += " " + b.Err.Error()
 		}
+		for _, lib := range b.Libraries {
+			line += fmt.Sprintf(" [%s %q %d tried]", lib.Name, lib.Loaded, len(lib.Tried))
+		}
+		lines = append(lines, line)
 	}
-	t.Fatalf("no table %q", title)
-	return ""
+	return strings.Join(lines, "\n")
 }
 
-func TestDoctorReportsSelectionLibrariesDeviceAndEnvironment(t *testing.T) {
+func TestDoctorFindsSelectionLibrariesDeviceAndEnvironment(t *testing.T) {
 	closed := 0
-	r := diagnose(t, "auto", &closed)
-	if r.Verdict != report.Pass || r.Backend != "hip" || r.Device.Short() != "AMD Instinct MI300X (gfx942)" {
-		t.Fatalf("verdict %s backend %q device %q", r.Verdict, r.Backend, r.Device.Short())
+	d := diagnose(t, "auto", &closed)
+	if d.OpenErr != nil || d.Requested != "auto" || d.Selection.Chosen != "hip" || d.Selection.Reason != "picked by the stub" {
+		t.Fatalf("requested %q, selection %+v, err %v", d.Requested, d.Selection, d.OpenErr)
 	}
-	checks := map[string][]string{
-		"Backend selection": {"requested | auto", "chosen | hip", "why | picked by the stub"},
-		"Backends":          {"cuda | GPU | unavailable | backend cuda unavailable: libcuda.so.1 not found", "hip | GPU | chosen", "sim | simulator | available | not used: auto chose hip"},
-		"Libraries": {"cuda | libcuda | libcuda.so.1 | cannot open shared object file",
-			"cuda | libcuda | /usr/lib/wsl/lib/libcuda.so.1 | not found", "hip | libamdhip64 | /opt/rocm/lib/libamdhip64.so.7 | loaded | 7.2"},
-		"Device": {"name | AMD Instinct MI300X", "arch | gfx942", "compute units | 304", "runtime version | 7.2", "driver version | 6.10", "memory | 192.0 GiB"},
-		"Runtime variables": {`GPU_MAX_HW_QUEUES | 4 | default (env "0" ignored) | warning: GPU_MAX_HW_QUEUES=0 is not positive`,
-			"MIOPEN_NAIVE_TIMEOUT | 300 | default", "MIOPEN_USER_DB_PATH | /home/u/.config/miotool/db | default", "MIOPEN_FIND_MODE | NORMAL (1) | default"},
-		"Configuration": {"config file | /work/miotool.yaml", "miotool | 1.0.0 (commit abc)"},
+	want := strings.Join([]string{
+		fmt.Sprintf(`cuda %d %d backend cuda unavailable: libcuda.so.1 not found [libcuda "" 2 tried]`, KindGPU, Unavailable),
+		fmt.Sprintf(`hip %d %d [libamdhip64 "/opt/rocm/lib/libamdhip64.so.7" 1 tried]`, KindGPU, Chosen),
+		fmt.Sprintf(`sim %d %d`, KindSimulator, Available),
+	}, "\n")
+	if got := backendsText(d); got != want {
+		t.Errorf("backends:\n%s\nwant:\n%s", got, want)
 	}
-	for title, wants := range checks {
-		text := tableText(t, r, title)
-		for _, w := range wants {
-			if !strings.Contains(text, w) {
-				t.Errorf("table %s lacks %q:\n%s", title, w, text)
-			}
-		}
+	if d.Device == nil || d.Device.Props.Name != "AMD Instinct MI300X" || d.Device.Props.ComputeUnits != 304 || d.Device.Dialect != hip.DialectCUDA {
+		t.Errorf("device %+v", d.Device)
+	}
+	names := []string{}
+	for _, s := range d.Settings {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, " ") != "GPU_MAX_HW_QUEUES MIOPEN_NAIVE_TIMEOUT MIOPEN_USER_DB_PATH MIOPEN_FIND_MODE" {
+		t.Errorf("settings %v", names)
+	}
+	if s := d.Settings[0]; s.Value != "4" || s.Raw != "0" || s.Source != runenv.FromDefault || !strings.Contains(s.Note, "not positive") {
+		t.Errorf("GPU_MAX_HW_QUEUES %+v", s)
+	}
+	if d.UserDBErr != nil {
+		t.Errorf("user db error %v", d.UserDBErr)
 	}
 	if closed != 2 {
 		t.Errorf("closed %d devices, want 2 (the chosen one and the probed simulator)", closed)
 	}
-	var buf bytes.Buffer
-	if err := report.WriteJSON(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := report.ReadJSON(&buf); err != nil {
-		t.Errorf("doctor JSON does not read back: %v", err)
-	}
 }
 
-// An explicitly requested backend that does not load makes doctor a skip
-// (exit 4), with every table still there to say why.
-func TestDoctorSkipsWhenTheRequestedBackendIsMissing(t *testing.T) {
+// An explicitly requested backend that does not load is a finding: no
+// device, and the other backends opened once to say what they would do.
+func TestDoctorFindsTheRequestedBackendMissing(t *testing.T) {
 	closed := 0
-	r := diagnose(t, "cuda", &closed)
-	if r.Verdict != report.Skip {
-		t.Fatalf("verdict %s", r.Verdict)
+	d := diagnose(t, "cuda", &closed)
+	if d.OpenErr == nil || !strings.Contains(d.OpenErr.Error(), "backend cuda unavailable") || d.Device != nil {
+		t.Fatalf("err %v, device %+v", d.OpenErr, d.Device)
 	}
-	if !strings.Contains(r.Summary, "no backend opened: backend cuda unavailable") {
-		t.Errorf("summary %q", r.Summary)
+	want := strings.Join([]string{
+		fmt.Sprintf(`cuda %d %d backend cuda unavailable: libcuda.so.1 not found [libcuda "" 2 tried]`, KindGPU, Unavailable),
+		fmt.Sprintf(`hip %d %d [libamdhip64 "/opt/rocm/lib/libamdhip64.so.7" 1 tried]`, KindGPU, Available),
+		fmt.Sprintf(`sim %d %d`, KindSimulator, Available),
+	}, "\n")
+	if got := backendsText(d); got != want {
+		t.Errorf("backends:\n%s\nwant:\n%s", got, want)
 	}
-	if text := tableText(t, r, "Backend selection"); !strings.Contains(text, "chosen | none") {
-		t.Errorf("selection table:\n%s", text)
+	if closed != 2 {
+		t.Errorf("closed %d devices, want 2 (the probed hip and simulator)", closed)
 	}
-	if text := tableText(t, r, "Device"); !strings.Contains(text, "none opened") {
-		t.Errorf("device table:\n%s", text)
-	}
-	if text := tableText(t, r, "Backends"); !strings.Contains(text, "hip | GPU | available | not used: --backend cuda was requested") {
-		t.Errorf("backends table:\n%s", text)
-	}
-}
-
-// testWords spell flags as miotool does.
-var testWords = Words{
-	Backend: func(b hip.BackendName) string { return "--backend " + string(b) },
-	Target:  func(t target.Name) string { return "--target " + string(t) },
-	// The stubs' own reasons, as they gave them.
-	Selection: func(sel hip.Selection) string { return sel.Reason },
 }

@@ -3,78 +3,87 @@ package doctor
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"miotool/internal/hip"
-	"miotool/internal/report"
 	"miotool/internal/runenv"
 )
 
-func diagnoseWithTargets(t *testing.T, targets func() []hip.Library) *report.Result {
+func diagnoseWithTargets(t *testing.T, targets func() []hip.Library) Diagnosis {
 	t.Helper()
 	closed := 0
 	backends := stubBackends(&closed)
 	return Diagnose(Input{
-		Words:           testWords,
 		Backend:         "auto",
 		Open:            stubSelect(backends),
 		Backends:        func() []hip.Registration { return backends },
 		Env:             runenv.Read(func(string) (string, bool) { return "", false }, func() (string, error) { return "/h", nil }),
-		CommandLine:     "miotool doctor",
-		Now:             func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) },
 		TargetLibraries: targets,
 	})
 }
 
-// The summary says which of the four libraries the backends and targets
-// need were found, and where; the Libraries table lists every path tried.
-func TestDoctorSummarisesTheLibrariesFound(t *testing.T) {
-	r := diagnoseWithTargets(t, func() []hip.Library {
+// foundText lists what was found of each needed library, one a line.
+func foundText(d Diagnosis) string {
+	var lines []string
+	for _, f := range d.Found {
+		lines = append(lines, strings.Join([]string{f.Name, string(f.Backend), string(f.Target), f.For,
+			map[bool]string{true: "searched", false: "not searched"}[f.Searched], f.Library.Loaded, f.Library.Version}, "|"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Each library the backends and targets need is found, or not, or never
+// searched, in the order of Needs; the target libraries come with every
+// path tried.
+func TestDoctorFindsTheNeededLibraries(t *testing.T) {
+	targets := []hip.Library{
+		{Name: "libMIOpen", Tried: []hip.PathAttempt{{Path: "libMIOpen.so.1", Err: "cannot open shared object file"}, {Path: "/opt/rocm/lib/libMIOpen.so.1", Err: "not found"}}},
+		{Name: "libcudnn", Loaded: "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0", Version: "9.14.0", Tried: []hip.PathAttempt{{Path: "libcudnn.so.9"}}},
+	}
+	d := diagnoseWithTargets(t, func() []hip.Library { return targets })
+	want := strings.Join([]string{
+		"libamdhip64|hip|||searched|/opt/rocm/lib/libamdhip64.so.7|7.2",
+		"libhiprtc|hip||building kernels|not searched||",
+		"libMIOpen||miopen||searched||",
+		"libcudnn||cudnn||searched|/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0|9.14.0",
+	}, "\n")
+	if got := foundText(d); got != want {
+		t.Errorf("found:\n%s\nwant:\n%s", got, want)
+	}
+	if len(d.Found[2].Library.Tried) != 2 {
+		t.Errorf("libMIOpen: %d paths tried, want 2", len(d.Found[2].Library.Tried))
+	}
+	if len(d.TargetLibraries) != 2 || d.TargetLibraries[0].Name != "libMIOpen" {
+		t.Errorf("target libraries %+v", d.TargetLibraries)
+	}
+}
+
+// A library listed twice is found where it was loaded, whichever came
+// first.
+func TestDoctorPrefersTheLoadedCopy(t *testing.T) {
+	d := diagnoseWithTargets(t, func() []hip.Library {
 		return []hip.Library{
-			{Name: "libMIOpen", Tried: []hip.PathAttempt{{Path: "libMIOpen.so.1", Err: "cannot open shared object file"}, {Path: "/opt/rocm/lib/libMIOpen.so.1", Err: "not found"}}},
-			{Name: "libcudnn", Loaded: "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0", Version: "9.14.0", Tried: []hip.PathAttempt{{Path: "libcudnn.so.9"}}},
+			{Name: "libamdhip64", Tried: []hip.PathAttempt{{Path: "libamdhip64.so.6", Err: "not found"}}},
+			{Name: "libcudnn", Tried: []hip.PathAttempt{{Path: "libcudnn.so.9", Err: "not found"}}},
+			{Name: "libcudnn", Loaded: "/usr/lib64/libcudnn.so.9", Tried: []hip.PathAttempt{{Path: "/usr/lib64/libcudnn.so.9"}}},
 		}
 	})
-	found := tableText(t, r, "Libraries found")
-	for _, want := range []string{
-		"libamdhip64 | yes | /opt/rocm/lib/libamdhip64.so.7 | 7.2 | --backend hip",
-		"libhiprtc | not searched | - | - | --backend hip (building kernels)",
-		"libMIOpen | no | not found in 2 places (see Libraries) | - | --target miopen",
-		"libcudnn | yes | /usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0 | 9.14.0 | --target cudnn",
-	} {
-		if !strings.Contains(found, want) {
-			t.Errorf("summary lacks %q:\n%s", want, found)
-		}
+	if f := d.Found[0]; f.Library.Loaded != "/opt/rocm/lib/libamdhip64.so.7" {
+		t.Errorf("libamdhip64 found %+v, want the hip backend's loaded copy", f.Library)
 	}
-	libs := tableText(t, r, "Libraries")
-	for _, want := range []string{
-		"target | libMIOpen | /opt/rocm/lib/libMIOpen.so.1 | not found",
-		"target | libcudnn | libcudnn.so.9 | loaded | 9.14.0",
-	} {
-		if !strings.Contains(libs, want) {
-			t.Errorf("Libraries lacks %q:\n%s", want, libs)
-		}
-	}
-	if r.Verdict != report.Pass {
-		t.Fatalf("verdict %s", r.Verdict)
+	if f := d.Found[3]; f.Library.Loaded != "/usr/lib64/libcudnn.so.9" {
+		t.Errorf("libcudnn found %+v, want the loaded copy listed second", f.Library)
 	}
 }
 
 // Without a stub, doctor searches for the real libraries; whatever this
-// machine has, both get a row.
+// machine has, both are searched.
 func TestDoctorSearchesForTheTargetLibraries(t *testing.T) {
 	t.Setenv("MIOPEN_USER_DB_PATH", "")
 	t.Setenv("MIOPEN_DEBUG_DISABLE_FIND_DB", "")
-	found := tableText(t, diagnoseWithTargets(t, nil), "Libraries found")
-	for _, name := range []string{"libMIOpen", "libcudnn"} {
-		ok := false
-		for _, line := range strings.Split(found, "\n") {
-			if strings.HasPrefix(line, name+" | yes | ") || strings.HasPrefix(line, name+" | no | not found in ") {
-				ok = true
-			}
-		}
-		if !ok {
-			t.Errorf("no searched row for %s:\n%s", name, found)
+	d := diagnoseWithTargets(t, nil)
+	for _, f := range d.Found[2:] {
+		if !f.Searched || (f.Library.Loaded == "" && len(f.Library.Tried) == 0) {
+			t.Errorf("%s: searched %v, %+v", f.Name, f.Searched, f.Library)
 		}
 	}
 }

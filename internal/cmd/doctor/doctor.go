@@ -1,4 +1,5 @@
-// Package doctor is `miotool doctor`: its options and flags.
+// Package doctor is `miotool doctor`: its options, flags and the
+// rendering of its diagnosis.
 package doctor
 
 import (
@@ -10,7 +11,6 @@ import (
 
 	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
-	"miotool/internal/cmd/libtarget"
 	"miotool/internal/doctor"
 	"miotool/internal/hip"
 	"miotool/internal/report"
@@ -80,19 +80,16 @@ func (o *DoctorOptions) Complete(f *cli.Factory) {
 
 // Run diagnoses and writes the result.
 func (o *DoctorOptions) Run() error {
-	r := doctor.Diagnose(doctor.Input{
-		Backend:     string(o.Global.Backend),
-		Ordinal:     o.Global.Device,
-		Dialect:     o.Dialect,
-		Open:        o.OpenDevice,
-		Backends:    o.Backends,
-		Env:         o.Env,
-		ConfigUsed:  o.ConfigUsed,
-		CommandLine: o.CommandLine,
-		Build:       o.Build,
-		Now:         o.Now,
-		Words:       doctor.Words{Backend: cli.BackendFlag, Target: libtarget.Flag, Selection: cli.SelectionReason},
+	start := o.Now()
+	d := doctor.Diagnose(doctor.Input{
+		Backend:  string(o.Global.Backend),
+		Ordinal:  o.Global.Device,
+		Dialect:  o.Dialect,
+		Open:     o.OpenDevice,
+		Backends: o.Backends,
+		Env:      o.Env,
 	})
+	r := render(o, d, start, o.Now())
 	// A runtime variable the other commands refuse is a configuration
 	// error here too (exit 2), so that "doctor && ..." stops where the
 	// next command would. The report is still written, to show the

@@ -186,7 +186,7 @@ func (o *RulesOptions) Run() error {
 	if probeErr == nil {
 		defer dev.Close()
 	}
-	rules.Fill(r, m, probeErr, why, o.expectation, o.Now())
+	fill(r, m, o.expectation, rules.Summarize(m, o.expectation), probeErr, why, o.Now())
 
 	if o.WriteExpect != "" {
 		switch {
