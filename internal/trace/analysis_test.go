@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"miotool/internal/hip"
-	"miotool/internal/report"
 	"miotool/internal/rules"
 )
 
@@ -231,50 +230,50 @@ func TestJudge(t *testing.T) {
 		name    string
 		r       *Result
 		strict  bool
-		verdict report.Verdict
+		verdict Verdict
 		summary string
 	}{
-		{"a call invalidated a capture", &Result{Processes: proc, Exit: ok, Captures: []*Capture{invalidated()}}, false, report.Fail,
+		{"a call invalidated a capture", &Result{Processes: proc, Exit: ok, Captures: []*Capture{invalidated()}}, false, Fail,
 			"cuCtxSynchronize from thread 512 (cudaDeviceSynchronize ← c10::cuda::device_synchronize) invalidated the global-mode capture begun by thread 485 on stream 0x356a1150; end capture 901"},
-		{"a crash inside a capture after a refusal", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGSEGV}, Captures: []*Capture{open()}}, false, report.Fail,
+		{"a crash inside a capture after a refusal", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGSEGV}, Captures: []*Capture{open()}}, false, Fail,
 			"was refused (900) during the global-mode capture begun by thread 485 on stream 0x356a1150, which never ended: the program was killed by signal SIGSEGV"},
-		{"every capture ended well and the program crashed", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGABRT}, Captures: []*Capture{clean()}}, false, report.Fail,
+		{"every capture ended well and the program crashed", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGABRT}, Captures: []*Capture{clean()}}, false, Fail,
 			"every capture ended well (1), but the program was killed by signal SIGABRT"},
-		{"every capture ended well and the program hung", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGKILL, TimedOut: true, Timeout: time.Minute}, Captures: []*Capture{clean()}}, false, report.Fail,
+		{"every capture ended well and the program hung", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGKILL, TimedOut: true, Timeout: time.Minute}, Captures: []*Capture{clean()}}, false, Fail,
 			"but the program hung: the watchdog killed it after 1m0s"},
-		{"every capture ended well and the program exited 1", &Result{Processes: proc, Exit: Exit{Code: 1}, Captures: []*Capture{clean()}}, false, report.Fail,
+		{"every capture ended well and the program exited 1", &Result{Processes: proc, Exit: Exit{Code: 1}, Captures: []*Capture{clean()}}, false, Fail,
 			"but the program exited with status 1"},
-		{"a clean run", &Result{Processes: proc, Exit: ok, Captures: []*Capture{clean(), clean()}}, false, report.Pass,
+		{"a clean run", &Result{Processes: proc, Exit: ok, Captures: []*Capture{clean(), clean()}}, false, Pass,
 			"2 captures ended with success, nothing refused"},
-		{"clean captures only counted still count", &Result{Processes: proc, Exit: ok, CapturesOmitted: 5}, false, report.Pass,
+		{"clean captures only counted still count", &Result{Processes: proc, Exit: ok, CapturesOmitted: 5}, false, Pass,
 			"5 captures ended with success"},
-		{"a hazard is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{hc}, Hazards: []Hazard{h}}, false, report.Pass,
+		{"a hazard is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{hc}, Hazards: []Hazard{h}}, false, Pass,
 			"1 latent hazard, the first: cuStreamQuery from thread 600 (worker_query) succeeded during the relaxed-mode capture begun by thread 485 on stream 0x356a1150 only because the capture was begun in relaxed mode; a global-mode capture with a global-mode caller refuses it: query-other-stream/global/other/global returns 900, end 901 (measured, configs/rules/h200-cuda.yaml)"},
-		{"a hazard fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{hc}, Hazards: []Hazard{h}}, true, report.Fail,
-			"(--strict; 1 hazard)"},
-		{"no capture", &Result{Processes: proc, Exit: ok}, false, report.Skip, "no capture began: nothing to check"},
-		{"no capture, and the program failed", &Result{Processes: proc, Exit: Exit{Code: 2}}, false, report.Skip,
+		{"a hazard fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{hc}, Hazards: []Hazard{h}}, true, Fail,
+			"cuStreamQuery from thread 600 (worker_query) succeeded during the relaxed-mode capture"},
+		{"no capture", &Result{Processes: proc, Exit: ok}, false, NothingToCheck, "no capture began: nothing to check"},
+		{"no capture, and the program failed", &Result{Processes: proc, Exit: Exit{Code: 2}}, false, NothingToCheck,
 			"no capture began: nothing to check; the program exited with status 2"},
-		{"the observer never loaded", &Result{Exit: ok}, false, report.Skip, "the observer never loaded into the program"},
-		{"CUPTI was not subscribed", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "error", Text: "libcupti could not be loaded"}}}, false, report.Skip,
+		{"the observer never loaded", &Result{Exit: ok}, false, NothingToCheck, "the observer never loaded into the program"},
+		{"CUPTI was not subscribed", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "error", Text: "libcupti could not be loaded"}}}, false, NothingToCheck,
 			"CUDA calls of process 7 were not observed: libcupti could not be loaded"},
-		{"a begin that failed", &Result{Processes: proc, Exit: ok, Captures: []*Capture{{API: hip.DialectCUDA, TID: 3, Stream: 1, BeginName: "cuStreamBeginCapture_v2", BeginResult: 900}}}, false, report.Fail,
+		{"a begin that failed", &Result{Processes: proc, Exit: ok, Captures: []*Capture{{API: hip.DialectCUDA, TID: 3, Stream: 1, BeginName: "cuStreamBeginCapture_v2", BeginResult: 900}}}, false, Fail,
 			"cuStreamBeginCapture on stream 0x1 from thread 3 returned 900 STREAM_CAPTURE_UNSUPPORTED: the capture never began"},
-		{"an invalidation nobody was seen to cause", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End.Result = 901; return c }()}}, false, report.Fail,
+		{"an invalidation nobody was seen to cause", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End.Result = 901; return c }()}}, false, Fail,
 			"was invalidated (end capture 901) by a call the observer did not see"},
-		{"a capture that never ended", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End = nil; return c }()}}, false, report.Fail,
+		{"a capture that never ended", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End = nil; return c }()}}, false, Fail,
 			"the global-mode capture begun by thread 485 on stream 0x356a1150 never ended: the program exited with status 0"},
-		{"an unjoined capture", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End.Result = 904; return c }()}}, false, report.Fail,
+		{"an unjoined capture", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End.Result = 904; return c }()}}, false, Fail,
 			"ended with 904 STREAM_CAPTURE_UNJOINED"},
-		{"interrupted after a failure", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGINT, Interrupted: true, Forwarded: syscall.SIGINT}, Captures: []*Capture{invalidated()}}, false, report.Interrupted,
+		{"interrupted after a failure", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGINT, Interrupted: true, Forwarded: syscall.SIGINT}, Captures: []*Capture{invalidated()}}, false, Interrupted,
 			"interrupted: the program was stopped by miotool (SIGINT); 1 capture seen; cuCtxSynchronize from thread 512"},
-		{"interrupted with nothing wrong", &Result{Processes: proc, Exit: Exit{Interrupted: true, Forwarded: syscall.SIGTERM}, Captures: []*Capture{clean()}}, false, report.Interrupted,
+		{"interrupted with nothing wrong", &Result{Processes: proc, Exit: Exit{Interrupted: true, Forwarded: syscall.SIGTERM}, Captures: []*Capture{clean()}}, false, Interrupted,
 			"(SIGTERM); 1 capture seen, none failed so far"},
-		{"Ctrl-C on the program's terminal", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGINT}, Captures: []*Capture{clean()}}, false, report.Interrupted,
+		{"Ctrl-C on the program's terminal", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGINT}, Captures: []*Capture{clean()}}, false, Interrupted,
 			"interrupted: the program was killed by signal SIGINT (interrupt); 1 capture seen, none failed so far"},
-		{"no libcupti to load", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "missing", Text: "libcupti could not be loaded; tried libcupti.so.13; "}}}, false, report.Skip,
+		{"no libcupti to load", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "missing", Text: "libcupti could not be loaded; tried libcupti.so.13; "}}}, false, NothingToCheck,
 			"CUDA calls of process 7 were not observed: libcupti could not be loaded; tried libcupti.so.13; " + CUPTIInstall},
-		{"several processes are named", &Result{Processes: []*Process{{PID: 6}, {PID: 7}}, Exit: ok, Captures: []*Capture{invalidated()}}, false, report.Fail,
+		{"several processes are named", &Result{Processes: []*Process{{PID: 6}, {PID: 7}}, Exit: ok, Captures: []*Capture{invalidated()}}, false, Fail,
 			"the global-mode capture begun by thread 485 of process 7 on stream 0x356a1150"},
 	}
 	for _, c := range cases {
@@ -284,6 +283,10 @@ func TestJudge(t *testing.T) {
 		}
 		if strings.Contains(j.Summary, "\n") {
 			t.Errorf("%s: the summary is not one line: %q", c.name, j.Summary)
+		}
+		// Only the strict case here has hazards that alone fail it.
+		if j.HazardsFailed != c.strict {
+			t.Errorf("%s: hazards failed the trace: %v", c.name, j.HazardsFailed)
 		}
 	}
 }

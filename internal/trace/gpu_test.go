@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"miotool/internal/hip"
-	"miotool/internal/report"
 	"miotool/internal/words"
 )
 
@@ -107,14 +106,14 @@ func TestGPUPyTorch(t *testing.T) {
 	obs := gpuObserver(t)
 	cases := []struct {
 		script  string
-		verdict report.Verdict
+		verdict Verdict
 		culprit string
 		caller  string
 		other   bool
 	}{
-		{"sync_thread.py", report.Fail, "cuCtxSynchronize", "c10::cuda::device_synchronize", true},
-		{"query.py", report.Fail, "cuStreamQuery", "c10::cuda::CUDAStream::query", false},
-		{"clean.py", report.Pass, "", "", false},
+		{"sync_thread.py", Fail, "cuCtxSynchronize", "c10::cuda::device_synchronize", true},
+		{"query.py", Fail, "cuStreamQuery", "c10::cuda::CUDAStream::query", false},
+		{"clean.py", Pass, "", "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.script, func(t *testing.T) {
@@ -159,14 +158,14 @@ func TestGPUMiotoolCapture(t *testing.T) {
 	}
 	for _, c := range []struct {
 		reclaim string
-		verdict report.Verdict
-	}{{"lazy", report.Fail}, {"worker", report.Pass}} {
+		verdict Verdict
+	}{{"lazy", Fail}, {"worker", Pass}} {
 		t.Run("reclaim="+c.reclaim, func(t *testing.T) {
 			tr, _ := gpuTrace(t, obs, bin, "--backend", "cuda", "--no-progress", "capture", "--mode=global", "--reclaim="+c.reclaim)
 			if tr.j.Verdict != c.verdict {
 				t.Errorf("--reclaim=%s: %s, want %s", c.reclaim, tr.j.Headline(), c.verdict)
 			}
-			if c.verdict == report.Fail && (tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != "cuStreamQuery") {
+			if c.verdict == Fail && (tr.j.Culprit == nil || BaseName(tr.j.Culprit.Name) != "cuStreamQuery") {
 				t.Errorf("--reclaim=%s: culprit %+v, want cuStreamQuery", c.reclaim, tr.j.Culprit)
 			}
 		})

@@ -33,10 +33,6 @@ var linkFlags = []string{"-ldl"}
 // ObserverLibrary is the built library's file name.
 const ObserverLibrary = "libmiotool-observer.so"
 
-// EnvObserver names a prebuilt observer library to use instead of
-// building one.
-const EnvObserver = "MIOTOOL_TRACE_OBSERVER"
-
 // BuildOptions say how to build the observer.
 type BuildOptions struct {
 	// CC is the compiler command (a name or path, optionally with
@@ -57,8 +53,7 @@ type NoCompilerError struct {
 
 func (e *NoCompilerError) Error() string {
 	return fmt.Sprintf("no C compiler to build the trace observer with (tried %s): install one "+
-		"(for example: apt-get install gcc), or give a prebuilt observer with --observer PATH or %s",
-		strings.Join(e.Tried, ", "), EnvObserver)
+		"(for example: apt-get install gcc)", strings.Join(e.Tried, ", "))
 }
 
 // BuildError is a compiler that failed on the observer's source.
@@ -115,7 +110,7 @@ func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, 
 	if cache == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
-			return "", fmt.Errorf("no cache directory for the trace observer (%v): give a prebuilt one with --observer PATH or %s", err, EnvObserver)
+			return "", fmt.Errorf("no cache directory for the trace observer: %w", err)
 		}
 		cache = filepath.Join(base, "miotool", "trace")
 	}

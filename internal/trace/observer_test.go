@@ -112,7 +112,7 @@ func TestBuildWithoutACompiler(t *testing.T) {
 			_, err := Build(context.Background(), c.o)
 			var nc *NoCompilerError
 			if !errors.As(err, &nc) || !strings.Contains(err.Error(), c.tried) ||
-				!strings.Contains(err.Error(), "apt-get install gcc") || !strings.Contains(err.Error(), "--observer PATH") {
+				!strings.Contains(err.Error(), "apt-get install gcc") {
 				t.Fatalf("%v", err)
 			}
 		})

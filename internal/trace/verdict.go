@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"miotool/internal/childproc"
-	"miotool/internal/report"
 	"miotool/internal/words"
 )
 
@@ -169,10 +168,27 @@ func (r *Result) FirstCulprit() (*Call, *Capture) {
 	return best, at
 }
 
+// Verdict is a trace's outcome in one word.
+type Verdict string
+
+// Verdicts.
+const (
+	Pass Verdict = "PASS"
+	Fail Verdict = "FAIL"
+	// NothingToCheck: no capture began (or the observer never saw one).
+	NothingToCheck Verdict = "SKIP"
+	// Interrupted: miotool, or SIGINT on the program's terminal, stopped
+	// the program.
+	Interrupted Verdict = "INTERRUPTED"
+)
+
 // Judgement is a trace's verdict and the one line that says why.
 type Judgement struct {
-	Verdict report.Verdict
+	Verdict Verdict
 	Summary string
+	// HazardsFailed says that the hazards alone failed the trace, as the
+	// strict judgement asked.
+	HazardsFailed bool
 	// Culprit is the first culprit and Capture the capture it broke (or
 	// the first failing capture when no call was refused); Hazard the
 	// first hazard. Each may be nil.
@@ -210,7 +226,7 @@ func Judge(r *Result, strict bool) Judgement {
 		// A program that SIGINT ended was interrupted as much as one
 		// miotool stopped: on a terminal, Ctrl-C reaches the program's
 		// group, which has the foreground, and not miotool.
-		j.Verdict = report.Interrupted
+		j.Verdict = Interrupted
 		seen := fmt.Sprintf("%d %s seen", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
 		switch {
 		case j.Capture != nil:
@@ -220,19 +236,20 @@ func Judge(r *Result, strict bool) Judgement {
 		}
 		j.Summary = "interrupted: the program " + r.Exit.Describe() + "; " + seen
 	case j.Capture != nil:
-		j.Verdict = report.Fail
+		j.Verdict = Fail
 		j.Summary = failureSummary(r, j.Culprit, j.Capture)
 	case r.Ran() == 0:
-		j.Verdict = report.Skip
+		j.Verdict = NothingToCheck
 		j.Summary = "no capture began: nothing to check" + nothingReasons(r)
 	case strict && j.Hazard != nil:
-		j.Verdict = report.Fail
-		j.Summary = hazardSummary(r, *j.Hazard) + fmt.Sprintf(" (--strict; %d %s)", len(r.Hazards), words.Plural(len(r.Hazards), "hazard", "hazards"))
+		j.Verdict = Fail
+		j.HazardsFailed = true
+		j.Summary = hazardSummary(r, *j.Hazard)
 	case !r.Exit.OK():
-		j.Verdict = report.Fail
+		j.Verdict = Fail
 		j.Summary = fmt.Sprintf("every capture ended well (%d), but the program %s", r.Ran(), r.Exit.Describe())
 	default:
-		j.Verdict = report.Pass
+		j.Verdict = Pass
 		j.Summary = fmt.Sprintf("%d %s ended with success, nothing refused", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
 		if j.Hazard != nil {
 			j.Summary += fmt.Sprintf("; %d latent %s, the first: %s", len(r.Hazards),

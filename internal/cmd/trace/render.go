@@ -86,9 +86,9 @@ func exitShort(e trace.Exit) string {
 // status is the checklist's Status cell: the verdict's word, the first
 // culprit or failure, and how the program ended.
 func status(res *trace.Result, j trace.Judgement) string {
-	word := j.Verdict.Status()
+	word := reportVerdict(j.Verdict).Status()
 	switch {
-	case j.Verdict == report.Skip:
+	case j.Verdict == trace.NothingToCheck:
 		return word + ": no capture began; " + exitShort(res.Exit)
 	case j.Culprit != nil:
 		return fmt.Sprintf("%s: %s refused (%d); %s", word, trace.BaseName(j.Culprit.Name), int(j.Culprit.Result), exitShort(res.Exit))
@@ -96,7 +96,7 @@ func status(res *trace.Result, j trace.Judgement) string {
 		return fmt.Sprintf("%s: end capture %d; %s", word, int(j.Capture.End.Result), exitShort(res.Exit))
 	case j.Capture != nil && j.Capture.End == nil:
 		return fmt.Sprintf("%s: a capture never ended; %s", word, exitShort(res.Exit))
-	case j.Verdict == report.Fail && j.Hazard != nil:
+	case j.HazardsFailed:
 		return fmt.Sprintf("%s: %d %s (--strict); %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
 	case len(res.Hazards) > 0:
 		return fmt.Sprintf("%s with %d %s; %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))

@@ -142,13 +142,45 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 	fl.SortFlags = false
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards: calls that only the capture's relaxed or thread-local mode let through")
-	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+trace.EnvObserver+")")
+	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+envObserver+")")
 	_ = cmd.MarkFlagFilename("observer", "so")
 	cli.MarkInputFile(cmd, "observer")
 	// The program and its arguments may name files it reads or writes,
 	// which no result file may replace.
 	cli.MarkInputArgs(cmd)
 	return cmd
+}
+
+// envObserver is the environment's spelling of --observer, and
+// prebuiltHint the way round a missing compiler or cache directory.
+var (
+	envObserver  = cli.EnvName("trace.observer")
+	prebuiltHint = "give a prebuilt observer with --observer PATH or " + envObserver
+)
+
+// reportVerdict is a trace's verdict as a result states it.
+func reportVerdict(v trace.Verdict) report.Verdict {
+	switch v {
+	case trace.Pass:
+		return report.Pass
+	case trace.Fail:
+		return report.Fail
+	case trace.NothingToCheck:
+		return report.Skip
+	case trace.Interrupted:
+		return report.Interrupted
+	}
+	return report.Error
+}
+
+// headlineSummary is the judgement's line, with the flag that made
+// hazards fail where they alone did.
+func headlineSummary(res *trace.Result, j trace.Judgement) string {
+	if !j.HazardsFailed {
+		return j.Summary
+	}
+	n := len(res.Hazards)
+	return fmt.Sprintf("%s (--strict; %d %s)", j.Summary, n, words.Plural(n, "hazard", "hazards"))
 }
 
 // programArgs checks that the program follows --, and only it.
@@ -261,7 +293,7 @@ func (o *TraceOptions) RunTrace() error {
 	}
 	j := trace.Judge(res, o.Strict)
 	fill(r, res, j, rules)
-	r.Finish(j.Verdict, j.Summary, o.Now())
+	r.Finish(reportVerdict(j.Verdict), headlineSummary(res, j), o.Now())
 	return cli.RenderResult(o.IO, o.Global.Format, r)
 }
 
@@ -273,7 +305,7 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 	var be *trace.BuildError
 	switch {
 	case errors.As(err, &nc):
-		r.Finish(report.Skip, nc.Error(), o.Now())
+		r.Finish(report.Skip, nc.Error()+", or "+prebuiltHint, o.Now())
 	case ctx.Err() != nil:
 		r.Finish(report.Interrupted, "interrupted while building the trace observer: the program was not started", o.Now())
 	case errors.As(err, &be):
@@ -284,7 +316,7 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 			}
 		}
 	default:
-		r.Finish(report.Error, fmt.Sprintf("the trace observer: %v", err), o.Now())
+		r.Finish(report.Error, fmt.Sprintf("the trace observer: %v: %s", err, prebuiltHint), o.Now())
 	}
 	r.Note("the program was not started: %s", report.JoinCommandLine(append([]string{o.Program}, o.Args...)))
 	return cli.RenderResult(o.IO, o.Global.Format, r)

@@ -130,7 +130,7 @@ func TestTraceBuildFailures(t *testing.T) {
 		stderr string
 	}{
 		{"no compiler", &trace.NoCompilerError{Tried: []string{"cc", "gcc", "clang"}}, cli.ExitSkipped,
-			"no C compiler to build the trace observer with (tried cc, gcc, clang): install one (for example: apt-get install gcc)"},
+			"no C compiler to build the trace observer with (tried cc, gcc, clang): install one (for example: apt-get install gcc), or give a prebuilt observer with --observer PATH or MIOTOOL_TRACE_OBSERVER"},
 		{"the compiler failed", &trace.BuildError{Command: []string{"/usr/bin/cc", "-shared"}, Output: "observer.c:1: error: boom", Err: errors.New("exit status 1")},
 			cli.ExitToolFailure, "building the trace observer failed (/usr/bin/cc -shared): exit status 1"},
 	}
@@ -231,7 +231,7 @@ func TestFill(t *testing.T) {
 	j := trace.Judge(res, false)
 	r := report.New("trace", "miotool trace -- python3 'train step.py'", time.Unix(0, 0))
 	fill(r, res, j, rulesTables)
-	r.Finish(j.Verdict, j.Summary, time.Unix(5, 0))
+	r.Finish(reportVerdict(j.Verdict), headlineSummary(res, j), time.Unix(5, 0))
 
 	if r.Verdict != report.Fail || !strings.HasPrefix(r.Summary, "cuCtxSynchronize from thread 512 (cudaDeviceSynchronize ← c10::cuda::device_synchronize) invalidated the global-mode capture begun by thread 485 of process 7 on stream 0x356a1150; end capture 901") {
 		t.Errorf("headline %s - %s", r.Verdict, r.Summary)
@@ -381,4 +381,28 @@ func TestTraceJUnit(t *testing.T) {
 		t.Errorf("exit %d, JUnit:\n%s", code, data)
 	}
 	t.Run("skipped, against junit-10.xsd", func(t *testing.T) { testutil.ValidateJUnit(t, data) })
+}
+
+// TestHeadline: each trace verdict is the result's verdict of the same
+// word, and hazards that alone failed a trace name the flag that made
+// them fail and how many there were.
+func TestHeadline(t *testing.T) {
+	two := &trace.Result{Hazards: make([]trace.Hazard, 2)}
+	cases := []struct {
+		j       trace.Judgement
+		verdict report.Verdict
+		summary string
+	}{
+		{trace.Judgement{Verdict: trace.Pass, Summary: "1 capture ended with success"}, report.Pass, "1 capture ended with success"},
+		{trace.Judgement{Verdict: trace.Fail, Summary: "x invalidated"}, report.Fail, "x invalidated"},
+		{trace.Judgement{Verdict: trace.Fail, Summary: "q succeeded only because", HazardsFailed: true}, report.Fail, "q succeeded only because (--strict; 2 hazards)"},
+		{trace.Judgement{Verdict: trace.NothingToCheck, Summary: "no capture began"}, report.Skip, "no capture began"},
+		{trace.Judgement{Verdict: trace.Interrupted, Summary: "interrupted"}, report.Interrupted, "interrupted"},
+		{trace.Judgement{Verdict: "MAYBE"}, report.Error, ""},
+	}
+	for _, c := range cases {
+		if v, s := reportVerdict(c.j.Verdict), headlineSummary(two, c.j); v != c.verdict || s != c.summary {
+			t.Errorf("%s %q: got %s %q, want %s %q", c.j.Verdict, c.j.Summary, v, s, c.verdict, c.summary)
+		}
+	}
 }
