@@ -92,6 +92,9 @@ type Capture struct {
 	Stream   uint64
 	Mode     hip.CaptureMode
 	Begin    int64
+	// Device is the ordinal of the device its beginning thread worked on
+	// (-1: the runtime did not say); Result.Devices describes it.
+	Device int
 	// BeginName and BeginResult are the begin call's; a capture whose
 	// begin failed never ran.
 	BeginName    string
@@ -147,6 +150,19 @@ type Process struct {
 	Start     int64
 }
 
+// Device is a device some capture of a process began on, as the
+// process's runtime named it.
+type Device struct {
+	PID     int
+	API     hip.Dialect
+	Ordinal int
+	Name    string // e.g. "NVIDIA H200"; "" when the runtime did not say
+	Arch    string // e.g. "sm_90", "gfx942:sramecc+:xnack-"
+	// ComputeUnits: multiprocessors (CUDA) or compute units (HIP); 0
+	// when the runtime did not say.
+	ComputeUnits int
+}
+
 // Note is what the observer reported about itself, e.g. the CUPTI
 // subscription of one process.
 type Note struct {
@@ -162,6 +178,7 @@ type collector struct {
 	procIndex    map[int]*Process
 	procsOmitted int
 	notes        []Note
+	devices      []Device
 	captures     []*Capture
 	omitted      int // clean captures past the limit
 	ids          int
@@ -207,6 +224,8 @@ func (c *collector) add(e Event) {
 		}
 	case kindNote:
 		c.notes = append(c.notes, Note{PID: e.PID, Topic: e.Topic, Status: e.Status, Text: e.Text})
+	case kindDevice:
+		c.device(e)
 	case kindBegin:
 		c.begin(e)
 	case kindEnd:
@@ -221,9 +240,22 @@ func (c *collector) add(e Event) {
 	}
 }
 
+// device keeps a device's description, once per process, runtime and
+// ordinal (two threads may both describe it first).
+func (c *collector) device(e Event) {
+	d := Device{PID: e.PID, API: e.API, Ordinal: e.Device, Name: e.DeviceName, Arch: e.Arch, ComputeUnits: e.ComputeUnit}
+	if slices.ContainsFunc(c.devices, func(x Device) bool { return x.PID == d.PID && x.API == d.API && x.Ordinal == d.Ordinal }) {
+		return
+	}
+	// Bounded as processes are: one device per process in the common case.
+	if len(c.devices) < c.limits.Processes {
+		c.devices = append(c.devices, d)
+	}
+}
+
 func (c *collector) begin(e Event) {
 	c.ids++
-	cp := &Capture{ID: c.ids, API: e.API, PID: e.PID, TID: e.TID, Stream: e.Stream, Mode: e.Mode, Begin: e.Time,
+	cp := &Capture{ID: c.ids, API: e.API, PID: e.PID, TID: e.TID, Stream: e.Stream, Mode: e.Mode, Begin: e.Time, Device: e.Device,
 		BeginName: e.Name, BeginResult: e.Result, BeginCallers: c.resolve(e.Callers),
 		ByName: map[string]int{}, ByThread: map[int]int{}}
 	c.captures = append(c.captures, cp)

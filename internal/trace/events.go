@@ -12,14 +12,15 @@ import (
 
 // Kinds of observer records (observer/observer.c writes them).
 const (
-	kindHello = "hello" // a process image loaded the observer: ppid, executable
-	kindFork  = "fork"  // a process forked: the child, as itself
-	kindNote  = "note"  // the observer about itself: topic, status, text
-	kindBegin = "begin" // a capture began or failed to: runtime, call, stream, mode, result, callers
-	kindEnd   = "end"   // a capture ended or failed to: runtime, call, stream, result, callers
-	kindGone  = "gone"  // a capturing stream was destroyed: runtime, stream
-	kindCall  = "call"  // a call during a capture: runtime, call, stream, event, result, thread mode[, callers]
-	kindEOF   = "eof"   // miotool's own end-of-events marker
+	kindHello  = "hello"  // a process image loaded the observer: ppid, executable
+	kindFork   = "fork"   // a process forked: the child, as itself
+	kindNote   = "note"   // the observer about itself: topic, status, text
+	kindDevice = "device" // a device a capture began on, first named in this process: runtime, ordinal, name, arch, compute units
+	kindBegin  = "begin"  // a capture began or failed to: runtime, call, stream, mode, result, device ordinal, callers
+	kindEnd    = "end"    // a capture ended or failed to: runtime, call, stream, result, callers
+	kindGone   = "gone"   // a capturing stream was destroyed: runtime, stream
+	kindCall   = "call"   // a call during a capture: runtime, call, stream, event, result, thread mode[, callers]
+	kindEOF    = "eof"    // miotool's own end-of-events marker
 )
 
 // RawFrame is one native caller as the observer saw it: the shared object
@@ -47,6 +48,12 @@ type Event struct {
 	// Callers, innermost first, and how many more did not fit the record.
 	Callers []RawFrame
 	Omitted int
+	// Device is the device ordinal of begin and device records (-1: the
+	// runtime did not say); device records describe it.
+	Device      int
+	DeviceName  string
+	Arch        string
+	ComputeUnit int
 	// hello and fork.
 	PPID int
 	Exe  string
@@ -129,13 +136,19 @@ func ParseEvent(line []byte) (Event, error) {
 		}
 		e.API, e.Stream = api(rest[0]), hex(rest[1])
 		return e, err
-	case kindBegin:
+	case kindDevice:
 		if err := need(5); err != nil {
 			return e, err
 		}
+		e.API, e.Device, e.DeviceName, e.Arch, e.ComputeUnit = api(rest[0]), num(rest[1]), rest[2], rest[3], num(rest[4])
+		return e, err
+	case kindBegin:
+		if err := need(6); err != nil {
+			return e, err
+		}
 		e.API, e.Name, e.Stream = api(rest[0]), rest[1], hex(rest[2])
-		e.Mode, e.Result = hip.CaptureMode(num(rest[3])), hip.Code(num(rest[4]))
-		fixed = 5
+		e.Mode, e.Result, e.Device = hip.CaptureMode(num(rest[3])), hip.Code(num(rest[4])), num(rest[5])
+		fixed = 6
 	case kindEnd:
 		if err := need(4); err != nil {
 			return e, err

@@ -175,7 +175,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Program: o.Program, Path: path, Args: o.Args, Observer: observer, Exit: exit,
-		Processes: coll.procs, ProcessesOmitted: coll.procsOmitted, Notes: coll.notes, Captures: coll.captures, CapturesOmitted: coll.omitted,
+		Processes: coll.procs, ProcessesOmitted: coll.procsOmitted, Notes: coll.notes, Devices: coll.devices, Captures: coll.captures, CapturesOmitted: coll.omitted,
 		Events: coll.events, Malformed: coll.malformed, Stray: coll.stray, Start: coll.first}
 	r.Hazards = Hazards(r.Captures, tables)
 	return r, nil

@@ -29,13 +29,17 @@ type runtimeCase struct {
 	end     string
 	malloc  string
 	dialect hip.Dialect
+	launch  string
+	device  Device // what the stand-in runtime says of its device
 }
 
 var runtimes = []runtimeCase{
 	{"hip", func(k *kit) string { return k.hipProg }, "hipDeviceSynchronize", "hipStreamQuery", "hipEventQuery",
-		"hipStreamEndCapture", "hipMalloc", hip.DialectHIP},
+		"hipStreamEndCapture", "hipMalloc", hip.DialectHIP, "hipLaunchKernel",
+		Device{API: hip.DialectHIP, Ordinal: 0, Name: "Stand-in HIP device 0", Arch: "gfx942:sramecc+:xnack-", ComputeUnits: 304}},
 	{"cuda", func(k *kit) string { return k.cudaProg }, "cuCtxSynchronize", "cuStreamQuery", "cuEventQuery",
-		"cuStreamEndCapture", "cuMemAlloc", hip.DialectCUDA},
+		"cuStreamEndCapture", "cuMemAlloc", hip.DialectCUDA, "cuLaunchKernel",
+		Device{API: hip.DialectCUDA, Ordinal: 1, Name: "Stand-in CUDA device 1", Arch: "sm_90", ComputeUnits: 132}},
 }
 
 // firstNamed is the first caller with a name.
@@ -154,6 +158,23 @@ func TestTraceVerdicts(t *testing.T) {
 			{"clean", false, Pass, "1 capture ended with success, nothing refused", 0, func(t *testing.T, tr traced) {
 				if c := tr.r.Captures[0]; !c.EndedWell() || c.Calls != 3 || c.ByName["cuLaunchKernel"]+c.ByName["hipLaunchKernel"] != 3 {
 					t.Errorf("capture %+v, want 3 launches counted", c)
+				}
+			}},
+			{"two-captures", false, Pass, "2 captures ended with success, nothing refused", 0, func(t *testing.T, tr traced) {
+				// The observer's own device queries at b's begin are
+				// not calls made during a.
+				for _, c := range tr.r.Captures {
+					own := c.ByName["cuCtxGetDevice"] + c.ByName["cuDeviceGetName"] + c.ByName["cuDeviceGetAttribute"] +
+						c.ByName["hipGetDevice"] + c.ByName["hipDeviceGetName"] + c.ByName["hipDeviceGetAttribute"]
+					if own != 0 || c.ByName[rt.launch] != 1 || c.Device != rt.device.Ordinal {
+						t.Errorf("capture %d: calls %v on device %d, want its one launch and none of the observer's device queries on device %d",
+							c.ID, c.ByName, c.Device, rt.device.Ordinal)
+					}
+				}
+				want := rt.device
+				want.PID = tr.r.Processes[0].PID
+				if len(tr.r.Devices) != 1 || tr.r.Devices[0] != want {
+					t.Errorf("devices %+v, want %+v described once", tr.r.Devices, want)
 				}
 			}},
 			{"none", false, NothingToCheck, "no capture began: nothing to check", 0, nil},

@@ -65,7 +65,10 @@ type Result struct {
 	Processes        []*Process
 	ProcessesOmitted int
 	Notes            []Note
-	Captures         []*Capture
+	// Devices the captures began on, as each process's runtime named
+	// them, in the order first seen.
+	Devices  []Device
+	Captures []*Capture
 	// CapturesOmitted counts clean captures past Limits.Captures, only
 	// counted.
 	CapturesOmitted int

@@ -173,7 +173,8 @@ func TestTraceBinary(t *testing.T) {
 		r := b.run(t, "", nil, "trace", "--", k.HIPProg, "sync-other-thread")
 		for _, want := range []string{"(worker_synchronize) invalidated the global-mode capture begun by thread",
 			"end capture 901", "900 hipErrorStreamCaptureUnsupported", "hipprog(worker_synchronize)", "first culprit",
-			"(another thread)", "processes observed (1)"} {
+			"(another thread)", "processes observed (1)",
+			"device:   Stand-in HIP device 0 (gfx942:sramecc+:xnack-, 304 CUs, hip device 0)"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("output lacks %q:\n%s", want, r.stdout)
 			}
@@ -212,6 +213,7 @@ func TestTraceBinary(t *testing.T) {
 			t.Fatalf("the JSON after the program's output: %v\n%s", err, r.stdout)
 		}
 		if res.Verdict != report.Fail || res.Check != "trace" || !strings.HasPrefix(res.Summary, "hipDeviceSynchronize from thread") ||
+			res.Device.Name != "Stand-in HIP device 0" || res.Device.Arch != "gfx942" ||
 			len(res.Tables) < 3 || res.Tables[2].Title != "refused calls (callers innermost first, ← called from)" {
 			t.Errorf("JSON result %+v", res)
 		}

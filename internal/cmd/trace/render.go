@@ -26,6 +26,7 @@ const callerFrames = 6
 // checklist status.
 func fill(r *report.Result, res *trace.Result, j trace.Judgement, rules *trace.RulesTables) {
 	r.Backend, r.BackendReason = observed(res)
+	r.Device = device(res)
 	programTable(r, res)
 	captureTable(r, res)
 	refusedTable(r, res, j)
@@ -179,8 +180,17 @@ func captureTable(r *report.Result, res *trace.Result) {
 	for _, h := range res.Hazards {
 		hazards[h.Capture]++
 	}
-	t := r.AddTable("captures", "#", "begun by (pid/thread)", "stream", "mode", "began", "end capture",
-		"calls during it", "threads", "refused", "hazards", "calls by name")
+	// Which device each capture was on matters where there were several.
+	devices := map[[2]string]bool{}
+	for _, c := range res.Captures {
+		devices[[2]string{string(c.API), fmt.Sprint(c.Device)}] = true
+	}
+	columns := []string{"#", "begun by (pid/thread)", "stream", "mode", "began", "end capture",
+		"calls during it", "threads", "refused", "hazards", "calls by name"}
+	if len(devices) > 1 {
+		columns = slices.Insert(columns, 2, "device")
+	}
+	t := r.AddTable("captures", columns...)
 	listed, unlisted := 0, 0
 	for _, c := range res.Captures {
 		failing := !c.EndedWell() || len(c.Refused) > 0 || c.RefusedOmitted > 0
@@ -189,13 +199,71 @@ func captureTable(r *report.Result, res *trace.Result) {
 			continue
 		}
 		listed++
-		t.AddRow(fmt.Sprint(c.ID), fmt.Sprintf("%d/%d", c.PID, c.TID), fmt.Sprintf("%#x", c.Stream), c.Mode.String(),
-			at(res, c.Begin), endText(c), fmt.Sprint(c.Calls), threadsText(c), fmt.Sprint(len(c.Refused)+c.RefusedOmitted),
-			fmt.Sprint(hazards[c]), topCalls(c, 3))
+		cells := []string{fmt.Sprint(c.ID), fmt.Sprintf("%d/%d", c.PID, c.TID), fmt.Sprintf("%#x", c.Stream), c.Mode.String(),
+			at(res, c.Begin), endText(c), fmt.Sprint(c.Calls), threadsText(c), fmt.Sprint(len(c.Refused) + c.RefusedOmitted),
+			fmt.Sprint(hazards[c]), topCalls(c, 3)}
+		if len(devices) > 1 {
+			cells = slices.Insert(cells, 2, deviceCell(c))
+		}
+		t.AddRow(cells...)
 	}
 	if n := unlisted + res.CapturesOmitted; n > 0 {
 		r.Note("%d more %s ended with success, nothing refused: counted, not listed", n, words.Plural(n, "capture", "captures"))
 	}
+}
+
+// device is the result's device: the one the program's captures began on,
+// as its runtime named it (all of them, where they were several).
+func device(res *trace.Result) report.Device {
+	type described struct {
+		api          hip.Dialect
+		ordinal, cus int
+		name, arch   string
+	}
+	var seen []described
+	for _, d := range res.Devices {
+		x := described{d.API, d.Ordinal, d.ComputeUnits, d.Name, d.Arch}
+		if !slices.Contains(seen, x) {
+			seen = append(seen, x)
+		}
+	}
+	var names, descriptions []string
+	var out report.Device
+	for _, d := range seen {
+		// The architecture without its target features: gfx942, not
+		// gfx942:sramecc+:xnack-.
+		arch, _, _ := strings.Cut(d.arch, ":")
+		name := d.name
+		if name == "" {
+			name = fmt.Sprintf("%s device %d", d.api, d.ordinal)
+		}
+		var about []string
+		if d.arch != "" {
+			about = append(about, d.arch)
+		}
+		if d.cus > 0 {
+			about = append(about, fmt.Sprintf("%d CUs", d.cus))
+		}
+		about = append(about, fmt.Sprintf("%s device %d", d.api, d.ordinal))
+		out = report.Device{Name: name, Arch: arch}
+		names = append(names, out.Short())
+		descriptions = append(descriptions, fmt.Sprintf("%s (%s)", name, strings.Join(about, ", ")))
+	}
+	if len(seen) > 1 {
+		out = report.Device{Name: strings.Join(names, ", ")}
+	}
+	if len(seen) > 0 {
+		out.Description = strings.Join(descriptions, "; ")
+	}
+	return out
+}
+
+// deviceCell names a capture's device in the capture table.
+func deviceCell(c *trace.Capture) string {
+	if c.Device < 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s %d", c.API, c.Device)
 }
 
 // callerChain is a call's native callers, innermost first, joined by

@@ -79,7 +79,8 @@ into the user cache directory, or given prebuilt with --observer
 (MIOTOOL_TRACE_OBSERVER). A statically linked program cannot be observed.
 
 What is judged: for each capture, who began it (process, thread, stream,
-mode, time), how its end-capture returned, how many calls were made during it
+mode, time, and the device that thread was on, as the runtime names it: the
+result's device), how its end-capture returned, how many calls were made during it
 and from how many threads, and every call the runtime refused while it was
 active (900-908) with its native callers. FAIL when a capture was
 invalidated, failed or never ended, or a call was refused during one, or the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -403,6 +404,63 @@ func TestHeadline(t *testing.T) {
 	for _, c := range cases {
 		if v, s := reportVerdict(c.j.Verdict), headlineSummary(two, c.j); v != c.verdict || s != c.summary {
 			t.Errorf("%s %q: got %s %q, want %s %q", c.j.Verdict, c.j.Summary, v, s, c.verdict, c.summary)
+		}
+	}
+}
+
+// TestDevice: the result names the device the captures began on as the
+// runtime described it, once however many processes used it, and every
+// device where there were several; the capture table says which capture
+// was on which only then.
+func TestDevice(t *testing.T) {
+	h200 := trace.Device{PID: 7, API: hip.DialectCUDA, Ordinal: 0, Name: "NVIDIA H200", Arch: "sm_90", ComputeUnits: 132}
+	mi300 := trace.Device{PID: 7, API: hip.DialectHIP, Ordinal: 1, Name: "AMD Instinct MI300X", Arch: "gfx942:sramecc+:xnack-", ComputeUnits: 304}
+	again := h200
+	again.PID = 8
+	cases := []struct {
+		name    string
+		devices []trace.Device
+		want    report.Device
+		short   string
+	}{
+		{"none described", nil, report.Device{}, "none"},
+		{"one", []trace.Device{h200}, report.Device{Name: "NVIDIA H200", Arch: "sm_90",
+			Description: "NVIDIA H200 (sm_90, 132 CUs, cuda device 0)"}, "NVIDIA H200 (sm_90)"},
+		{"one in two processes", []trace.Device{h200, again}, report.Device{Name: "NVIDIA H200", Arch: "sm_90",
+			Description: "NVIDIA H200 (sm_90, 132 CUs, cuda device 0)"}, "NVIDIA H200 (sm_90)"},
+		{"HIP's target features stay out of the architecture", []trace.Device{mi300}, report.Device{Name: "AMD Instinct MI300X", Arch: "gfx942",
+			Description: "AMD Instinct MI300X (gfx942:sramecc+:xnack-, 304 CUs, hip device 1)"}, "AMD Instinct MI300X (gfx942)"},
+		{"nameless", []trace.Device{{PID: 7, API: hip.DialectCUDA, Ordinal: 3}}, report.Device{Name: "cuda device 3",
+			Description: "cuda device 3 (cuda device 3)"}, "cuda device 3"},
+		{"two", []trace.Device{h200, mi300}, report.Device{Name: "NVIDIA H200 (sm_90), AMD Instinct MI300X (gfx942)",
+			Description: "NVIDIA H200 (sm_90, 132 CUs, cuda device 0); AMD Instinct MI300X (gfx942:sramecc+:xnack-, 304 CUs, hip device 1)"},
+			"NVIDIA H200 (sm_90), AMD Instinct MI300X (gfx942)"},
+	}
+	for _, c := range cases {
+		got := device(&trace.Result{Devices: c.devices})
+		if got != c.want || got.Short() != c.short {
+			t.Errorf("%s:\n got %+v (%s)\nwant %+v (%s)", c.name, got, got.Short(), c.want, c.short)
+		}
+	}
+
+	for _, c := range []struct {
+		ordinals []int
+		column   bool
+	}{{[]int{0, 0}, false}, {[]int{0, 1}, true}, {[]int{-1, 0}, true}} {
+		res := &trace.Result{}
+		for i, o := range c.ordinals {
+			res.Captures = append(res.Captures, &trace.Capture{ID: i + 1, API: hip.DialectCUDA, PID: 7, TID: 7, Device: o,
+				End: &trace.Ending{}, ByName: map[string]int{}, ByThread: map[int]int{}})
+		}
+		r := report.New("trace", "miotool trace -- x", time.Unix(0, 0))
+		captureTable(r, res)
+		tb := table(t, r, "captures")
+		has := slices.Contains(tb.Columns, "device")
+		if has != c.column {
+			t.Errorf("devices %v: device column %v, want %v", c.ordinals, has, c.column)
+		}
+		if has && (cell(t, tb, 0, "device") != deviceCell(res.Captures[0]) || cell(t, tb, 1, "device") != fmt.Sprintf("cuda %d", c.ordinals[1])) {
+			t.Errorf("devices %v: cells %q, %q", c.ordinals, cell(t, tb, 0, "device"), cell(t, tb, 1, "device"))
 		}
 	}
 }

@@ -149,6 +149,43 @@ static uint64_t mt_handle_at(const void *params, unsigned at) {
     return (uint64_t)(uintptr_t)*field;
 }
 
+/* The device of the calling thread's current context, through the driver
+ * that loaded this library. These calls fire this library's callbacks too;
+ * mt_call leaves them out (mt_own_call). */
+static void mt_cuda_device(struct mt_device *d, int full) {
+    static _Atomic(void *) get_device, get_name, get_attribute;
+    void *fn = atomic_load_explicit(&get_device, memory_order_acquire);
+    if (!fn) {
+        /* The driver is loaded (it loaded this library), in the global
+         * scope or, when the runtime opened it locally, by its soname. */
+        void *h = RTLD_DEFAULT; /* a null handle, not a failure */
+        if (!dlsym(h, "cuCtxGetDevice") && !(h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)))
+            return;
+        atomic_store(&get_name, dlsym(h, "cuDeviceGetName"));
+        atomic_store(&get_attribute, dlsym(h, "cuDeviceGetAttribute"));
+        fn = dlsym(h, "cuCtxGetDevice");
+        if (!fn)
+            return;
+        atomic_store_explicit(&get_device, fn, memory_order_release);
+    }
+    mt_CUdevice dev;
+    if (((mt_cuCtxGetDevice_fn)fn)(&dev) != 0)
+        return;
+    d->ordinal = dev;
+    if (!full)
+        return;
+    mt_cuDeviceGetName_fn name = (mt_cuDeviceGetName_fn)atomic_load(&get_name);
+    mt_cuDeviceGetAttribute_fn attribute = (mt_cuDeviceGetAttribute_fn)atomic_load(&get_attribute);
+    if (name && name(d->name, (int)sizeof d->name, dev) != 0)
+        d->name[0] = '\0';
+    int major = 0, minor = 0, sms = 0;
+    if (attribute && attribute(&major, MT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == 0 &&
+        attribute(&minor, MT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == 0)
+        snprintf(d->arch, sizeof d->arch, "sm_%d%d", major, minor);
+    if (attribute && attribute(&sms, MT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == 0)
+        d->cus = sms;
+}
+
 /* The mode a thread asked for at the entry of its exchange, kept for the
  * exit, where the parameter holds the old mode instead. */
 static MT_TLS unsigned mt_pending_mode;
@@ -175,15 +212,16 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
     switch (kind) {
     case MT_K_BEGIN:
         mt_begin(MT_API_CUDA, cb->functionName, stream,
-                 cb->functionParams ? ((const mt_cuStreamBeginCapture_v2_params *)cb->functionParams)->mode : 0, result);
+                 cb->functionParams ? ((const mt_cuStreamBeginCapture_v2_params *)cb->functionParams)->mode : 0, result,
+                 mt_cuda_device);
         return;
     case MT_K_BEGIN_GLOBAL:
-        mt_begin(MT_API_CUDA, cb->functionName, stream, MT_CU_STREAM_CAPTURE_MODE_GLOBAL, result);
+        mt_begin(MT_API_CUDA, cb->functionName, stream, MT_CU_STREAM_CAPTURE_MODE_GLOBAL, result, mt_cuda_device);
         return;
     case MT_K_BEGIN_TO_GRAPH:
         mt_begin(MT_API_CUDA, cb->functionName, stream,
                  cb->functionParams ? ((const mt_cuStreamBeginCaptureToGraph_params *)cb->functionParams)->mode : 0,
-                 result);
+                 result, mt_cuda_device);
         return;
     case MT_K_END:
         /* CUDA ends the capture whatever EndCapture returns (from the wrong

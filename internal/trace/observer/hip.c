@@ -57,6 +57,37 @@ static void *mt_resolve(_Atomic(void *) *slot, const char *name) {
 
 #define MT_S(s) ((uint64_t)(uintptr_t)(s))
 
+/* The calling thread's current device, through the runtime's own
+ * functions (none of which the interposer defines). */
+static void mt_hip_device(struct mt_device *d, int full) {
+    static _Atomic(void *) get_device, get_name, get_attribute, get_properties;
+    mt_hipGetDevice_fn device = (mt_hipGetDevice_fn)mt_resolve(&get_device, "hipGetDevice");
+    int dev;
+    if (!device || device(&dev) != MT_hipSuccess)
+        return;
+    d->ordinal = dev;
+    if (!full)
+        return;
+    mt_hipDeviceGetName_fn name = (mt_hipDeviceGetName_fn)mt_resolve(&get_name, "hipDeviceGetName");
+    if (name && name(d->name, (int)sizeof d->name, dev) != MT_hipSuccess)
+        d->name[0] = '\0';
+    mt_hipDeviceGetAttribute_fn attribute = (mt_hipDeviceGetAttribute_fn)mt_resolve(&get_attribute, "hipDeviceGetAttribute");
+    int cus = 0;
+    if (attribute && attribute(&cus, MT_hipDeviceAttributeMultiprocessorCount, dev) == MT_hipSuccess)
+        d->cus = cus;
+    mt_hipGetDevicePropertiesR0600_fn properties =
+        (mt_hipGetDevicePropertiesR0600_fn)mt_resolve(&get_properties, "hipGetDevicePropertiesR0600");
+    _Alignas(16) unsigned char prop[MT_HIP_DEVICE_PROP_SIZE];
+    if (properties && properties((struct hipDeviceProp_tR0600 *)(void *)prop, dev) == MT_hipSuccess) {
+        const char *arch = (const char *)prop + MT_HIP_DEVICE_PROP_GCN_ARCH_NAME;
+        size_t n = strnlen(arch, MT_HIP_DEVICE_PROP_GCN_ARCH_NAME_LEN);
+        if (n >= sizeof d->arch)
+            n = sizeof d->arch - 1;
+        memcpy(d->arch, arch, n);
+        d->arch[n] = '\0';
+    }
+}
+
 /* A call that names a stream and an event; candidate: the capture rules
  * govern it, so its callers matter even when it succeeds. */
 static mt_hipError_t mt_seen(const char *name, mt_hipError_t r, uint64_t stream, uint64_t event, int candidate) {
@@ -68,7 +99,7 @@ static mt_hipError_t mt_seen(const char *name, mt_hipError_t r, uint64_t stream,
 mt_hipError_t hipStreamBeginCapture(mt_hipStream_t stream, mt_hipStreamCaptureMode mode) {
     MT_REAL(hipStreamBeginCapture)
     mt_hipError_t r = real(stream, mode);
-    mt_begin(MT_API_HIP, "hipStreamBeginCapture", MT_S(stream), mode, r);
+    mt_begin(MT_API_HIP, "hipStreamBeginCapture", MT_S(stream), mode, r, mt_hip_device);
     return r;
 }
 
@@ -78,7 +109,7 @@ mt_hipError_t hipStreamBeginCaptureToGraph(mt_hipStream_t stream, mt_hipGraph_t 
                                            mt_hipStreamCaptureMode mode) {
     MT_REAL(hipStreamBeginCaptureToGraph)
     mt_hipError_t r = real(stream, graph, dependencies, dependencyData, numDependencies, mode);
-    mt_begin(MT_API_HIP, "hipStreamBeginCaptureToGraph", MT_S(stream), mode, r);
+    mt_begin(MT_API_HIP, "hipStreamBeginCaptureToGraph", MT_S(stream), mode, r, mt_hip_device);
     return r;
 }
 

@@ -27,6 +27,17 @@ typedef struct CUgraph_st *mt_CUgraph;
 typedef struct CUgraphNode_st *mt_CUgraphNode;
 typedef struct CUgraphExec_st *mt_CUgraphExec;
 
+/* The device a capture's thread works on: its current context's device,
+ * named and described by the driver. */
+typedef int mt_CUdevice;                     /* CUdevice */
+typedef unsigned int mt_CUdevice_attribute; /* enum CUdevice_attribute_enum */
+#define MT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define MT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define MT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+typedef mt_CUresult (*mt_cuCtxGetDevice_fn)(mt_CUdevice *device);
+typedef mt_CUresult (*mt_cuDeviceGetName_fn)(char *name, int len, mt_CUdevice dev);
+typedef mt_CUresult (*mt_cuDeviceGetAttribute_fn)(int *pi, mt_CUdevice_attribute attrib, mt_CUdevice dev);
+
 #define MT_CU_STREAM_CAPTURE_MODE_GLOBAL 0
 #define MT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define MT_CU_STREAM_CAPTURE_MODE_RELAXED 2
@@ -134,6 +145,23 @@ typedef struct hipGraphExec *mt_hipGraphExec_t;
 typedef struct hipGraphEdgeData mt_hipGraphEdgeData; /* only pointed to */
 typedef void (*mt_hipHostFn_t)(void *userData);
 typedef struct mt_dim3 { uint32_t x, y, z; } mt_dim3; /* dim3 */
+
+/* The device a capture's thread works on: its current device, named and
+ * described by the runtime. HIP 6 exports hipGetDeviceProperties as
+ * hipGetDevicePropertiesR0600 with the struct of that name; the observer
+ * reads only its gcnArchName, at the header's offset, from a buffer of the
+ * header's size. */
+typedef int mt_hipDevice_t;
+typedef unsigned int mt_hipDeviceAttribute_t; /* enum hipDeviceAttribute_t */
+#define MT_hipDeviceAttributeMultiprocessorCount 63
+#define MT_HIP_DEVICE_PROP_SIZE 1472         /* sizeof(hipDeviceProp_tR0600) */
+#define MT_HIP_DEVICE_PROP_GCN_ARCH_NAME 1160 /* offsetof(hipDeviceProp_tR0600, gcnArchName) */
+#define MT_HIP_DEVICE_PROP_GCN_ARCH_NAME_LEN 256
+typedef mt_hipError_t (*mt_hipGetDevice_fn)(int *deviceId);
+typedef mt_hipError_t (*mt_hipDeviceGetName_fn)(char *name, int len, mt_hipDevice_t device);
+typedef mt_hipError_t (*mt_hipDeviceGetAttribute_fn)(int *pi, mt_hipDeviceAttribute_t attr, int deviceId);
+struct hipDeviceProp_tR0600; /* only pointed to */
+typedef mt_hipError_t (*mt_hipGetDevicePropertiesR0600_fn)(struct hipDeviceProp_tR0600 *prop, int deviceId);
 
 #define MT_hipSuccess 0
 #define MT_hipErrorNotInitialized 3

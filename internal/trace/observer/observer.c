@@ -22,7 +22,7 @@
  *
  * Record: one line of tab-separated fields,
  *   MT1 kind pid tid time-ns fields...
- * with kind hello, fork, note, begin, end, gone or call (see the Go reader,
+ * with kind hello, fork, note, device, begin, end, gone or call (see the Go reader,
  * events.go); the native callers close begin, end and call records as
  * (module path, symbol or empty, offset) triples, then "+N" when N more
  * frames did not fit.
@@ -293,8 +293,53 @@ static int mt_remove_capture(int api, uint64_t stream) {
 
 /* ---- events ---- */
 
-void mt_begin(int api, const char *name, uint64_t stream, unsigned mode, unsigned result) {
+MT_TLS int mt_own_call;
+
+/* Which device ordinals (below 64) of each runtime this process has
+ * described; a forked child describes its own again. */
+static _Atomic uint64_t mt_described[2];
+
+/* A signed number field. */
+static void mt_put_i(struct mt_rec *r, long long v) {
+    if (v >= 0) {
+        mt_put_u(r, (unsigned long long)v);
+        return;
+    }
+    char buf[24];
+    buf[0] = '\t';
+    buf[1] = '-';
+    mt_put_bytes(r, buf, 2 + mt_fmt_u(buf + 2, (unsigned long long)(-(v + 1)) + 1, 0));
+}
+
+/* The calling thread's device ordinal, after sending its description the
+ * first time this process names it. */
+static int mt_device(int api, mt_device_fn query) {
+    if (!query)
+        return -1;
+    struct mt_device d = {.ordinal = -1};
+    mt_own_call = 1;
+    query(&d, 0);
+    int ordinal = d.ordinal;
+    uint64_t bit = ordinal >= 0 && ordinal < 64 ? 1ull << ordinal : 0;
+    if (bit && !(atomic_load(&mt_described[api & 1]) & bit)) {
+        query(&d, 1);
+        atomic_fetch_or(&mt_described[api & 1], bit);
+        struct mt_rec r;
+        mt_start(&r, "device", mt_now());
+        mt_put_str(&r, mt_api_name(api), 8);
+        mt_put_i(&r, ordinal);
+        mt_put_str(&r, d.name, sizeof d.name);
+        mt_put_str(&r, d.arch, sizeof d.arch);
+        mt_put_i(&r, d.cus);
+        mt_send(&r);
+    }
+    mt_own_call = 0;
+    return ordinal;
+}
+
+void mt_begin(int api, const char *name, uint64_t stream, unsigned mode, unsigned result, mt_device_fn device) {
     int saved = errno;
+    int ordinal = mt_device(api, device);
     struct mt_rec r;
     mt_start(&r, "begin", mt_now());
     mt_put_str(&r, mt_api_name(api), 8);
@@ -302,6 +347,7 @@ void mt_begin(int api, const char *name, uint64_t stream, unsigned mode, unsigne
     mt_put_x(&r, stream);
     mt_put_u(&r, mode);
     mt_put_u(&r, result);
+    mt_put_i(&r, ordinal);
     mt_put_callers(&r);
     /* Sent before the capture counts as active, so that every call record
      * this capture lets through follows its begin. */
@@ -342,6 +388,8 @@ void mt_stream_gone(int api, uint64_t stream) {
 
 void mt_call(int api, const char *name, uint64_t stream, uint64_t event, unsigned result, unsigned thread_mode,
              int callers) {
+    if (mt_own_call)
+        return;
     int saved = errno;
     struct mt_rec r;
     mt_start(&r, "call", mt_now());
@@ -383,6 +431,8 @@ static void mt_after_fork_child(void) {
     int saved = errno;
     mt_pid = getpid();
     mt_tid = 0;
+    atomic_store(&mt_described[0], 0);
+    atomic_store(&mt_described[1], 0);
     mt_hello("fork");
     errno = saved;
 }

@@ -2,8 +2,10 @@
  * What the observer's parts share: observer.c owns the event transport,
  * the record format, the table of active captures and the callers' stacks;
  * cuda.c is the CUPTI injection library and hip.c the HIP interposer. They
- * only observe: every call goes on to the runtime unchanged, and what was
- * seen goes to miotool, which does all the analysis.
+ * only observe: every call goes on to the runtime unchanged, what was seen
+ * goes to miotool, which does all the analysis, and the only calls of their
+ * own are the read-only queries that name a capture's device (which device,
+ * its name, architecture and compute units), made at a capture's begin.
  */
 #ifndef MT_OBSERVER_H
 #define MT_OBSERVER_H
@@ -37,9 +39,27 @@ static inline int mt_refused(unsigned result) { return result >= 900 && result <
 
 void mt_init_process(void);
 
-/* A capture began (or failed to): always reported; a successful begin makes
- * the stream active, so calls are reported from then on. */
-void mt_begin(int api, const char *name, uint64_t stream, unsigned mode, unsigned result);
+/* The device a capture's thread works on, as its runtime names it.
+ * ordinal < 0: the runtime did not say; cus 0 and arch "" likewise. */
+struct mt_device {
+    int ordinal;
+    int cus;
+    char arch[64];
+    char name[128];
+};
+/* A runtime's query of the calling thread's device: the ordinal only, or
+ * (full) its name, architecture and compute units too. */
+typedef void (*mt_device_fn)(struct mt_device *d, int full);
+
+/* Set while the observer itself calls the runtime (a device query): those
+ * calls are the observer's, never the program's, and are not reported. */
+extern MT_TLS int mt_own_call;
+
+/* A capture began (or failed to): always reported, with the device of the
+ * calling thread (device: its runtime's query, or NULL), described once per
+ * process; a successful begin makes the stream active, so calls are
+ * reported from then on. */
+void mt_begin(int api, const char *name, uint64_t stream, unsigned mode, unsigned result, mt_device_fn device);
 /* A capture ended (or failed to): always reported. keep leaves the capture
  * active (HIP's end from the wrong thread). */
 void mt_end(int api, const char *name, uint64_t stream, unsigned result, int keep);

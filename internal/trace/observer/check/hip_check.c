@@ -34,6 +34,23 @@ _Static_assert(offsetof(mt_dim3, x) == offsetof(dim3, x), "dim3.x");
 _Static_assert(offsetof(mt_dim3, y) == offsetof(dim3, y), "dim3.y");
 _Static_assert(offsetof(mt_dim3, z) == offsetof(dim3, z), "dim3.z");
 
+/* What the observer calls to name a capture's device. */
+_Static_assert(__builtin_types_compatible_p(mt_hipDevice_t, hipDevice_t), "hipDevice_t");
+_Static_assert(__builtin_types_compatible_p(mt_hipDeviceAttribute_t, hipDeviceAttribute_t), "hipDeviceAttribute_t");
+_Static_assert(__builtin_types_compatible_p(mt_hipGetDevice_fn, __typeof__(&hipGetDevice)), "hipGetDevice");
+_Static_assert(__builtin_types_compatible_p(mt_hipDeviceGetName_fn, __typeof__(&hipDeviceGetName)), "hipDeviceGetName");
+_Static_assert(__builtin_types_compatible_p(mt_hipDeviceGetAttribute_fn, __typeof__(&hipDeviceGetAttribute)),
+               "hipDeviceGetAttribute");
+_Static_assert(__builtin_types_compatible_p(mt_hipGetDevicePropertiesR0600_fn, __typeof__(&hipGetDevicePropertiesR0600)),
+               "hipGetDevicePropertiesR0600");
+_Static_assert(MT_hipDeviceAttributeMultiprocessorCount == hipDeviceAttributeMultiprocessorCount,
+               "hipDeviceAttributeMultiprocessorCount");
+_Static_assert(MT_HIP_DEVICE_PROP_SIZE == sizeof(hipDeviceProp_tR0600), "sizeof(hipDeviceProp_tR0600)");
+_Static_assert(MT_HIP_DEVICE_PROP_GCN_ARCH_NAME == offsetof(hipDeviceProp_tR0600, gcnArchName),
+               "hipDeviceProp_tR0600.gcnArchName is elsewhere");
+_Static_assert(MT_HIP_DEVICE_PROP_GCN_ARCH_NAME_LEN == sizeof(((hipDeviceProp_tR0600 *)0)->gcnArchName),
+               "hipDeviceProp_tR0600.gcnArchName's size");
+
 _Static_assert(MT_hipSuccess == hipSuccess, "hipSuccess");
 _Static_assert(MT_hipErrorNotInitialized == hipErrorNotInitialized, "hipErrorNotInitialized");
 _Static_assert(MT_hipErrorStreamCaptureWrongThread == hipErrorStreamCaptureWrongThread,

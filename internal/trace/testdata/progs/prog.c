@@ -232,6 +232,17 @@ int main(int argc, char **argv) {
         end_capture();
     } else if (!strcmp(scenario, "clean")) {
         clean();
+    } else if (!strcmp(scenario, "two-captures")) {
+        /* A second capture begins while the first is active: what the
+         * observer asks the runtime about b's device is not a call of a's. */
+        graph_t g = NULL;
+        say("begin", BEGIN(a, GLOBAL));
+        say("begin b", BEGIN(b, GLOBAL));
+        LAUNCH(a);
+        LAUNCH(b);
+        say("end b", END(b, &g));
+        GRAPH_DESTROY(g);
+        end_capture();
     } else if (!strcmp(scenario, "exit3")) {
         clean();
         return 3;

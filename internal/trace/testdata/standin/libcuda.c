@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -343,4 +344,28 @@ EXPORT mt_CUresult cuThreadExchangeStreamCaptureMode(mt_CUstreamCaptureMode *mod
 EXPORT mt_CUresult cuGraphDestroy(mt_CUgraph g) {
     struct { mt_CUgraph hGraph; } p = {g};
     CALL(25, "cuGraphDestroy", p, (free(g), OK));
+}
+
+/* What the observer asks to name a capture's device. Each fires its
+ * callbacks as the driver's calls do, so that a capture would count them
+ * were they not the observer's own. The stand-in is device 1, to tell its
+ * ordinal from a default. */
+EXPORT mt_CUresult cuCtxGetDevice(mt_CUdevice *dev) {
+    struct { mt_CUdevice *device; } p = {dev};
+    CALL(26, "cuCtxGetDevice", p, (*dev = 1, OK));
+}
+
+EXPORT mt_CUresult cuDeviceGetName(char *name, int len, mt_CUdevice dev) {
+    struct { char *name; int len; mt_CUdevice dev; } p = {name, len, dev};
+    CALL(27, "cuDeviceGetName", p, (snprintf(name, (size_t)len, "Stand-in CUDA device %d", dev), OK));
+}
+
+EXPORT mt_CUresult cuDeviceGetAttribute(int *pi, mt_CUdevice_attribute attrib, mt_CUdevice dev) {
+    struct { int *pi; mt_CUdevice_attribute attrib; mt_CUdevice dev; } p = {pi, attrib, dev};
+    CALL(28, "cuDeviceGetAttribute", p,
+         (*pi = attrib == MT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
+                : attrib == MT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+                : attrib == MT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
+                                                                            : 0,
+          OK));
 }
