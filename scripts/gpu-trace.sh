@@ -17,10 +17,13 @@
 #
 # Every command is bounded by `timeout` (TRACE_CASE_LIMIT, default 180 s,
 # beside miotool's own watchdog of 150 s); the whole section takes about
-# 2-3 minutes on the H200 (a PyTorch process starts in 3-5 s).
+# 5-6 minutes on the H200 (a PyTorch process starts in 3-5 s, and a run of
+# pytorch-threads.py takes 12-14 s).
 #
 # BIN (default bin) holds miotool, built by `scripts/gpu-check.sh build`;
-# TRACE_PAIRS (default 5) is the number of paired overhead runs;
+# TRACE_PAIRS (default 12) is the number of paired overhead runs: on the
+# H200 host one pair's ratio ranged from 0.88 to 1.20 within a run of 12
+# (docs/results/nvidia-h200.md), so a median needs a dozen;
 # TRACE_RUNS (default 1) the --runs of pytorch-threads.py in each.
 
 # trace_case OUT TITLE EXPECT NAMES... -- COMMAND...: runs a miotool trace
@@ -119,7 +122,7 @@ trace_case() {
 # trace, paired alternately (the order swaps every pair), each run's wall
 # time from the shell, and the medians, p90s and the ratio of medians.
 trace_overhead() {
-	local out=$1 pairs=${TRACE_PAIRS:-5} runs=${TRACE_RUNS:-1}
+	local out=$1 pairs=${TRACE_PAIRS:-12} runs=${TRACE_RUNS:-1}
 	local body=(python3 scripts/pytorch-threads.py --runs "$runs")
 	local traced=("$BIN/miotool" --no-progress trace --timeout 150s -- "${body[@]}")
 	local times tmp i
