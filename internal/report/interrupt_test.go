@@ -22,7 +22,9 @@ func nineChecks(finished int, running bool) *SuiteResult {
 	s := NewSuiteResult("pr12265", suiteStart)
 	s.Hosts = []string{"node1"}
 	s.Interrupted = "interrupted by SIGINT"
-	s.Duration = 2041 * time.Millisecond
+	// One check after another, each starting where the last ended; the
+	// suite took 11 ms more than its runs (starting them, the summary).
+	at := suiteStart
 	for i := range 9 {
 		c := &SuiteCheck{Name: fmt.Sprintf("check-%d", i+1), Command: fmt.Sprintf("miotool capture --n=%d", i+1), Expect: Pass}
 		switch {
@@ -31,8 +33,13 @@ func nineChecks(finished int, running bool) *SuiteResult {
 		case i == finished && running:
 			c.Runs = []SuiteRun{stoppedRun("node1", 1, 2030*time.Millisecond)}
 		}
+		for j := range c.Runs {
+			c.Runs[j].Started = at
+			at = at.Add(c.Runs[j].Duration)
+		}
 		s.Checks = append(s.Checks, c)
 	}
+	s.Duration = at.Sub(suiteStart) + 11*time.Millisecond
 	return s
 }
 
@@ -85,10 +92,11 @@ func TestInterruptedCheckIsNotSkipped(t *testing.T) {
 			if len(c.ErrorTypes) != 1 || c.ErrorTypes[0] != "interrupted" {
 				t.Errorf("error types %q, want one \"interrupted\"", c.ErrorTypes)
 			}
-			// The times are the runs' own, and each level agrees with the
-			// one below it.
-			if math.Abs(c.SuiteTime-c.CaseTime) > 0.0015 || math.Abs(c.TopTime-c.SuiteTime) > 0.0015 {
-				t.Errorf("times: testsuites %.3f, testsuite sum %.3f, testcase sum %.3f", c.TopTime, c.SuiteTime, c.CaseTime)
+			// The times are the real ones: checks one after another take
+			// their runs' time, and the suite what the user waited.
+			if math.Abs(c.SuiteTime-c.CaseTime) > 0.0015 || math.Abs(c.TopTime-s.Duration.Seconds()) > 0.0015 {
+				t.Errorf("times: testsuites %.3f (the suite took %.3f), testsuite sum %.3f, testcase sum %.3f",
+					c.TopTime, s.Duration.Seconds(), c.SuiteTime, c.CaseTime)
 			}
 			want := 0.4*float64(tc.passed) + map[bool]float64{true: 2.03}[tc.interruptedTotal > 0]
 			if math.Abs(c.CaseTime-want) > 0.0015 {
@@ -165,5 +173,52 @@ func TestInterruptedCheckKeepsItsFinishedFailures(t *testing.T) {
 	// why was lost.
 	if s.Verdict() != Interrupted || len(s.unmetRuns()) != 0 {
 		t.Errorf("verdict %s, unmet runs %d", s.Verdict(), len(s.unmetRuns()))
+	}
+}
+
+// TestJUnitTimesAreWallTimes: checks that ran side by side (--jobs) keep
+// their own times, and the suite says how long it took, not their sum; a
+// merged result adds up its hosts' runs.
+func TestJUnitTimesAreWallTimes(t *testing.T) {
+	side := func(host string, start time.Time, n int) []*SuiteCheck {
+		var cs []*SuiteCheck
+		for i := range n {
+			r := run(host, 1, Pass, "passed", time.Second)
+			r.Started = start.Add(time.Duration(i) * 10 * time.Millisecond)
+			cs = append(cs, &SuiteCheck{Name: fmt.Sprintf("check-%d", i+1), Command: "miotool capture", Expect: Pass, Runs: []SuiteRun{r}})
+		}
+		return cs
+	}
+	parallel := NewSuiteResult("pr12265", suiteStart)
+	parallel.Hosts = []string{"node1"}
+	parallel.Checks = side("node1", suiteStart, 3)
+	parallel.Duration = 1050 * time.Millisecond
+
+	merged := NewSuiteResult("pr12265", suiteStart)
+	merged.Hosts = []string{"node1", "node2"}
+	merged.MergedRuns = []SuiteRunRef{{RunID: "a"}, {RunID: "b"}}
+	merged.Checks = side("node1", suiteStart, 3)
+	for i, c := range side("node2", suiteStart.Add(time.Hour), 3) {
+		merged.Checks[i].Runs = append(merged.Checks[i].Runs, c.Runs...)
+	}
+	merged.Duration = time.Hour + 1020*time.Millisecond // first start to last end, across hosts
+
+	for _, tc := range []struct {
+		name                  string
+		s                     *SuiteResult
+		top, suite, caseTotal float64
+	}{
+		{"three checks side by side", parallel, 1.050, 1.020, 3.0},
+		{"merged from two hosts", merged, 2.040, 2.040, 6.0},
+	} {
+		var junit bytes.Buffer
+		if err := WriteJUnit(&junit, tc.s); err != nil {
+			t.Fatal(err)
+		}
+		c := readJUnitCounts(t, junit.Bytes())
+		if math.Abs(c.TopTime-tc.top) > 0.0015 || math.Abs(c.SuiteTime-tc.suite) > 0.0015 || math.Abs(c.CaseTime-tc.caseTotal) > 0.0015 {
+			t.Errorf("%s: testsuites %.3f, testsuite %.3f, testcases %.3f; want %.3f, %.3f, %.3f",
+				tc.name, c.TopTime, c.SuiteTime, c.CaseTime, tc.top, tc.suite, tc.caseTotal)
+		}
 	}
 }

@@ -117,10 +117,8 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 			js.Properties = append(js.Properties, junitProperty{"miotool.verdict", string(Interrupted)},
 				junitProperty{"miotool.interrupted", why})
 		}
-		var total time.Duration
 		for _, c := range byVariant[v] {
 			jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Duration()), SystemOut: &junitText{xmlSafe(junitRuns(c))}}
-			total += c.Duration()
 			switch c.Outcome() {
 			case Skip:
 				msg := s.statusOf(c)
@@ -160,12 +158,18 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 			js.Tests++
 			js.Errors++
 		}
-		js.Time = seconds(total)
-		topTime += total
+		wall := wallTime(byVariant[v])
+		js.Time = seconds(wall)
+		topTime += wall
 		top.Tests += js.Tests
 		top.Failures += js.Failures
 		top.Errors += js.Errors
 		top.Suites = append(top.Suites, js)
+	}
+	// One run of the suite took what the user waited for it; a merged
+	// result's runs, on other hosts and at other times, add up.
+	if s.Duration > 0 && len(s.MergedRuns) <= 1 {
+		topTime = s.Duration
 	}
 	top.Time = seconds(topTime)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -185,6 +189,41 @@ func WriteJUnit(w io.Writer, s *SuiteResult) error {
 // suite name or a variant ("MIOPEN_NAIVE_TIMEOUT=2.5") becomes "_" and
 // "miotool." stays the only package.
 func classPart(s string) string { return strings.ReplaceAll(s, ".", "_") }
+
+// wallTime is what a <testsuite> of these checks took: on each host, from
+// its first run's start to its last run's end (checks run side by side
+// with --jobs, so their own times add up to more), summed over the hosts;
+// a run without a start time counts its own duration.
+func wallTime(checks []*SuiteCheck) time.Duration {
+	type span struct{ start, end time.Time }
+	spans := map[string]*span{}
+	var total time.Duration
+	for _, c := range checks {
+		for _, r := range c.Runs {
+			if r.Started.IsZero() {
+				total += max(r.Duration, 0)
+				continue
+			}
+			end := r.Started.Add(max(r.Duration, 0))
+			sp := spans[r.Host]
+			switch {
+			case sp == nil:
+				spans[r.Host] = &span{r.Started, end}
+			default:
+				if r.Started.Before(sp.start) {
+					sp.start = r.Started
+				}
+				if end.After(sp.end) {
+					sp.end = end
+				}
+			}
+		}
+	}
+	for _, sp := range spans {
+		total += sp.end.Sub(sp.start)
+	}
+	return total
+}
 
 // junitTime is the timestamp JUnit readers expect: ISO 8601 without a zone
 // offset, in UTC.
