@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -134,4 +135,41 @@ func resolvedPath(p string) string {
 		return filepath.Join(r, base)
 	}
 	return abs
+}
+
+// WrittenFileFlags are the flags of root's tree, spelled "--name", that
+// name a file a command writes other than its result (rules
+// --write-expect), each once.
+func WrittenFileFlags(root *cobra.Command) []string {
+	var out []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(fl *pflag.Flag) {
+			if _, ok := fl.Annotations[outputFileAnnotation]; ok && !isResultFileFlag(fl) && !slices.Contains(out, "--"+fl.Name) {
+				out = append(out, "--"+fl.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// ValueFlags are the flags of fs that take a value, spelled as a command
+// line gives them ("--backend", and "-b" where one has a short form): the
+// word after each is its value.
+func ValueFlags(fs *pflag.FlagSet) []string {
+	var out []string
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.NoOptDefVal != "" {
+			return // a bool, or a flag whose value is optional
+		}
+		out = append(out, "--"+fl.Name)
+		if fl.Shorthand != "" {
+			out = append(out, "-"+fl.Shorthand)
+		}
+	})
+	return out
 }

@@ -36,7 +36,10 @@ type File struct {
 	FindDB FindDB
 	// EnvLine is the line of the suite's env, for what it sets.
 	EnvLine int
-	Checks  []Check
+	// Loads are the KEY=VALUE of Env that make a process load or run
+	// other code.
+	Loads  []string
+	Checks []Check
 }
 
 // FindDB names the find-db a suite's checks run on.
@@ -66,9 +69,14 @@ type Check struct {
 	// a neighbour's load would change. Set by the file's exclusive key,
 	// else by the command (ExclusiveCommands).
 	Exclusive bool
+	// Command is the miotool command the check runs, e.g. "capture".
+	Command string
 	// Program is what a trace check runs: the program and its
 	// arguments, after "--". Nil for miotool's own checks.
 	Program []string
+	// Library is a library the check loads into its program (trace's
+	// observer flag); "" when none.
+	Library string
 	// Loads are the KEY=VALUE of the check's own env that make a process
 	// load or run other code (LD_PRELOAD and the like).
 	Loads []string
@@ -106,22 +114,41 @@ var CheckCommands = []string{"capture", "doctor", "find", "heuristic", "replay",
 // nothing about.
 var ExclusiveCommands = []string{"find", "stress-threads", "trace"}
 
-// LoadOptions say what a suite file may ask for.
-type LoadOptions struct {
+// Spellings are the words of miotool's command line that a suite file's
+// commands are read and refused by. The command layer spells them from
+// its command tree; this package only compares words against them.
+type Spellings struct {
 	// Reserved are flags a check may not set, because whoever runs the
 	// suite sets them on every check (how a check writes its result).
 	Reserved []string
+	// GlobalValue are the global flags that take a value, so that the
+	// command word after them is found.
+	GlobalValue []string
+	// NoResult are flags with which a command prints help or its
+	// version, not a result.
+	NoResult []string
+	// Writes are flags with which a command writes a file of its own,
+	// which a check, that compares, does not.
+	Writes []string
+	// AllowPrograms is the flag a user lets a suite run programs with,
+	// as refusals name it.
+	AllowPrograms string
+	// Library are flags with which a check loads a library into the
+	// program it runs.
+	Library []string
+	// LoadingEnv are miotool's own variables that make a check load
+	// code (the environment's forms of the Library flags, and the like).
+	LoadingEnv []string
+}
+
+// LoadOptions say what a suite file may ask for.
+type LoadOptions struct {
+	Flags Spellings
 	// AllowPrograms lets checks run programs other than miotool
 	// (`miotool trace -- PROGRAM`) and set variables that make a process
 	// load other code (LD_PRELOAD): the user allowed it on the command
 	// line. Without it such a suite is refused.
 	AllowPrograms bool
-}
-
-// Load reads and checks the suite file at path; reserved are as in
-// LoadOptions.
-func Load(path string, reserved ...string) (*File, error) {
-	return LoadWith(path, LoadOptions{Reserved: reserved})
 }
 
 // LoadWith reads and checks the suite file at path.
@@ -135,12 +162,6 @@ func LoadWith(path string, opts LoadOptions) (*File, error) {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
 	return ParseWith(path, data, opts)
-}
-
-// Parse checks data as the suite file at path, with reserved as in
-// LoadOptions.
-func Parse(path string, data []byte, reserved ...string) (*File, error) {
-	return ParseWith(path, data, LoadOptions{Reserved: reserved})
 }
 
 // ParseWith checks data as the suite file at path. Every problem is an
@@ -186,7 +207,7 @@ func ParseWith(path string, data []byte, opts LoadOptions) (*File, error) {
 		case "env":
 			f.EnvLine = k.Line
 			if f.Env, err = envList(v, "env", fail); err == nil {
-				_, err = checkEnv(f.Env, v, "env", opts, fail)
+				f.Loads, err = checkEnv(f.Env, v, "env", opts, fail)
 			}
 		case "find-db":
 			var db string
@@ -253,8 +274,11 @@ func parseCheck(node *yaml.Node, opts LoadOptions, fail func(int, string, ...any
 		switch k.Value {
 		case "command":
 			hasCommand = true
-			if c.Args, err = commandArgs(v, what, opts.Reserved, fail); err == nil {
-				c.Program, err = programOf(c.Args, v.Line, what, opts, fail)
+			if c.Args, c.Command, err = commandArgs(v, what, opts.Flags, fail); err == nil {
+				c.Program, err = programOf(c.Args, c.Command, v.Line, what, opts, fail)
+			}
+			if err == nil && c.Program != nil {
+				c.Library = flagValue(ownWords(c.Args), opts.Flags.Library)
 			}
 		case "exclusive":
 			var b bool
@@ -290,7 +314,7 @@ func parseCheck(node *yaml.Node, opts LoadOptions, fail func(int, string, ...any
 	case !hasExpect:
 		return c, fail(node.Line, "%sno expect: add expect: PASS, FAIL or SKIP", what)
 	}
-	c.Exclusive = slices.Contains(ExclusiveCommands, commandName(c.Args))
+	c.Exclusive = slices.Contains(ExclusiveCommands, c.Command)
 	if exclusive != nil {
 		c.Exclusive = *exclusive
 	}
@@ -355,73 +379,69 @@ func expectation(s string, line int, what string, fail func(int, string, ...any)
 
 // commandArgs reads a command given as one line ("miotool capture
 // --mode=global") or as a list of words; a leading "miotool" is dropped.
-func commandArgs(v *yaml.Node, what string, reserved []string, fail func(int, string, ...any) error) ([]string, error) {
+func commandArgs(v *yaml.Node, what string, flags Spellings, fail func(int, string, ...any) error) ([]string, string, error) {
 	var words []string
 	switch v.Kind {
 	case yaml.ScalarNode:
 		w, err := report.SplitCommandLine(v.Value)
 		if err != nil {
-			return nil, fail(v.Line, "%scommand: %v", what, err)
+			return nil, "", fail(v.Line, "%scommand: %v", what, err)
 		}
 		words = w
 	case yaml.SequenceNode:
 		for _, item := range v.Content {
 			if item.Kind != yaml.ScalarNode {
-				return nil, fail(item.Line, "%scommand: want a list of words", what)
+				return nil, "", fail(item.Line, "%scommand: want a list of words", what)
 			}
 			words = append(words, item.Value)
 		}
 	default:
-		return nil, fail(v.Line, "%scommand: want a command line or a list of words", what)
+		return nil, "", fail(v.Line, "%scommand: want a command line or a list of words", what)
 	}
 	if len(words) > 0 && strings.Contains(words[0], "/") {
 		// Another binary's path would silently run this one.
 		rest := append([]string{"miotool"}, words[1:]...)
-		return nil, fail(v.Line, "%scommand: %s: suites run this miotool; write `%s`", what, words[0], report.JoinCommandLine(rest))
+		return nil, "", fail(v.Line, "%scommand: %s: suites run this miotool; write `%s`", what, words[0], report.JoinCommandLine(rest))
 	}
 	if len(words) > 0 && words[0] == "miotool" {
 		words = words[1:]
 	}
 	if len(words) == 0 {
-		return nil, fail(v.Line, "%scommand is empty: give a miotool command such as capture --mode=global", what)
+		return nil, "", fail(v.Line, "%scommand is empty: give the miotool command the check runs, one of %s", what, strings.Join(CheckCommands, ", "))
 	}
 	own := ownWords(words)
 	for _, w := range own {
 		name, _, _ := strings.Cut(w, "=")
-		if slices.Contains(reserved, name) {
-			return nil, fail(v.Line, "%scommand sets %s: the suite chooses how checks write their results; remove it", what, name)
+		if slices.Contains(flags.Reserved, name) {
+			return nil, "", fail(v.Line, "%scommand sets %s: the suite chooses how checks write their results; remove it", what, name)
 		}
-		switch name {
-		case "-h", "--help", "--version":
-			return nil, fail(v.Line, "%scommand: %s prints help, not a result: remove it", what, name)
-		case "--write-expect":
-			return nil, fail(v.Line, "%scommand sets --write-expect: a check compares, it does not write files; run `miotool rules --write-expect FILE` yourself", what)
+		switch {
+		case slices.Contains(flags.NoResult, name):
+			return nil, "", fail(v.Line, "%scommand: %s prints help, not a result: remove it", what, name)
+		case slices.Contains(flags.Writes, name):
+			return nil, "", fail(v.Line, "%scommand sets %s: a check compares, it does not write files; run that command yourself", what, name)
 		}
 	}
-	cmd, at := commandWord(own)
+	cmd, at := commandWord(own, flags.GlobalValue)
 	line := report.JoinCommandLine(append([]string{"miotool"}, words...))
 	switch {
 	case at < 0:
-		return nil, fail(v.Line, "%scommand `%s` names no miotool command; a check is one of %s", what, line, strings.Join(CheckCommands, ", "))
+		return nil, "", fail(v.Line, "%scommand `%s` names no miotool command; a check is one of %s", what, line, strings.Join(CheckCommands, ", "))
 	case cmd == "report":
-		return nil, fail(v.Line, "%scommand: a suite cannot run `miotool report`", what)
+		return nil, "", fail(v.Line, "%scommand: a suite cannot run `miotool report`", what)
 	case !slices.Contains(CheckCommands, cmd):
 		why := "is not a miotool command" + didYouMean(cmd, CheckCommands)
 		if slices.Contains(resultlessCommands, cmd) {
 			why = "prints no result to check"
 		}
-		return nil, fail(v.Line, "%scommand `%s`: %s %s; a check is one of %s", what, line, cmd, why, strings.Join(CheckCommands, ", "))
+		return nil, "", fail(v.Line, "%scommand `%s`: %s %s; a check is one of %s", what, line, cmd, why, strings.Join(CheckCommands, ", "))
 	}
-	return words, nil
+	return words, cmd, nil
 }
 
 // resultlessCommands are miotool commands that print no result a suite
 // could check.
 var resultlessCommands = []string{"completion", "gen-man", "help", "version"}
-
-// globalValueFlags are miotool's global flags that take a value, so that
-// the command word after them is found.
-var globalValueFlags = []string{"--backend", "--device", "--config", "--format"}
 
 // ownWords are miotool's own words of a command line: those before a
 // "--", after which a trace check's program and its arguments follow.
@@ -433,31 +453,26 @@ func ownWords(words []string) []string {
 }
 
 // commandWord is the miotool command a command line runs and its index,
-// past any global flags before it; -1 when it names none.
-func commandWord(words []string) (string, int) {
+// past any global flags before it (globalValue: those that take a value);
+// -1 when it names none.
+func commandWord(words, globalValue []string) (string, int) {
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		if !strings.HasPrefix(w, "-") {
 			return w, i
 		}
-		if slices.Contains(globalValueFlags, w) {
+		if slices.Contains(globalValue, w) {
 			i++ // its value
 		}
 	}
 	return "", -1
 }
 
-// commandName is the miotool command of a check's arguments.
-func commandName(args []string) string {
-	cmd, _ := commandWord(ownWords(args))
-	return cmd
-}
-
 // programOf is the program a `miotool trace [flags] -- PROGRAM [ARGS...]`
 // check runs, which only a user who allows programs lets it; nil for
 // every other check.
-func programOf(args []string, line int, what string, opts LoadOptions, fail func(int, string, ...any) error) ([]string, error) {
-	if commandName(args) != "trace" {
+func programOf(args []string, command string, line int, what string, opts LoadOptions, fail func(int, string, ...any) error) ([]string, error) {
+	if command != "trace" {
 		return nil, nil
 	}
 	i := slices.Index(args, "--")
@@ -466,8 +481,8 @@ func programOf(args []string, line int, what string, opts LoadOptions, fail func
 	}
 	program := slices.Clone(args[i+1:])
 	if !opts.AllowPrograms {
-		return nil, fail(line, "%sruns the program %s (`%s`): a suite runs programs other than miotool only when you allow it with --allow-programs",
-			what, program[0], report.JoinCommandLine(program))
+		return nil, fail(line, "%sruns the program %s (`%s`): a suite runs programs other than miotool only when you allow it with %s",
+			what, program[0], report.JoinCommandLine(program), opts.Flags.AllowPrograms)
 	}
 	return program, nil
 }
@@ -475,14 +490,15 @@ func programOf(args []string, line int, what string, opts LoadOptions, fail func
 // loaderVariables make a process load or run code of their naming: the
 // dynamic loader's (every LD_*), the program search path and compiler
 // trace builds its observer with, the runtimes' tool and injection hooks,
-// and the folders GPU libraries are loaded from.
+// and the folders GPU libraries are loaded from; miotool's own are the
+// Spellings' LoadingEnv.
 var loaderVariables = []string{"PATH", "CC", "CUDA_INJECTION64_PATH", "HSA_TOOLS_LIB", "ROCP_TOOL_LIBRARIES",
-	"ROCM_PATH", "HIP_PATH", "CUDA_HOME", "CUDA_PATH", "MIOTOOL_TRACE_OBSERVER", "MIOTOOL_TRACE_CUPTI"}
+	"ROCM_PATH", "HIP_PATH", "CUDA_HOME", "CUDA_PATH"}
 
 // loads reports whether setting name makes a process load or run code
 // the value names.
-func loads(name string) bool {
-	return strings.HasPrefix(name, "LD_") || slices.Contains(loaderVariables, name)
+func (f Spellings) loads(name string) bool {
+	return strings.HasPrefix(name, "LD_") || slices.Contains(loaderVariables, name) || slices.Contains(f.LoadingEnv, name)
 }
 
 // checkEnv checks a suite's or a check's env: it may not choose where
@@ -496,9 +512,9 @@ func checkEnv(env []string, v *yaml.Node, what string, opts LoadOptions, fail fu
 		switch {
 		case name == "MIOPEN_USER_DB_PATH":
 			return nil, fail(line, "%s: MIOPEN_USER_DB_PATH: a suite does not choose where find writes: its checks run on a scratch find-db, or with `find-db: user` on yours", what)
-		case loads(name) && !opts.AllowPrograms:
-			return nil, fail(line, "%s: %s makes every check's process load or run what it names (%s): a suite sets it only when you allow programs with --allow-programs", what, name, kv)
-		case loads(name):
+		case opts.Flags.loads(name) && !opts.AllowPrograms:
+			return nil, fail(line, "%s: %s makes every check's process load or run what it names (%s): a suite sets it only when you allow programs with %s", what, name, kv, opts.Flags.AllowPrograms)
+		case opts.Flags.loads(name):
 			out = append(out, kv)
 		}
 	}
@@ -518,15 +534,17 @@ func envLine(v *yaml.Node, name string) int {
 	return v.Line
 }
 
-// flagValue is the value words give flag ("--flag V" or "--flag=V"); ""
-// when they give none.
-func flagValue(words []string, flag string) string {
+// flagValue is the value words give one of flags ("--flag V" or
+// "--flag=V"); "" when they give none.
+func flagValue(words []string, flags []string) string {
 	for i, w := range words {
-		if v, ok := strings.CutPrefix(w, flag+"="); ok {
-			return v
-		}
-		if w == flag && i+1 < len(words) {
-			return words[i+1]
+		for _, flag := range flags {
+			if v, ok := strings.CutPrefix(w, flag+"="); ok {
+				return v
+			}
+			if w == flag && i+1 < len(words) {
+				return words[i+1]
+			}
 		}
 	}
 	return ""
@@ -538,16 +556,14 @@ func flagValue(words []string, flag string) string {
 // miotool's own checks.
 func (f *File) Programs() []string {
 	var out []string
-	for _, kv := range f.Env {
-		if name, _, _ := strings.Cut(kv, "="); loads(name) {
-			out = append(out, fmt.Sprintf("%s:%d: every check's environment sets %s", f.Path, f.EnvLine, kv))
-		}
+	for _, kv := range f.Loads {
+		out = append(out, fmt.Sprintf("%s:%d: every check's environment sets %s", f.Path, f.EnvLine, kv))
 	}
 	for _, c := range f.Checks {
 		if c.Program != nil {
 			out = append(out, fmt.Sprintf("%s:%d: check %q runs %s", f.Path, c.Line, c.Name, report.JoinCommandLine(c.Program)))
-			if lib := flagValue(ownWords(c.Args), "--observer"); lib != "" {
-				out = append(out, fmt.Sprintf("%s:%d: check %q loads the observer library %s into it", f.Path, c.Line, c.Name, lib))
+			if c.Library != "" {
+				out = append(out, fmt.Sprintf("%s:%d: check %q loads the library %s into it", f.Path, c.Line, c.Name, c.Library))
 			}
 		}
 		for _, kv := range c.Loads {

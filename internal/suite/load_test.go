@@ -58,7 +58,7 @@ func TestCommandsThatAreNotChecksAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseWith(path, []byte(tc.data), LoadOptions{Reserved: []string{"--format", "--junit", "--no-progress"}})
+			_, err := ParseWith(path, []byte(tc.data), LoadOptions{Flags: miotoolFlags})
 			var se *Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want an *Error", err)
@@ -106,13 +106,13 @@ func TestChecksThatLoad(t *testing.T) {
 			[]string{`s.yaml:3: check "a" runs python3 t.py --format x`}},
 		{"an allowed program with its observer", suiteWith("miotool trace --observer=/opt/obs.so -- ./train"), true,
 			[]string{"trace", "--observer=/opt/obs.so", "--", "./train"}, []string{"./train"}, true,
-			[]string{`s.yaml:3: check "a" runs ./train`, `s.yaml:3: check "a" loads the observer library /opt/obs.so into it`}},
+			[]string{`s.yaml:3: check "a" runs ./train`, `s.yaml:3: check "a" loads the library /opt/obs.so into it`}},
 		{"an allowed variable", suiteWith("miotool capture", "env: {LD_LIBRARY_PATH: /opt/lib}"), true, []string{"capture"}, nil, false,
 			[]string{`s.yaml:3: check "a"'s environment sets LD_LIBRARY_PATH=/opt/lib`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseWith("s.yaml", []byte(tc.data), LoadOptions{Reserved: []string{"--format"}, AllowPrograms: tc.allow})
+			f, err := ParseWith("s.yaml", []byte(tc.data), LoadOptions{Flags: miotoolFlags, AllowPrograms: tc.allow})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestChecksThatLoad(t *testing.T) {
 			}
 		})
 	}
-	f, err := Parse("s.yaml", []byte("suite: s\nfind-db: user\nchecks:\n  - name: a\n    command: find\n    expect: PASS\n"))
+	f, err := ParseWith("s.yaml", []byte("suite: s\nfind-db: user\nchecks:\n  - name: a\n    command: find\n    expect: PASS\n"), LoadOptions{Flags: miotoolFlags})
 	if err != nil || f.FindDB != FindDBUser {
 		t.Errorf("find-db: user gives %q, %v", f.FindDB, err)
 	}
@@ -179,7 +179,7 @@ func TestCheckSize(t *testing.T) {
 		{MaxRuns / 9, 1, ""},
 		{MaxRuns/9 + 1, 1, "would make 10008 runs (9 checks x 1112 x 1 environment), more than the 10000"},
 		{1000, 2, "would make 18000 runs"},
-		{1000000000, 1, "--repeat 1000000000: s.yaml would make 9000000000 runs"},
+		{1000000000, 1, "s.yaml would make 9000000000 runs"},
 		{1 << 62, 1 << 30, "would make 44565841414273689896368472064 runs"},
 	} {
 		err := CheckSize(f, tc.repeat, tc.variants)

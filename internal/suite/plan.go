@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"strings"
 )
@@ -13,14 +12,15 @@ type Variant struct {
 	Env   []string // KEY=VALUE
 }
 
-// ParseVariant reads one --env value: KEY=VALUE, or several separated by
-// commas (A=1,B=2) for a variant that sets more than one variable.
+// ParseVariant reads one environment variant: KEY=VALUE, or several
+// separated by commas (A=1,B=2) for a variant that sets more than one
+// variable.
 func ParseVariant(s string) (Variant, error) {
 	var v Variant
 	for part := range strings.SplitSeq(s, ",") {
 		kv, err := ParseEnvAssignment(strings.TrimSpace(part))
 		if err != nil {
-			return Variant{}, fmt.Errorf("--env %s", err)
+			return Variant{}, err
 		}
 		v.Env = append(v.Env, kv)
 	}

@@ -102,8 +102,8 @@ func CheckSize(f *File, repeat, variants int) error {
 	repeat, variants = max(repeat, 1), max(variants, 1)
 	// Compared by division, so that no product overflows.
 	if runnable > 0 && (repeat > MaxRuns/runnable || repeat*runnable > MaxRuns/variants) {
-		return fmt.Errorf("--repeat %d: %s would make %s runs (%d %s x %d x %d %s), more than the %d one suite run may make",
-			repeat, f.Path, runsProduct(runnable, repeat, variants), runnable, words.Plural(runnable, "check", "checks"),
+		return fmt.Errorf("%s would make %s runs (%d %s x %d x %d %s), more than the %d one suite run may make",
+			f.Path, runsProduct(runnable, repeat, variants), runnable, words.Plural(runnable, "check", "checks"),
 			repeat, variants, words.Plural(variants, "environment", "environments"), MaxRuns)
 	}
 	return nil
@@ -155,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		res.Options.Variants = append(res.Options.Variants, v.Label)
 	}
 	for _, p := range f.Programs() {
-		res.Notes = append(res.Notes, "allowed with --allow-programs: "+p)
+		res.Notes = append(res.Notes, "other code than miotool's, as the user allowed: "+p)
 	}
 	// One result row per check and variant, in file order, whatever order
 	// they run in.

@@ -149,6 +149,7 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	o.Global = f.Global
 	o.Context = cmd.Context()
 	o.ConfigUsed = f.ConfigUsed
+	o.spellings = suiteSpellings(cmd.Root())
 	o.variants = nil
 	for _, e := range o.Env {
 		if e == "" {
@@ -156,7 +157,7 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 		}
 		v, err := suite.ParseVariant(e)
 		if err != nil {
-			return cli.UsageError(err)
+			return cli.UsageErrorf("--env %v", err)
 		}
 		o.variants = append(o.variants, v)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"miotool/internal/cli"
 	"miotool/internal/suite"
+	"miotool/internal/trace"
 )
 
 // suiteFlags are report --suite's flags about how the checks run beside
@@ -17,6 +18,28 @@ type suiteFlags struct {
 	// AllowPrograms lets a suite run programs other than miotool
 	// (trace checks) and set variables that load other code.
 	AllowPrograms bool
+	// spellings are those a suite file is read by, from the command tree.
+	spellings suite.Spellings
+}
+
+// allowProgramsFlag is the flag that lets a suite run other programs.
+const allowProgramsFlag = "allow-programs"
+
+// suiteSpellings are the words of miotool's command line a suite file's
+// commands are read and refused by, taken from the command tree that root
+// heads: the global flags that take a value, every flag that writes a file
+// of its own (rules --write-expect), the output flags the runner sets.
+func suiteSpellings(root *cobra.Command) suite.Spellings {
+	return suite.Spellings{
+		Reserved:      cli.OutputFlags,
+		GlobalValue:   cli.ValueFlags(root.PersistentFlags()),
+		NoResult:      []string{"-h", "--help", "--version"},
+		Writes:        cli.WrittenFileFlags(root),
+		AllowPrograms: "--" + allowProgramsFlag,
+		// trace's observer, given prebuilt.
+		Library:    []string{"--observer"},
+		LoadingEnv: []string{cli.EnvName("trace.observer"), trace.EnvCUPTI},
+	}
 }
 
 // maxJobs bounds --jobs: every check is a process with a device context
@@ -80,7 +103,7 @@ func addSuiteFlags(cmd *cobra.Command, o *suiteFlags) {
 	cmd.Long += suiteFlagsHelp
 	fl := cmd.Flags()
 	fl.IntVar(&o.Jobs, "jobs", 0, "run up to N checks at once, each its own process (default: the cores plus one, at most 4; exclusive checks run alone)")
-	fl.BoolVar(&o.AllowPrograms, "allow-programs", false, "let the suite run programs other than miotool (trace checks) and set variables that load other code")
+	fl.BoolVar(&o.AllowPrograms, allowProgramsFlag, false, "let the suite run programs other than miotool (trace checks) and set variables that load other code")
 }
 
 // validateSuiteFlags checks --jobs and --repeat before the suite file is
@@ -109,12 +132,12 @@ func (o *ReportOptions) jobs() int {
 // than a suite run may be) and, where it runs other programs the user
 // allowed, lists them on standard error before anything starts.
 func (o *ReportOptions) loadSuite() (*suite.File, error) {
-	file, err := suite.LoadWith(o.SuiteFile, suite.LoadOptions{Reserved: cli.OutputFlags, AllowPrograms: o.AllowPrograms})
+	file, err := suite.LoadWith(o.SuiteFile, suite.LoadOptions{Flags: o.spellings, AllowPrograms: o.AllowPrograms})
 	if err != nil {
 		return nil, cli.UsageError(err)
 	}
 	if err := suite.CheckSize(file, o.Repeat, 1+len(o.variants)); err != nil {
-		return nil, cli.UsageError(err)
+		return nil, cli.UsageErrorf("--repeat %d: %v", o.Repeat, err)
 	}
 	if programs := file.Programs(); len(programs) > 0 {
 		fmt.Fprintf(o.IO.ErrOut, "miotool: suite %s runs other code than miotool's (allowed with --allow-programs):\n", file.Name)
