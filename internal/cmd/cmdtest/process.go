@@ -207,3 +207,21 @@ func Unchanged(t *testing.T, what string, before []FileState) {
 		}
 	}
 }
+
+// WantUsageError fails t unless r exited 2 (a usage error) with a first
+// line on standard error that starts with first.
+func WantUsageError(t *testing.T, r Ran, first string) {
+	t.Helper()
+	if r.Code != 2 || !strings.HasPrefix(FirstLine(r.Stderr), first) {
+		t.Errorf("exit %d, stderr %q; want 2 and a first line starting %q", r.Code, r.Stderr, first)
+	}
+}
+
+// WantRefused is WantUsageError with nothing on standard output.
+func WantRefused(t *testing.T, r Ran, first string) {
+	t.Helper()
+	WantUsageError(t, r, first)
+	if r.Stdout != "" {
+		t.Errorf("a refused command printed on stdout: %q", r.Stdout)
+	}
+}

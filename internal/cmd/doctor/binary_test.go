@@ -53,9 +53,7 @@ func TestDoctorBinaryBadInput(t *testing.T) {
 					args = append(args, "--backend", "sim")
 				}
 				r := cmdtest.RunBinary(t, bin, dir, cmdtest.Env(dir, tt.env...), time.Minute, args...)
-				if r.Code != 2 || !strings.HasPrefix(cmdtest.FirstLine(r.Stderr), tt.first) {
-					t.Errorf("exit %d, stderr %q; want 2 and a first line starting %q", r.Code, r.Stderr, tt.first)
-				}
+				cmdtest.WantUsageError(t, r, tt.first)
 				if strings.Contains(r.Stdout, "PASS") || strings.Contains(r.Stdout, "Passed") {
 					t.Errorf("exit %d beside a document that says it passed:\n%s", r.Code, r.Stdout)
 				}

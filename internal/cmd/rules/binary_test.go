@@ -88,12 +88,7 @@ func TestRulesBinaryBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := cmdtest.Snapshot(t, u.all()...)
 			r := cmdtest.RunBinary(t, bin, dir, cmdtest.Env(dir), time.Minute, append([]string{"--backend", "sim", "rules"}, tt.args...)...)
-			if r.Code != 2 || !strings.HasPrefix(cmdtest.FirstLine(r.Stderr), tt.first) {
-				t.Errorf("exit %d, stderr %q; want 2 and a first line starting %q", r.Code, r.Stderr, tt.first)
-			}
-			if r.Stdout != "" {
-				t.Errorf("a refused command printed on stdout: %q", r.Stdout)
-			}
+			cmdtest.WantRefused(t, r, tt.first)
 			cmdtest.Unchanged(t, tt.name, before)
 		})
 	}

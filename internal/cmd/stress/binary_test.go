@@ -69,12 +69,7 @@ func TestStressBinaryBadInput(t *testing.T) {
 			before := cmdtest.Snapshot(t, files...)
 			args := append([]string{"--backend", "sim", "stress-threads"}, tt.args...)
 			r := cmdtest.RunBinary(t, bin, dir, cmdtest.Env(dir, tt.env...), time.Minute, args...)
-			if r.Code != 2 || !strings.HasPrefix(cmdtest.FirstLine(r.Stderr), tt.first) {
-				t.Errorf("exit %d, stderr %q; want 2 and a first line starting %q", r.Code, r.Stderr, tt.first)
-			}
-			if r.Stdout != "" {
-				t.Errorf("a refused command printed on stdout: %q", r.Stdout)
-			}
+			cmdtest.WantRefused(t, r, tt.first)
 			cmdtest.Unchanged(t, tt.name, before)
 		})
 	}
