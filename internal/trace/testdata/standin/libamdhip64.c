@@ -24,19 +24,6 @@ mt_hipError_t hipEventCreate(mt_hipEvent_t *event);
 mt_hipError_t hipEventDestroy(mt_hipEvent_t event);
 mt_hipError_t hipGraphDestroy(mt_hipGraph_t graph);
 
-enum { NONE, ACTIVE, INVALIDATED };
-enum { GLOBAL, THREAD_LOCAL, RELAXED };
-enum {
-    OK = 0,
-    INVALID_VALUE = 1,
-    ILLEGAL_STATE = 401,
-    UNSUPPORTED = 900,
-    INVALIDATED_ERR = 901,
-    IMPLICIT = 906,
-    CAPTURED_EVENT = 907,
-    WRONG_THREAD = 908
-};
-
 struct ihipStream_t {
     int status, mode, nodes;
     pid_t owner;
@@ -49,55 +36,8 @@ struct ihipGraph {
     int nodes;
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-#define MAX 64
-static struct ihipStream_t *capturing[MAX]; /* Active or Invalidated, not yet ended */
-static __thread int thread_mode = GLOBAL;
-
-static pid_t me(void) { return (pid_t)syscall(SYS_gettid); }
-
-static void add(struct ihipStream_t *s) {
-    for (int i = 0; i < MAX; i++)
-        if (!capturing[i]) {
-            capturing[i] = s;
-            return;
-        }
-}
-
-static void drop(struct ihipStream_t *s) {
-    for (int i = 0; i < MAX; i++)
-        if (capturing[i] == s)
-            capturing[i] = NULL;
-}
-
-/* Invalidates what the filter selects among the active captures; says
- * whether any was selected. filter: 0 all, 1 global-mode ones, 2 the
- * calling thread's non-relaxed ones. */
-static int invalidate(int filter) {
-    int hit = 0;
-    for (int i = 0; i < MAX; i++) {
-        struct ihipStream_t *s = capturing[i];
-        if (!s || s->status != ACTIVE)
-            continue;
-        if ((filter == 1 && s->mode != GLOBAL) || (filter == 2 && (s->owner != me() || s->mode == RELAXED)))
-            continue;
-        s->status = INVALIDATED;
-        hit = 1;
-    }
-    return hit;
-}
-
-/* The thread-mode rule of allocation, free and a query of an idle
- * stream: a global-mode thread is refused while any global capture runs,
- * and a global or thread-local one while it has a capture of its own. */
-static int unsafe_call(void) {
-    if (thread_mode == RELAXED)
-        return 0;
-    int hit = invalidate(2);
-    if (thread_mode == GLOBAL)
-        hit |= invalidate(1);
-    return hit;
-}
+#define STANDIN_STREAM struct ihipStream_t
+#include "capture_rules.h"
 
 static mt_hipError_t stream_check(struct ihipStream_t *s) {
     if (!s)

@@ -18,11 +18,6 @@
 
 #include "../../observer/mt_abi.h"
 
-enum { NONE, ACTIVE, INVALIDATED };
-enum { GLOBAL, THREAD_LOCAL, RELAXED };
-enum { OK = 0, INVALID_VALUE = 1, ILLEGAL_STATE = 401, UNSUPPORTED = 900, INVALIDATED_ERR = 901,
-       CAPTURED_EVENT = 907, WRONG_THREAD = 908 };
-
 struct CUstream_st {
     int status, mode, nodes;
     pid_t owner;
@@ -69,54 +64,8 @@ static void fire(unsigned site, uint32_t cbid, const char *name, const void *par
 
 /* ---- the capture rules ---- */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-#define MAX 64
-static struct CUstream_st *capturing[MAX];
-static __thread int thread_mode = GLOBAL;
-
-static pid_t me(void) { return (pid_t)syscall(SYS_gettid); }
-
-static void add(struct CUstream_st *s) {
-    for (int i = 0; i < MAX; i++)
-        if (!capturing[i]) {
-            capturing[i] = s;
-            return;
-        }
-}
-
-static void drop(struct CUstream_st *s) {
-    for (int i = 0; i < MAX; i++)
-        if (capturing[i] == s)
-            capturing[i] = NULL;
-}
-
-/* filter: 0 every active capture, 1 global-mode ones, 2 the calling
- * thread's non-relaxed ones. */
-static int invalidate(int filter) {
-    int hit = 0;
-    for (int i = 0; i < MAX; i++) {
-        struct CUstream_st *s = capturing[i];
-        if (!s || s->status != ACTIVE)
-            continue;
-        if ((filter == 1 && s->mode != GLOBAL) || (filter == 2 && (s->owner != me() || s->mode == RELAXED)))
-            continue;
-        s->status = INVALIDATED;
-        hit = 1;
-    }
-    return hit;
-}
-
-/* "Potentially unsafe" calls: a global-mode thread is barred while any
- * global capture runs or while it has a non-relaxed capture of its own; a
- * thread-local one only by its own. */
-static int unsafe_call(void) {
-    if (thread_mode == RELAXED)
-        return 0;
-    int hit = invalidate(2);
-    if (thread_mode == GLOBAL)
-        hit |= invalidate(1);
-    return hit;
-}
+#define STANDIN_STREAM struct CUstream_st
+#include "capture_rules.h"
 
 static mt_CUresult locked(mt_CUresult (*fn)(void *), void *arg) {
     pthread_mutex_lock(&mu);
