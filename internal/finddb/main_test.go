@@ -1,9 +1,10 @@
 package finddb
 
 import (
-	"fmt"
 	"os"
 	"testing"
+
+	"miotool/internal/testutil"
 )
 
 // TestMain points the temporary folder at one of its own, removed at the
@@ -13,13 +14,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(lockHelperEnv) != "" {
 		os.Exit(lockHelper())
 	}
-	dir, err := os.MkdirTemp("", "finddb-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("TMPDIR", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunInOwnTempDir(m, "finddb-test-"))
 }
