@@ -46,15 +46,9 @@ func TestCaptureBadInput(t *testing.T) {
 			before := cmdtest.Snapshot(t, u.Files()...)
 			args := append([]string{"capture", "--backend", "sim", "--no-progress"}, tt.args...)
 			ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(tt.env...), time.Minute, args...)
-			code, stdout, stderr := ran.Code, ran.Stdout, ran.Stderr
-			if code != 2 || !strings.HasPrefix(cmdtest.FirstLine(stderr), tt.first) {
-				t.Errorf("exit %d, first stderr line %q; want 2 and a line starting %q\nstderr:\n%s", code, cmdtest.FirstLine(stderr), tt.first, stderr)
-			}
-			if stdout != "" || strings.Contains(stderr, "goroutine ") {
-				t.Errorf("a refusal wrote a result or a stack trace:\n%s\n%s", stdout, stderr)
-			}
-			if tt.name == "larger than the device" && !strings.Contains(stderr, "does not fit the device") {
-				t.Errorf("the size refusal does not say why:\n%s", stderr)
+			cmdtest.WantRefused(t, ran, tt.first)
+			if tt.name == "larger than the device" && !strings.Contains(ran.Stderr, "does not fit the device") {
+				t.Errorf("the size refusal does not say why:\n%s", ran.Stderr)
 			}
 			cmdtest.Unchanged(t, "the user's files", before)
 			u.CheckNoLockFiles(t)

@@ -209,11 +209,14 @@ func Unchanged(t *testing.T, what string, before []FileState) {
 }
 
 // WantUsageError fails t unless r exited 2 (a usage error) with a first
-// line on standard error that starts with first.
+// line on standard error that starts with first, and no stack trace.
 func WantUsageError(t *testing.T, r Ran, first string) {
 	t.Helper()
 	if r.Code != 2 || !strings.HasPrefix(FirstLine(r.Stderr), first) {
 		t.Errorf("exit %d, stderr %q; want 2 and a first line starting %q", r.Code, r.Stderr, first)
+	}
+	if strings.Contains(r.Stderr, "goroutine ") {
+		t.Errorf("a refusal printed a stack trace:\n%s", r.Stderr)
 	}
 }
 

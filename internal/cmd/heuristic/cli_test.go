@@ -4,7 +4,6 @@ package heuristic
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,13 +37,7 @@ func TestHeuristicBadInput(t *testing.T) {
 			u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
 			before := cmdtest.Snapshot(t, u.Files()...)
 			ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(), time.Minute, append([]string{"heuristic"}, tt.args...)...)
-			code, stdout, stderr := ran.Code, ran.Stdout, ran.Stderr
-			if code != 2 || !strings.HasPrefix(cmdtest.FirstLine(stderr), tt.first) {
-				t.Errorf("exit %d, first stderr line %q; want 2 and a line starting %q\nstderr:\n%s", code, cmdtest.FirstLine(stderr), tt.first, stderr)
-			}
-			if stdout != "" || strings.Contains(stderr, "goroutine ") {
-				t.Errorf("a refusal wrote a result or a stack trace:\n%s\n%s", stdout, stderr)
-			}
+			cmdtest.WantRefused(t, ran, tt.first)
 			cmdtest.Unchanged(t, "the user's files", before)
 			if left, _ := filepath.Glob(filepath.Join(u.Tmp, "*")); len(left) > 0 {
 				t.Errorf("left in TMPDIR: %v", left)

@@ -3,7 +3,6 @@
 package replay
 
 import (
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,13 +41,7 @@ func TestReplayBadInput(t *testing.T) {
 			before := cmdtest.Snapshot(t, u.Files()...)
 			args := append([]string{"replay", "--backend", "sim", "--no-progress"}, tt.args...)
 			ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(), time.Minute, args...)
-			code, stdout, stderr := ran.Code, ran.Stdout, ran.Stderr
-			if code != 2 || !strings.HasPrefix(cmdtest.FirstLine(stderr), tt.first) {
-				t.Errorf("exit %d, first stderr line %q; want 2 and a line starting %q\nstderr:\n%s", code, cmdtest.FirstLine(stderr), tt.first, stderr)
-			}
-			if stdout != "" || strings.Contains(stderr, "goroutine ") {
-				t.Errorf("a refusal wrote a result or a stack trace:\n%s\n%s", stdout, stderr)
-			}
+			cmdtest.WantRefused(t, ran, tt.first)
 			cmdtest.Unchanged(t, "the user's files", before)
 			u.CheckNoLockFiles(t)
 		})
