@@ -215,16 +215,12 @@ func captureTable(r *report.Result, res *trace.Result) {
 // device is the result's device: the one the program's captures began on,
 // as its runtime named it (all of them, where they were several).
 func device(res *trace.Result) report.Device {
-	type described struct {
-		api          hip.Dialect
-		ordinal, cus int
-		name, arch   string
-	}
-	var seen []described
+	// One device however many processes used it.
+	var seen []trace.Device
 	for _, d := range res.Devices {
-		x := described{d.API, d.Ordinal, d.ComputeUnits, d.Name, d.Arch}
-		if !slices.Contains(seen, x) {
-			seen = append(seen, x)
+		d.PID = 0
+		if !slices.Contains(seen, d) {
+			seen = append(seen, d)
 		}
 	}
 	var names, descriptions []string
@@ -232,19 +228,19 @@ func device(res *trace.Result) report.Device {
 	for _, d := range seen {
 		// The architecture without its target features: gfx942, not
 		// gfx942:sramecc+:xnack-.
-		arch, _, _ := strings.Cut(d.arch, ":")
-		name := d.name
+		arch, _, _ := strings.Cut(d.Arch, ":")
+		name := d.Name
 		if name == "" {
-			name = fmt.Sprintf("%s device %d", d.api, d.ordinal)
+			name = fmt.Sprintf("%s device %d", d.API, d.Ordinal)
 		}
 		var about []string
-		if d.arch != "" {
-			about = append(about, d.arch)
+		if d.Arch != "" {
+			about = append(about, d.Arch)
 		}
-		if d.cus > 0 {
-			about = append(about, fmt.Sprintf("%d CUs", d.cus))
+		if d.ComputeUnits > 0 {
+			about = append(about, fmt.Sprintf("%d CUs", d.ComputeUnits))
 		}
-		about = append(about, fmt.Sprintf("%s device %d", d.api, d.ordinal))
+		about = append(about, fmt.Sprintf("%s device %d", d.API, d.Ordinal))
 		out = report.Device{Name: name, Arch: arch}
 		names = append(names, out.Short())
 		descriptions = append(descriptions, fmt.Sprintf("%s (%s)", name, strings.Join(about, ", ")))
