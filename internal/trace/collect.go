@@ -243,7 +243,7 @@ func (c *collector) add(e Event) {
 // device keeps a device's description, once per process, runtime and
 // ordinal (two threads may both describe it first).
 func (c *collector) device(e Event) {
-	d := Device{PID: e.PID, API: e.API, Ordinal: e.Device, Name: e.DeviceName, Arch: e.Arch, ComputeUnits: e.ComputeUnit}
+	d := Device{PID: e.PID, API: e.API, Ordinal: e.Device, Name: e.DeviceName, Arch: e.Arch, ComputeUnits: e.ComputeUnits}
 	if slices.ContainsFunc(c.devices, func(x Device) bool { return x.PID == d.PID && x.API == d.API && x.Ordinal == d.Ordinal }) {
 		return
 	}

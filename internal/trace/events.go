@@ -50,10 +50,10 @@ type Event struct {
 	Omitted int
 	// Device is the device ordinal of begin and device records (-1: the
 	// runtime did not say); device records describe it.
-	Device      int
-	DeviceName  string
-	Arch        string
-	ComputeUnit int
+	Device       int
+	DeviceName   string
+	Arch         string
+	ComputeUnits int
 	// hello and fork.
 	PPID int
 	Exe  string
@@ -140,7 +140,7 @@ func ParseEvent(line []byte) (Event, error) {
 		if err := need(5); err != nil {
 			return e, err
 		}
-		e.API, e.Device, e.DeviceName, e.Arch, e.ComputeUnit = api(rest[0]), num(rest[1]), rest[2], rest[3], num(rest[4])
+		e.API, e.Device, e.DeviceName, e.Arch, e.ComputeUnits = api(rest[0]), num(rest[1]), rest[2], rest[3], num(rest[4])
 		return e, err
 	case kindBegin:
 		if err := need(6); err != nil {

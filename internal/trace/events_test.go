@@ -20,7 +20,7 @@ func TestParseEvent(t *testing.T) {
 		{"MT1\tnote\t10\t12\t7\tcupti\terror\tlibcupti could not be loaded; tried libcupti.so.13; ",
 			Event{Kind: "note", PID: 10, TID: 12, Time: 7, Topic: "cupti", Status: "error", Text: "libcupti could not be loaded; tried libcupti.so.13; "}},
 		{"MT1\tdevice\t10\t485\t99\tcuda\t1\tNVIDIA H200\tsm_90\t132",
-			Event{Kind: "device", PID: 10, TID: 485, Time: 99, API: hip.DialectCUDA, Device: 1, DeviceName: "NVIDIA H200", Arch: "sm_90", ComputeUnit: 132}},
+			Event{Kind: "device", PID: 10, TID: 485, Time: 99, API: hip.DialectCUDA, Device: 1, DeviceName: "NVIDIA H200", Arch: "sm_90", ComputeUnits: 132}},
 		{"MT1\tdevice\t10\t485\t99\thip\t0\t\t\t0",
 			Event{Kind: "device", PID: 10, TID: 485, Time: 99, API: hip.DialectHIP}},
 		{"MT1\tbegin\t10\t485\t100\tcuda\tcuStreamBeginCapture_v2\t0x356a1150\t0\t0\t1\t/x/libtorch.so\t_ZN2at4cuda9CUDAGraph13capture_beginEv\t0x1a2b",
