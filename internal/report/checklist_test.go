@@ -33,15 +33,19 @@ func TestChecklistCountsSubTests(t *testing.T) {
 		runs   []SuiteRun
 		want   string
 	}{
-		{"one run", Pass, []SuiteRun{run("node1", 1, Pass, "", time.Second)}, "Passed"},
-		{"one expected failure", Fail, []SuiteRun{run("node1", 1, Fail, "", time.Second)}, "Fails as expected"},
+		{"one run", Pass, []SuiteRun{run("node1", 1, Pass, "", time.Second)}, "Passed (1/1 run)"},
+		{"one expected failure", Fail, []SuiteRun{run("node1", 1, Fail, "", time.Second)}, "Fails as expected (1/1 run failed)"},
 		{"26 sub-tests", Pass, []SuiteRun{withCases(Pass, 26, 26)}, "Passed (26/26)"},
-		{"a matrix of 24", Pass, []SuiteRun{matrix}, "Fails with --reclaim=lazy (global), passes with --reclaim=worker (24/24)"},
-		{"the matrix 20 times", Pass, repeat(matrix, 20), "Fails with --reclaim=lazy (global), passes with --reclaim=worker (24/24), 20/20 runs"},
-		{"repeated without sub-tests", Pass, repeat(run("node1", 1, Pass, "", time.Second), 3), "Passed, 3/3 runs"},
-		{"sub-tests that differ", Pass, []SuiteRun{withCases(Pass, 24, 24), {Iteration: 2, Verdict: Pass, Cases: Cases{Passed: 20, Total: 20}}}, "Passed (44/44 in all), 2/2 runs"},
-		{"one run, unexpected", Pass, []SuiteRun{withCases(Fail, 23, 24)}, "Unexpected (expected PASS): FAIL (23/24)"},
-		{"runs, unexpected", Pass, append(repeat(short, 1), repeat(matrix, 2)...), "Unexpected (expected PASS): FAIL 1, PASS 2 of 3 runs"},
+		{"a matrix of 24", Pass, []SuiteRun{matrix}, "Passed (24/24): Fails with --reclaim=lazy (global), passes with --reclaim=worker"},
+		{"the matrix 20 times", Pass, repeat(matrix, 20), "Passed (24/24; 20/20 runs): Fails with --reclaim=lazy (global), passes with --reclaim=worker"},
+		{"repeated without sub-tests", Pass, repeat(run("node1", 1, Pass, "", time.Second), 3), "Passed (3/3 runs)"},
+		{"sub-tests that differ", Pass, []SuiteRun{withCases(Pass, 24, 24), {Iteration: 2, Verdict: Pass, Cases: Cases{Passed: 20, Total: 20}}}, "Passed (44/44 in all; 2/2 runs)"},
+		{"one run, unexpected", Pass, []SuiteRun{withCases(Fail, 23, 24)}, "Failed (1/24 failed; expected PASS)"},
+		{"runs, unexpected", Pass, append(repeat(short, 1), repeat(matrix, 2)...), "Failed (1/3 runs failed; expected PASS)"},
+		// A met FAIL expectation counts what failed: never "(0/20)",
+		// which reads as "none failed".
+		{"an expected failure of 20 sub-tests", Fail, []SuiteRun{withCases(Fail, 0, 20)}, "Fails as expected (20/20 failed)"},
+		{"an expected failure, 20 times", Fail, repeat(run("node1", 1, Fail, "", time.Second), 20), "Fails as expected (20/20 runs failed)"},
 	} {
 		if tc.name == "runs, unexpected" {
 			tc.runs[0].Verdict = Fail
@@ -54,7 +58,7 @@ func TestChecklistCountsSubTests(t *testing.T) {
 	// A single result's checklist row and its JSON carry the count too.
 	r := New("capture", "miotool capture --mode=all", time.Time{})
 	r.Status, r.Cases = "Fails with --reclaim=lazy (global), passes with --reclaim=worker", Cases{Passed: 24, Total: 24}
-	if got := r.ChecklistRow()[3]; got != r.Status+" (24/24)" {
+	if got := r.ChecklistRow()[3]; got != "Passed (24/24): "+r.Status {
 		t.Errorf("result row status %q", got)
 	}
 	var buf bytes.Buffer
@@ -70,29 +74,29 @@ func TestChecklistCountsSubTests(t *testing.T) {
 	}
 }
 
-// A Devices cell that every row repeats goes to the header once.
-func TestSharedDevicesGoToTheHeader(t *testing.T) {
+// Every row names its devices, even where every check ran on one and the
+// same device: a row pasted alone into a pull request still says where it
+// ran. The header names the devices too.
+func TestEveryRowNamesItsDevices(t *testing.T) {
 	md := markdownOf(t, sampleSuite())
-	if !strings.Contains(md, "- **Devices:** NVIDIA H200 (sm_90)\n") || strings.Contains(md, "| Devices") ||
-		!strings.Contains(md, "| Test ") || !strings.Contains(md, "| Status ") {
-		t.Errorf("shared devices:\n%s", md)
+	if !strings.Contains(md, "- **Devices:** NVIDIA H200 (sm_90)\n") || !strings.Contains(md, "| Devices") {
+		t.Errorf("one device:\n%s", md)
 	}
-	if text := textOf(t, sampleSuite()); !strings.Contains(text, "  devices:  NVIDIA H200 (sm_90)\n") || strings.Contains(text, "Devices") {
-		t.Errorf("shared devices, text:\n%s", text)
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| capture-") && !strings.Contains(line, "| NVIDIA H200 (sm_90) |") {
+			t.Errorf("a row without its device: %s", line)
+		}
 	}
-	// Devices that differ stay in their column, and so do they where a
-	// check that ran has none, or where one row is all there is.
+	if text := textOf(t, sampleSuite()); !strings.Contains(text, "  devices:  NVIDIA H200 (sm_90)\n") || !strings.Contains(text, "Devices") {
+		t.Errorf("one device, text:\n%s", text)
+	}
+	// A merged row lists each host's device.
 	a, b := hostSuite("node1", h200, Pass), hostSuite("node2", mi300, Pass)
 	m, err := MergeSuites([]*SuiteResult{a, b}, []string{"a.json", "b.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crashed := hostSuite("node1", h200, Pass)
-	crashed.Checks = append(crashed.Checks, &SuiteCheck{Name: "crash", Command: "miotool crash", Expect: Pass,
-		Runs: []SuiteRun{{Host: "node1", Iteration: 1, Order: 2, Verdict: Error}}})
-	for _, s := range []*SuiteResult{m, crashed, hostSuite("node1", h200, Pass)} {
-		if md := markdownOf(t, s); !strings.Contains(md, "| Devices") || strings.Contains(md, "**Devices:**") {
-			t.Errorf("devices that differ:\n%s", md)
-		}
+	if md := markdownOf(t, m); !strings.Contains(md, "| NVIDIA H200 (sm_90), AMD Instinct MI300X (gfx942) |") {
+		t.Errorf("devices that differ:\n%s", md)
 	}
 }

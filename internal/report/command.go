@@ -18,11 +18,19 @@ var outputFlags = map[string]bool{
 	"--no-progress":     false,
 }
 
+// splitFlags choose which part of a split run a process makes (--shard
+// I/N): the shards of one check make one row of a merged checklist, so
+// the Command column leaves them out too. The bool says whether the flag
+// takes a value.
+var splitFlags = map[string]bool{
+	"--shard": true,
+}
+
 // ChecklistCommand is command without its output flags (--format X,
 // --junit FILE, --export-markdown FILE, --export-json FILE, --no-progress,
-// also in their --flag=value forms), for the
-// Command column of a Testing Checklist. A command that does not split as
-// a shell would split it is returned unchanged.
+// also in their --flag=value forms) and its --shard, for the Command
+// column of a Testing Checklist. A command that does not split as a shell
+// would split it is returned unchanged.
 func ChecklistCommand(command string) string {
 	words, raw, err := splitWords(command)
 	if err != nil {
@@ -37,6 +45,9 @@ func ChecklistCommand(command string) string {
 		}
 		name, _, hasValue := strings.Cut(w, "=")
 		takesValue, isOutput := outputFlags[name]
+		if split, ok := splitFlags[name]; ok {
+			takesValue, isOutput = split, true
+		}
 		if !isOutput {
 			kept = append(kept, raw[i])
 			continue

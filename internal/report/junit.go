@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,21 +13,18 @@ import (
 )
 
 // The JUnit XML layout that CI systems (Jenkins, GitLab, GitHub Actions
-// reporters, CircleCI) read: <testsuites> with one <testsuite> per
-// environment variant and one <testcase> per check.
-type junitSuites struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Name     string   `xml:"name,attr"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Errors   int      `xml:"errors,attr"`
-	// No skipped count here: Jenkins' schema (junit-10.xsd) allows it on
-	// <testsuite> only, and readers sum those.
-	Time   string       `xml:"time,attr"`
-	Suites []junitSuite `xml:"testsuite"`
-}
-
+// reporters, CircleCI, test-results-parser) read: one <testsuite> as the
+// root, Maven Surefire's own form, with one <testcase> per check. The
+// root is <testsuite>, not <testsuites>, because only <testsuite> may
+// carry a skipped count in Jenkins' schema (junit-10.xsd): a reader that
+// takes its totals from the root (test-results-parser does) then counts
+// a skipped or never-started check as skipped, where under a
+// <testsuites> root, which cannot say it, it counted it as passed. The
+// environment variants, which were <testsuite>s of their own, are told
+// apart by the case's classname and name instead ("capture-global-lazy
+// [GPU_MAX_HW_QUEUES=3]"), as in the checklist.
 type junitSuite struct {
+	XMLName    xml.Name        `xml:"testsuite"`
 	Name       string          `xml:"name,attr"`
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
@@ -69,119 +67,136 @@ type junitText struct {
 // negative (the schema's SUREFIRE_TIME has no sign).
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", max(d, 0).Seconds()) }
 
-// WriteJUnit writes s as JUnit XML. A check that met its expectation is a
-// passing test case; one that did not is a <failure>, or an <error> when a
-// run produced no result; one the suite did not run is <skipped>. A check
-// the suite's interruption stopped while it ran is an <error
-// type="interrupted">, so that no CI reads an interrupted suite as
-// green; where the interruption fell between two checks, a test case of
-// its own says so. Each case's <system-out> lists its runs. An interrupted
-// suite also says so in every <testsuite>'s properties (miotool.verdict
-// INTERRUPTED and why). Times are the runs' own: a case's is the sum of
-// its runs, a <testsuite>'s the sum of its cases, <testsuites>' the sum of
-// the suites.
+// WriteJUnit writes s as JUnit XML: one <testsuite> with one <testcase>
+// per check and variant (in a shard split by checks, per check of the
+// shard). A check that met its expectation is a passing test case; one
+// that did not is a <failure>, or an <error> when a run produced no
+// result or ran on another backend or dialect than the check asks for;
+// one the suite did not run is <skipped>. A check the suite's
+// interruption stopped while it ran is an <error type="interrupted">, so
+// that no CI reads an interrupted suite as green; where the interruption
+// fell between two checks, a test case of its own says so. A check whose
+// shard a merge lacks is an <error type="missing shard">. Each case's
+// message is its checklist status, and its <system-out> lists its runs.
+// The <testsuite>'s time is what the suite took, or for a merged result
+// the time its runs took on each host, summed.
 func WriteJUnit(w io.Writer, s *SuiteResult) error {
-	var variants []string
-	byVariant := map[string][]*SuiteCheck{}
-	for _, c := range s.Checks {
-		if _, ok := byVariant[c.Variant]; !ok {
-			variants = append(variants, c.Variant)
+	return writeJUnit(w, s, s.StatusOf)
+}
+
+// WriteResultJUnit writes a single check's result as JUnit XML: one
+// <testsuite> with one <testcase>, the check, whose outcome is the
+// verdict's (SKIP is <skipped>, INTERRUPTED an <error
+// type="interrupted">) and whose message is the result's checklist
+// status. A matrix's rows are the check's sub-tests, counted in its
+// status ("(24/24)"), not test cases of their own.
+func WriteResultJUnit(w io.Writer, r *Result) error {
+	s := SuiteFromResult(r)
+	if r.Verdict == Interrupted {
+		s.Interrupted = r.Summary
+	}
+	status := r.ChecklistStatus()
+	return writeJUnit(w, s, func(*SuiteCheck) string { return status })
+}
+
+func writeJUnit(w io.Writer, s *SuiteResult, message func(*SuiteCheck) string) error {
+	js := junitSuite{Name: s.Suite, Hostname: strings.Join(s.Hosts, ","), Timestamp: junitTime(s.Started)}
+	if t := s.toolText(); t != "" {
+		js.Properties = append(js.Properties, junitProperty{"miotool.version", t})
+	}
+	if s.File != "" {
+		js.Properties = append(js.Properties, junitProperty{"suite.file", s.File})
+	}
+	for _, v := range s.variants() {
+		js.Properties = append(js.Properties, junitProperty{"environment", v})
+	}
+	if s.Shard != nil {
+		js.Properties = append(js.Properties, junitProperty{"miotool.shard", s.Shard.describe()})
+	}
+	if m := s.missingText(); m != "" {
+		js.Properties = append(js.Properties, junitProperty{"miotool.missing_shards", m})
+	}
+	interrupted := s.interrupted()
+	if interrupted {
+		why := s.Interrupted
+		if why == "" {
+			why = "interrupted"
 		}
-		byVariant[c.Variant] = append(byVariant[c.Variant], c)
+		js.Properties = append(js.Properties, junitProperty{"miotool.verdict", string(Interrupted)},
+			junitProperty{"miotool.interrupted", why})
 	}
-	if len(variants) == 0 && s.interrupted() {
-		variants = []string{""} // room for the interruption's own case
-	}
-	top := junitSuites{Name: s.Suite}
-	var topTime time.Duration
-	interruptionShown := s.Totals().Interrupted > 0
-	for _, v := range variants {
-		js := junitSuite{Name: s.Suite, Hostname: strings.Join(s.Hosts, ","), Timestamp: junitTime(s.Started)}
+	checks := s.ownChecks()
+	for _, c := range checks {
 		classname := "miotool." + classPart(s.Suite)
-		if v != "" {
-			js.Name += " [" + v + "]"
-			classname += "[" + classPart(v) + "]"
-			js.Properties = append(js.Properties, junitProperty{"environment", v})
+		if c.Variant != "" {
+			classname += "[" + classPart(c.Variant) + "]"
 		}
-		if t := s.toolText(); t != "" {
-			js.Properties = append(js.Properties, junitProperty{"miotool.version", t})
-		}
-		if s.File != "" {
-			js.Properties = append(js.Properties, junitProperty{"suite.file", s.File})
-		}
-		if s.interrupted() {
-			why := s.Interrupted
-			if why == "" {
-				why = "interrupted"
-			}
-			js.Properties = append(js.Properties, junitProperty{"miotool.verdict", string(Interrupted)},
-				junitProperty{"miotool.interrupted", why})
-		}
-		for _, c := range byVariant[v] {
-			jc := junitCase{Classname: classname, Name: c.Name, Time: seconds(c.Duration()), SystemOut: &junitText{xmlSafe(junitRuns(c))}}
-			switch c.Outcome() {
-			case Skip:
-				msg := s.statusOf(c)
-				if c.NotRun() && c.Skip == "" && s.Interrupted != "" {
-					msg = "Not run: the suite was interrupted before it started (" + s.Interrupted + ")"
-				}
-				var text string
-				if !c.NotRun() {
-					// It ran and skipped: the reason its runs gave.
-					text = xmlSafe(junitDetail(c))
-				}
-				jc.Skipped = &junitMessage{Message: msg, Text: text}
-				js.Skipped++
-			case Interrupted:
-				msg := c.Status()
-				if s.Interrupted != "" {
-					msg += " (" + s.Interrupted + ")"
-				}
-				jc.Error = &junitMessage{Message: msg, Type: "interrupted", Text: xmlSafe(junitDetail(c))}
+		jc := junitCase{Classname: classname, Name: c.Test(), Time: seconds(c.Duration()), SystemOut: &junitText{xmlSafe(junitRuns(c))}}
+		msg := message(c)
+		switch c.Outcome() {
+		case Skip:
+			if s.missingShard(c) != nil {
+				jc.Error = &junitMessage{Message: msg, Type: "missing shard"}
 				js.Errors++
-			case Error:
-				jc.Error = &junitMessage{Message: c.Status(), Type: "ERROR", Text: xmlSafe(junitDetail(c))}
-				js.Errors++
-			case Fail:
-				jc.Failure = &junitMessage{Message: c.Status(), Type: "FAIL", Text: xmlSafe(junitDetail(c))}
-				js.Failures++
+				break
 			}
-			js.Tests++
-			js.Cases = append(js.Cases, jc)
-		}
-		if s.interrupted() && !interruptionShown {
-			// Stopped between two checks: every case above is a pass or
-			// a skip, and CI must not read that as green.
-			interruptionShown = true
-			js.Cases = append(js.Cases, junitCase{Classname: classname, Name: "suite interrupted", Time: seconds(0),
-				Error: &junitMessage{Message: s.Summary(), Type: "interrupted"}})
-			js.Tests++
+			var text string
+			if !c.NotRun() {
+				// It ran and skipped: the reason its runs gave.
+				text = xmlSafe(junitDetail(c))
+			}
+			jc.Skipped = &junitMessage{Message: msg, Text: text}
+			js.Skipped++
+		case Interrupted:
+			jc.Error = &junitMessage{Message: msg, Type: "interrupted", Text: xmlSafe(junitDetail(c))}
 			js.Errors++
+		case Error:
+			jc.Error = &junitMessage{Message: msg, Type: "ERROR", Text: xmlSafe(junitDetail(c))}
+			js.Errors++
+		case Fail:
+			jc.Failure = &junitMessage{Message: msg, Type: "FAIL", Text: xmlSafe(junitDetail(c))}
+			js.Failures++
 		}
-		wall := wallTime(byVariant[v])
-		js.Time = seconds(wall)
-		topTime += wall
-		top.Tests += js.Tests
-		top.Failures += js.Failures
-		top.Errors += js.Errors
-		top.Suites = append(top.Suites, js)
+		js.Tests++
+		js.Cases = append(js.Cases, jc)
+	}
+	if interrupted && s.Totals().Interrupted == 0 {
+		// Stopped between two checks: every case above is a pass or
+		// a skip, and CI must not read that as green.
+		js.Cases = append(js.Cases, junitCase{Classname: "miotool." + classPart(s.Suite), Name: "suite interrupted", Time: seconds(0),
+			Error: &junitMessage{Message: s.Summary(), Type: "interrupted"}})
+		js.Tests++
+		js.Errors++
 	}
 	// One run of the suite took what the user waited for it; a merged
 	// result's runs, on other hosts and at other times, add up.
+	total := wallTime(checks)
 	if s.Duration > 0 && len(s.MergedRuns) <= 1 {
-		topTime = s.Duration
+		total = s.Duration
 	}
-	top.Time = seconds(topTime)
+	js.Time = seconds(total)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(top); err != nil {
+	if err := enc.Encode(js); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// variants are the environment variants of the checks, in order of first
+// appearance, the baseline left out.
+func (s *SuiteResult) variants() []string {
+	var vs []string
+	for _, c := range s.Checks {
+		if c.Variant != "" && !slices.Contains(vs, c.Variant) {
+			vs = append(vs, c.Variant)
+		}
+	}
+	return vs
 }
 
 // classPart is a value made fit for a testcase classname: Jenkins splits

@@ -17,20 +17,21 @@ func validateJUnit(t *testing.T, doc []byte) {
 	testutil.ValidateJUnit(t, doc)
 }
 
-// ciCounts is what a CI's JUnit reader shows: the counts each level
-// declares, and the cases it finds by their child elements.
+// ciCounts is what a CI's JUnit reader shows: the counts the root
+// <testsuite> declares, and the cases it finds by their child elements.
 type ciCounts struct {
-	Declared      [4]int // tests, failures, errors, skipped on <testsuites>
-	SuiteDeclared [4]int // the same, summed over <testsuite>
-	Passed        int    // cases with no failure, error or skipped
-	Failures      int
-	Errors        int
-	Skipped       int
-	ErrorTypes    []string
-	Classnames    []string
-	SuiteTime     float64 // sum of <testsuite time>
-	CaseTime      float64 // sum of <testcase time>
-	TopTime       float64 // <testsuites time>
+	Root       string // the root element's name
+	Declared   [4]int // tests, failures, errors, skipped on the root
+	Passed     int    // cases with no failure, error or skipped
+	Failures   int
+	Errors     int
+	Skipped    int
+	ErrorTypes []string
+	Messages   []string // each case's failure, error or skipped message
+	Classnames []string
+	Names      []string
+	CaseTime   float64 // sum of <testcase time>
+	TopTime    float64 // the root's time
 }
 
 func readJUnitCounts(t *testing.T, doc []byte) ciCounts {
@@ -40,53 +41,51 @@ func readJUnitCounts(t *testing.T, doc []byte) ciCounts {
 		Message string `xml:"message,attr"`
 	}
 	var top struct {
+		XMLName  xml.Name
 		Tests    int     `xml:"tests,attr"`
 		Failures int     `xml:"failures,attr"`
 		Errors   int     `xml:"errors,attr"`
+		Skipped  int     `xml:"skipped,attr"`
 		Time     float64 `xml:"time,attr"`
-		Suites   []struct {
-			Tests    int     `xml:"tests,attr"`
-			Failures int     `xml:"failures,attr"`
-			Errors   int     `xml:"errors,attr"`
-			Skipped  int     `xml:"skipped,attr"`
-			Time     float64 `xml:"time,attr"`
-			Cases    []struct {
-				Classname string  `xml:"classname,attr"`
-				Time      float64 `xml:"time,attr"`
-				Failure   *msg    `xml:"failure"`
-				Error     *msg    `xml:"error"`
-				Skipped   *msg    `xml:"skipped"`
-			} `xml:"testcase"`
+		Nested   []struct {
+			Name string `xml:"name,attr"`
 		} `xml:"testsuite"`
+		Cases []struct {
+			Classname string  `xml:"classname,attr"`
+			Name      string  `xml:"name,attr"`
+			Time      float64 `xml:"time,attr"`
+			Failure   *msg    `xml:"failure"`
+			Error     *msg    `xml:"error"`
+			Skipped   *msg    `xml:"skipped"`
+		} `xml:"testcase"`
 	}
 	if err := xml.Unmarshal(doc, &top); err != nil {
 		t.Fatalf("not XML: %v\n%s", err, doc)
 	}
-	var c ciCounts
-	c.TopTime = top.Time
-	for _, s := range top.Suites {
-		c.SuiteDeclared[0] += s.Tests
-		c.SuiteDeclared[1] += s.Failures
-		c.SuiteDeclared[2] += s.Errors
-		c.SuiteDeclared[3] += s.Skipped
-		c.SuiteTime += s.Time
-		for _, k := range s.Cases {
-			c.Classnames = append(c.Classnames, k.Classname)
-			c.CaseTime += k.Time
-			switch {
-			case k.Error != nil:
-				c.Errors++
-				c.ErrorTypes = append(c.ErrorTypes, k.Error.Type)
-			case k.Failure != nil:
-				c.Failures++
-			case k.Skipped != nil:
-				c.Skipped++
-			default:
-				c.Passed++
-			}
+	if len(top.Nested) > 0 {
+		t.Errorf("nested <testsuite>s, which many readers do not look into:\n%s", doc)
+	}
+	c := ciCounts{Root: top.XMLName.Local, TopTime: top.Time, Declared: [4]int{top.Tests, top.Failures, top.Errors, top.Skipped}}
+	for _, k := range top.Cases {
+		c.Classnames = append(c.Classnames, k.Classname)
+		c.Names = append(c.Names, k.Name)
+		c.CaseTime += k.Time
+		switch {
+		case k.Error != nil:
+			c.Errors++
+			c.ErrorTypes = append(c.ErrorTypes, k.Error.Type)
+			c.Messages = append(c.Messages, k.Error.Message)
+		case k.Failure != nil:
+			c.Failures++
+			c.Messages = append(c.Messages, k.Failure.Message)
+		case k.Skipped != nil:
+			c.Skipped++
+			c.Messages = append(c.Messages, k.Skipped.Message)
+		default:
+			c.Passed++
+			c.Messages = append(c.Messages, "")
 		}
 	}
-	c.Declared = [4]int{top.Tests, top.Failures, top.Errors, c.SuiteDeclared[3]}
 	return c
 }
 
@@ -130,8 +129,8 @@ func TestJUnitFilesValidateAndCount(t *testing.T) {
 					c.Passed, c.Failures, c.Errors, c.Skipped, tc.passed, tc.failures, tc.errs, tc.skipped)
 			}
 			cases := c.Passed + c.Failures + c.Errors + c.Skipped
-			if want := [4]int{cases, c.Failures, c.Errors, c.Skipped}; c.Declared != want || c.SuiteDeclared != want {
-				t.Errorf("declared counts %v (testsuites) %v (testsuite sums), the cases say %v", c.Declared, c.SuiteDeclared, want)
+			if want := [4]int{cases, c.Failures, c.Errors, c.Skipped}; c.Declared != want || c.Root != "testsuite" {
+				t.Errorf("root <%s> declares %v, the cases say %v", c.Root, c.Declared, want)
 			}
 			for _, cn := range c.Classnames {
 				// Jenkins splits a classname into package and class at

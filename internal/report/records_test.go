@@ -53,7 +53,7 @@ func TestJSONRecordsAndCounterKeys(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Schema != "miotool/result/v3" || doc.RunID == "" {
+	if doc.Schema != SchemaVersion || doc.RunID == "" {
 		t.Errorf("schema %q run_id %q", doc.Schema, doc.RunID)
 	}
 	if got := strings.Join(doc.Tables[0].Keys, ","); got != "reclaim,mode,expected,measured,end_capture,detail,differs_from_expected" {
@@ -104,8 +104,8 @@ func TestReadJSONAcceptsVersion1(t *testing.T) {
 		t.Errorf("v1 read as %+v", r)
 	}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil || !strings.Contains(buf.String(), `"schema": "miotool/result/v3"`) {
-		t.Errorf("a v1 result is written as v3: %v\n%s", err, buf.String())
+	if err := WriteJSON(&buf, r); err != nil || !strings.Contains(buf.String(), `"schema": "`+SchemaVersion+`"`) {
+		t.Errorf("a v1 result is written as %s: %v\n%s", SchemaVersion, err, buf.String())
 	}
 }
 

@@ -214,9 +214,9 @@ func TestMarkdownChecklistOneRowPerResult(t *testing.T) {
 	for _, want := range []string{
 		"| Test   | Command ",
 		"| rules  | `miotool rules --dialect cuda --expect configs/rules/h200-cuda.yaml` | NVIDIA H200 (sm_90)",
-		"| Failed |",
+		"| Failed (1/1 run failed) |",
 		"| doctor | `miotool doctor` ",
-		"| miotool simulated device (cuda rules) (sim) | Passed |",
+		"| miotool simulated device (cuda rules) (sim) | Passed (1/1 run)        |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, out)

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -16,12 +17,14 @@ import (
 // SchemaVersion names the JSON layout of a Result. It changes only when a
 // field is renamed or removed, or changes its meaning; new fields may
 // appear without a change.
-const SchemaVersion = "miotool/result/v3"
+const SchemaVersion = "miotool/result/v4"
 
-// schemaV2 is the layout whose records held every cell as a string,
-// schemaV1 the one before counters were keyed in snake_case; both are
-// still read.
+// schemaV3 is the layout whose status was a command's own wording in
+// place of the verdict's word, schemaV2 the one whose records held every
+// cell as a string, schemaV1 the one before counters were keyed in
+// snake_case; all are still read.
 const (
+	schemaV3 = "miotool/result/v3"
 	schemaV2 = "miotool/result/v2"
 	schemaV1 = "miotool/result/v1"
 )
@@ -29,7 +32,7 @@ const (
 // isResultSchema reports whether schema names a layout of a Result that
 // miotool reads.
 func isResultSchema(schema string) bool {
-	return schema == SchemaVersion || schema == schemaV2 || schema == schemaV1
+	return schema == SchemaVersion || schema == schemaV3 || schema == schemaV2 || schema == schemaV1
 }
 
 // NewRunID returns an id no other run shares: 128 random bits as 26
@@ -154,9 +157,39 @@ func (d Device) Short() string {
 
 // Row is one table row. Flag, when set, marks the row (for example
 // "differs from expected: 900 / 901") and is shown in an extra column.
+// Values, when set, hold beside a cell's text for people its value for
+// machines, a JSON number (see Cell); "" where the text is all there is.
 type Row struct {
-	Cells []string
-	Flag  string
+	Cells  []string
+	Flag   string
+	Values []string
+}
+
+// Cell is a table cell whose text is for people and whose value, a
+// number, is what the JSON records hold in its place: a runtime's status
+// "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)" is 901 there. A column
+// with a value in any row is a number in every record, null where a row
+// has none.
+type Cell struct {
+	Text  string
+	Value string // a JSON number, or "" for none
+}
+
+// TextCell is a cell of text only.
+func TextCell(text string) Cell { return Cell{Text: text} }
+
+// CodeCell is a runtime's status as every table writes one, its name and
+// its code, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)"; the JSON
+// records hold the code.
+func CodeCell(name string, code int) Cell {
+	return Cell{Text: fmt.Sprintf("%s (%d)", name, code), Value: strconv.Itoa(code)}
+}
+
+// Millis is a duration as every table writes one: milliseconds, with three
+// decimals, in a column whose title ends in "(ms)" ("wall time (ms)"), so
+// that the JSON records hold it as a number under a key ending in "_ms".
+func Millis(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
 }
 
 // Table is a titled table.
@@ -177,6 +210,22 @@ func (t *Table) AddFlaggedRow(flag string, cells ...string) {
 	t.Rows = append(t.Rows, Row{Cells: cells, Flag: flag})
 }
 
+// AddCells appends a row of cells with their values, flagged with flag
+// unless it is empty.
+func (t *Table) AddCells(flag string, cells ...Cell) {
+	row := Row{Cells: make([]string, len(cells)), Flag: flag}
+	for i, c := range cells {
+		row.Cells[i] = c.Text
+		if c.Value != "" {
+			if row.Values == nil {
+				row.Values = make([]string, len(cells))
+			}
+			row.Values[i] = c.Value
+		}
+	}
+	t.Rows = append(t.Rows, row)
+}
+
 // Flagged counts the flagged rows.
 func (t *Table) Flagged() int {
 	n := 0
@@ -193,6 +242,17 @@ func (t *Table) flagTitle() string {
 		return t.FlagColumn
 	}
 	return "flag"
+}
+
+// valueGrid returns each row's values, padded like grid's rows ("" where
+// a cell has none).
+func (t *Table) valueGrid(width int) [][]string {
+	out := make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		out[i] = make([]string, width)
+		copy(out[i], r.Values)
+	}
+	return out
 }
 
 // grid returns the header and the rows as plain strings, padded to the
@@ -227,10 +287,10 @@ func (t *Table) grid() ([]string, [][]string) {
 type Cases struct {
 	Passed int
 	Total  int
+	// Unit is the plural noun of what is counted where it is not the
+	// sub-tests of a test ("cells", "runs"): "Passed (243/243 cells)".
+	Unit string
 }
-
-// text is "(24/24)".
-func (c Cases) text() string { return fmt.Sprintf("(%d/%d)", c.Passed, c.Total) }
 
 // Counter is a named count, such as "cells" or "differences".
 type Counter struct {
@@ -253,15 +313,27 @@ type Result struct {
 	Device        Device
 
 	Verdict Verdict
-	// Status, when set, is the checklist's status text in place of the
-	// verdict's word, e.g. which policies fail and which pass for a run
-	// that compares them; the command that made the result words it.
+	// Detail is what the check found beyond its verdict, in a few words,
+	// e.g. which policies fail and which pass for a run that compares
+	// them: the checklist shows it after the status's count ("Passed
+	// (24/24): fails with --reclaim=lazy (global), passes with
+	// --reclaim=worker"). ChecklistStatus composes the status; no
+	// command words it.
+	Detail string
+	// Status is the checklist status a result written before results
+	// carried their detail apart had in place of the verdict's word
+	// (miotool/result/v3 and before, or a command that still sets it):
+	// it is read as the detail where it says more than the verdict.
 	Status string
-	// Summary is one line that explains the verdict.
+	// Summary is one line that explains the verdict: for SKIP, ERROR and
+	// INTERRUPTED, the reason the checklist status gives.
 	Summary string
 	// Cases, when the check counts sub-tests, says how many it ran and
 	// how many passed; the Testing Checklist shows it as "(24/24)".
-	Cases    Cases
+	Cases Cases
+	// Progress, for an INTERRUPTED result, is how far it got: "120 of
+	// 243 cells finished".
+	Progress Progress
 	Started  time.Time
 	Duration time.Duration
 
@@ -274,6 +346,19 @@ type Result struct {
 	// a run SIGTERM stopped (INTERRUPTED's code is 130), 2 for an ERROR
 	// that was a usage error. ExitCode gives it.
 	ExitStatus int
+
+	// Shard, when set, says which part of a split run this result is
+	// (repeat --shard: its share of the runs).
+	Shard *Shard
+}
+
+// detail is what the result found beyond its verdict: Detail, or what a
+// legacy Status says beyond the verdict.
+func (r *Result) detail() string {
+	if r.Detail != "" {
+		return r.Detail
+	}
+	return legacyDetail(r.Status)
 }
 
 // ExitCode is the exit status the result stands for: ExitStatus when
@@ -390,14 +475,7 @@ func (r *Result) Finish(v Verdict, summary string, end time.Time) {
 
 // ChecklistRow is the PR "Testing Checklist" row for the result:
 // Test | Command | Devices | Status. The command is shown without its
-// output flags (see ChecklistCommand).
+// output flags (see ChecklistCommand), the status is ChecklistStatus.
 func (r *Result) ChecklistRow() []string {
-	status := r.Verdict.Status()
-	if r.Status != "" {
-		status = r.Status
-	}
-	if r.Cases.Total > 0 {
-		status += " " + r.Cases.text()
-	}
-	return []string{r.Check, ChecklistCommand(r.Command), r.Device.Short(), status}
+	return []string{r.Check, ChecklistCommand(r.Command), r.Device.Short(), r.ChecklistStatus()}
 }

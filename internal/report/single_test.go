@@ -34,7 +34,7 @@ func TestMergeAcceptsSingleResults(t *testing.T) {
 	}
 	c := single.Checks[0]
 	if c.Command != "miotool capture --mode=global --reclaim=worker" || c.Expect != Pass || len(c.Runs) != 1 ||
-		c.Runs[0].Host != "node2" || c.Runs[0].Device != h200 || c.Runs[0].Duration != 400*time.Millisecond || c.Status() != "Passes with --reclaim=worker" {
+		c.Runs[0].Host != "node2" || c.Runs[0].Device != h200 || c.Runs[0].Duration != 400*time.Millisecond || c.Status() != "Passed (1/1 run): Passes with --reclaim=worker" {
 		t.Errorf("its check: %+v, status %q", c, c.Status())
 	}
 	suite := hostSuite("node1", h200, Pass)
@@ -56,7 +56,7 @@ func TestMergeAcceptsSingleResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if failed.Verdict() != Fail || failed.Checks[0].Status() != "Unexpected (expected PASS): FAIL" {
+	if failed.Verdict() != Fail || failed.Checks[0].Status() != "Failed (1/1 run failed; expected PASS): Passes with --reclaim=worker" {
 		t.Errorf("failed single result: %s %q", failed.Verdict(), failed.Checks[0].Status())
 	}
 	// Without a host, it takes its file's name, as a suite's runs do.
@@ -93,7 +93,7 @@ func TestJSONNumericCells(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Schema != "miotool/result/v3" {
+	if doc.Schema != SchemaVersion {
 		t.Errorf("schema %q", doc.Schema)
 	}
 	recs := doc.Tables[0].Records

@@ -16,12 +16,15 @@ import (
 // SuiteSchemaVersion names the JSON layout of a SuiteResult. Like
 // SchemaVersion it changes only when a field is renamed or removed, or
 // changes its meaning.
-const SuiteSchemaVersion = "miotool/suite/v3"
+const SuiteSchemaVersion = "miotool/suite/v4"
 
-// suiteSchemaV2 is the layout whose merged results carried the first
-// input's options and version at the top level for every run; suiteSchemaV1
-// the layout before run ids. Both are still read.
+// suiteSchemaV3 is the layout whose statuses were worded by each command
+// and whose runs' status was the child's own; suiteSchemaV2 the layout
+// whose merged results carried the first input's options and version at
+// the top level for every run; suiteSchemaV1 the layout before run ids.
+// All are still read.
 const (
+	suiteSchemaV3 = "miotool/suite/v3"
 	suiteSchemaV2 = "miotool/suite/v2"
 	suiteSchemaV1 = "miotool/suite/v1"
 )
@@ -78,6 +81,12 @@ type SuiteResult struct {
 	// Notes say what the suite did besides its checks' runs: where its
 	// checks' find-db was, which programs it ran.
 	Notes []string
+	// Shard, when set, says which part of a split run this result is
+	// (report --suite --shard, repeat --shard).
+	Shard *Shard
+	// MissingShards are the shards a merge was told to do without: its
+	// checklist names them, and its verdict is never PASS.
+	MissingShards []MissingShard
 }
 
 // SuiteRunRef names one suite run inside a merged result, with the
@@ -106,7 +115,16 @@ type SuiteCheck struct {
 	Expect Verdict
 	// Skip, when set, says why the check was not run.
 	Skip string
-	Runs []SuiteRun
+	// Shard is the shard that runs the check when a suite is split by
+	// checks (1 to the count); 0 otherwise.
+	Shard int
+	Runs  []SuiteRun
+}
+
+// key is what makes two checks of different results the same check in a
+// merge: name, command, variant, expectation and environment.
+func (c *SuiteCheck) key() string {
+	return strings.Join([]string{c.Name, c.Command, c.Variant, string(c.Expect), strings.Join(c.Env, "\x01")}, "\x00")
 }
 
 // SuiteRun is one run of a check: one miotool process.
@@ -116,12 +134,20 @@ type SuiteRun struct {
 	Order     int // the position in the order the suite ran its checks, from 1
 	Verdict   Verdict
 	ExitCode  int
-	Status    string // the child result's checklist status, when it set one
-	Summary   string
-	Backend   string
-	Device    Device
-	Started   time.Time
-	Duration  time.Duration
+	// Detail is what the child's result found beyond its verdict
+	// (Result.Detail); Status, the checklist status a child result
+	// written before results carried their detail apart set in its place
+	// (Result.Status), read from such results and files.
+	Detail  string
+	Status  string
+	Summary string
+	// Progress is how far the child got, when an interruption stopped it
+	// and its result said so.
+	Progress Progress
+	Backend  string
+	Device   Device
+	Started  time.Time
+	Duration time.Duration
 	// StderrTail is the end of the process's standard error, kept for runs
 	// that did not meet the expectation.
 	StderrTail string
@@ -172,8 +198,9 @@ func (s *SuiteResult) digest() string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// runMet reports whether a run's verdict is the expected one.
-func (c *SuiteCheck) runMet(r SuiteRun) bool { return r.Verdict == c.Expect }
+// runMet reports whether a run's verdict is the expected one, on what the
+// check asks to run on (see mismatch).
+func (c *SuiteCheck) runMet(r SuiteRun) bool { return r.Verdict == c.Expect && c.mismatch(r) == "" }
 
 // runSkipped reports whether a run skipped where the check expected
 // another verdict: the check found no device or library to test on, so
@@ -218,8 +245,8 @@ func (c *SuiteCheck) Met() bool {
 // unexplained counts the checks with no run that the suite did not skip.
 func (s *SuiteResult) unexplained() int {
 	n := 0
-	for _, c := range s.Checks {
-		if c.NotRun() && c.Skip == "" {
+	for _, c := range s.ownChecks() {
+		if c.NotRun() && c.Skip == "" && s.missingShard(c) == nil {
 			n++
 		}
 	}
@@ -284,7 +311,7 @@ func (c *SuiteCheck) Outcome() Verdict {
 		return Pass
 	case c.unmetFinished():
 		for _, r := range c.Runs {
-			if r.Verdict == Error && c.Expect != Error {
+			if !c.runMet(r) && (r.Verdict == Error || c.mismatch(r) != "") {
 				return Error
 			}
 		}
@@ -295,110 +322,10 @@ func (c *SuiteCheck) Outcome() Verdict {
 	return Skip
 }
 
-// Status is the checklist's Status cell. Its count in brackets means what
-// a PR checklist's does ("Passed (26/26)" for 26 sub-tests of one test
-// binary): the sub-tests of one run, where the run's result counted them,
-// e.g. the 24 combinations of a capture matrix; repetitions are counted
-// apart, in runs. So: "Passed", "Passed (24/24)", "Fails as expected",
-// the child's own status ("Fails with --reclaim=lazy (global), passes
-// with --reclaim=worker (24/24)"), with ", 20/20 runs" after it when the
-// check ran 20 times; "Skipped (expected PASS)" for a check whose runs
-// skipped (the device or library it needs is not there), "Skipped in 3
-// of 5 runs (expected PASS); 2 as expected" for one whose runs did so in
-// part; "Interrupted after 2.04s" for a check the suite's
-// interruption stopped; "Unexpected (expected PASS): FAIL" or, over
-// several runs, "Unexpected (expected PASS): FAIL 3, PASS 17 of 20 runs".
-func (c *SuiteCheck) Status() string {
-	n := len(c.Runs)
-	if n == 0 {
-		if c.Skip != "" {
-			return "Not run (" + c.Skip + ")"
-		}
-		return "Not run"
-	}
-	if c.Met() {
-		s := c.Runs[0].Status
-		if s == "" || !c.sameStatus() {
-			s = map[Verdict]string{Pass: "Passed", Fail: "Fails as expected", Skip: "Skipped as expected", Error: "Errors as expected"}[c.Expect]
-		}
-		s += c.casesText()
-		if n > 1 {
-			s += fmt.Sprintf(", %d/%d runs", n, n)
-		}
-		return s
-	}
-	if !c.unmetFinished() && c.stoppedRuns() == 0 {
-		// Every run that did not meet the expectation skipped.
-		skipped := c.skippedRuns()
-		s := fmt.Sprintf("Skipped (expected %s)", c.Expect)
-		if n > 1 {
-			s = fmt.Sprintf("Skipped in %d of %d runs (expected %s)", skipped, n, c.Expect)
-			if met := n - skipped; met > 0 {
-				s += fmt.Sprintf("; %d as expected", met)
-			}
-		}
-		return s
-	}
-	if !c.unmetFinished() {
-		var stopped time.Duration
-		for _, r := range c.Runs {
-			if r.stopped() {
-				stopped += r.Duration
-			}
-		}
-		s := "Interrupted after " + durationText(stopped)
-		if met := n - c.stoppedRuns(); met > 0 {
-			s += fmt.Sprintf("; %d %s before it as expected", met, words.Plural(met, "run", "runs"))
-		}
-		return s
-	}
-	if n == 1 {
-		return fmt.Sprintf("Unexpected (expected %s): %s%s", c.Expect, c.Runs[0].Verdict, c.casesText())
-	}
-	hosts := c.hosts()
-	var parts []string
-	for _, v := range []Verdict{Error, Fail, Skip, Pass, Interrupted} {
-		var k int
-		var on []string
-		for _, r := range c.Runs {
-			if r.Verdict == v {
-				k++
-				if r.Host != "" && !slices.Contains(on, r.Host) {
-					on = append(on, r.Host)
-				}
-			}
-		}
-		if k == 0 {
-			continue
-		}
-		part := fmt.Sprintf("%s %d", v, k)
-		if len(hosts) > 1 && v != c.Expect {
-			part += " (" + strings.Join(on, ", ") + ")"
-		}
-		parts = append(parts, part)
-	}
-	return fmt.Sprintf("Unexpected (expected %s): %s of %d runs", c.Expect, strings.Join(parts, ", "), n)
-}
-
-// casesText is the sub-test count of the check's runs: " (24/24)" when
-// every run counted the same, " (479/480 in all)" when their counts
-// differ, "" when some run did not count them.
-func (c *SuiteCheck) casesText() string {
-	var sum Cases
-	same := true
-	for _, r := range c.Runs {
-		if r.Cases.Total <= 0 {
-			return ""
-		}
-		same = same && r.Cases == c.Runs[0].Cases
-		sum.Passed += r.Cases.Passed
-		sum.Total += r.Cases.Total
-	}
-	if same {
-		return " " + c.Runs[0].Cases.text()
-	}
-	return fmt.Sprintf(" (%d/%d in all)", sum.Passed, sum.Total)
-}
+// Status is the checklist's Status cell of the check on its own (see
+// status): a suite says how many runs it planned and what stopped it
+// (SuiteResult.StatusOf).
+func (c *SuiteCheck) Status() string { return c.status(0, "") }
 
 // stoppedRuns counts the runs the suite's interruption stopped.
 func (c *SuiteCheck) stoppedRuns() int {
@@ -409,15 +336,6 @@ func (c *SuiteCheck) stoppedRuns() int {
 		}
 	}
 	return n
-}
-
-func (c *SuiteCheck) sameStatus() bool {
-	for _, r := range c.Runs[1:] {
-		if r.Status != c.Runs[0].Status {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *SuiteCheck) hosts() []string {
@@ -448,7 +366,7 @@ type SuiteTotals struct {
 // Totals counts the checks by outcome.
 func (s *SuiteResult) Totals() SuiteTotals {
 	var t SuiteTotals
-	for _, c := range s.Checks {
+	for _, c := range s.ownChecks() {
 		t.Checks++
 		switch c.Outcome() {
 		case Pass:
@@ -496,9 +414,10 @@ func (s *SuiteResult) Verdict() Verdict {
 		return Interrupted
 	case s.Totals().Unmet > 0:
 		return Fail
-	case s.unexplained() > 0:
+	case s.unexplained() > 0 || len(s.MissingShards) > 0:
 		// Checks with no run and no reason, in a suite that was not
-		// interrupted: the tool lost them.
+		// interrupted: the tool lost them. A merge without some of its
+		// shards lacks what they ran.
 		return Error
 	case !s.tested():
 		return Skip
@@ -554,6 +473,9 @@ func (s *SuiteResult) Summary() string {
 	if t.NotRun > 0 {
 		fmt.Fprintf(&b, "; %d not run", t.NotRun)
 	}
+	if m := s.missingText(); m != "" {
+		b.WriteString("; " + m)
+	}
 	return b.String()
 }
 
@@ -594,62 +516,51 @@ func (s *SuiteResult) interruptedSummary(t SuiteTotals) string {
 	return b.String()
 }
 
-// statusOf is the check's Status cell in this suite: a check an
-// interruption left without a run says so.
-func (s *SuiteResult) statusOf(c *SuiteCheck) string {
-	if c.NotRun() && c.Skip == "" && s.interrupted() {
-		return "Not run (the suite was interrupted before it started)"
+// StatusOf is the check's Status cell in this suite: a check an
+// interruption left without a run, or whose shard a merge lacks, says so;
+// an interrupted check counts the runs the suite planned.
+func (s *SuiteResult) StatusOf(c *SuiteCheck) string {
+	switch {
+	case !c.NotRun():
+	case s.missingShard(c) != nil:
+		return composeStatus(StatusNotRun, []string{"shard " + s.missingShard(c).String() + " missing"}, "")
+	case c.Skip == "" && s.interrupted():
+		return composeStatus(StatusNotRun, []string{"the suite was interrupted before it started"}, "")
+	case !s.own(c):
+		return composeStatus(StatusNotRun, []string{fmt.Sprintf("shard %d/%d runs it", c.Shard, s.Shard.Count)}, "")
 	}
-	return c.Status()
+	planned := 0
+	if len(s.MergedRuns) <= 1 {
+		planned = s.Options.Repeat
+	}
+	return c.status(planned, s.Interrupted)
 }
 
 // Checklist is the suite's Testing Checklist: Test | Command | Devices |
-// Status, one row per check and variant.
+// Status, one row per check and variant (in a shard split by checks, per
+// check of that shard). Every row names its devices, whether the suite
+// ran on one or many, so that a row pasted alone still says where it ran.
 func (s *SuiteResult) Checklist() *Table {
 	t := &Table{Columns: ChecklistColumns}
 	label := s.deviceLabeler()
-	for _, c := range s.Checks {
-		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), s.statusOf(c))
+	for _, c := range s.ownChecks() {
+		t.AddRow(c.Test(), c.CommandLine(), s.devicesCell(c, label), s.StatusOf(c))
 	}
 	return t
 }
 
-// checklistView is the Checklist as the text and Markdown outputs show
-// it: when the checks that ran, two or more, all ran on one and the same
-// device, the Devices column goes and devices, for the header, names it
-// once.
-func (s *SuiteResult) checklistView() (t *Table, devices string) {
-	t = s.Checklist()
+// devices lists the distinct devices of every run, for the header.
+func (s *SuiteResult) devices() string {
 	label := s.deviceLabeler()
-	ran := 0
-	for _, c := range s.Checks {
-		if c.NotRun() || c.stoppedRuns() == len(c.Runs) {
-			continue // no device to name: not run, or stopped before one opened
-		}
-		ran++
-		var one string
+	var ds []string
+	for _, c := range s.ownChecks() {
 		for _, r := range c.Runs {
-			switch l := label(r); {
-			case r.Device.Name == "":
-			case one == "":
-				one = l
-			case l != one:
-				return t, "" // this row names several
+			if l := label(r); r.Device.Name != "" && !slices.Contains(ds, l) {
+				ds = append(ds, l)
 			}
 		}
-		if one == "" || devices != "" && one != devices {
-			return t, ""
-		}
-		devices = one
 	}
-	if ran < 2 {
-		return t, ""
-	}
-	t.Columns = slices.Delete(slices.Clone(t.Columns), 2, 3)
-	for i := range t.Rows {
-		t.Rows[i].Cells = slices.Delete(t.Rows[i].Cells, 2, 3)
-	}
-	return t, devices
+	return strings.Join(ds, ", ")
 }
 
 // devicesCell lists the distinct devices a check's runs used.
@@ -939,13 +850,33 @@ func (t Tool) text() string {
 // suite run met a second time (by run id, in any input or inside a merged
 // one), which would otherwise count its runs twice, and so is a run met a
 // second time (the same host, repetition, order and start in one check),
-// within one file or across files. Errors name the file.
+// within one file or across files. Shards of a split run (SuiteResult.Shard)
+// must all be there, each once: a shard given twice is refused, and so
+// is a set with a shard missing unless opts.TakeMissingShards, when the
+// merged result names the missing shards (its checklist, its summary, its
+// JUnit) and is never PASS. Errors name the file.
 func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error) {
+	return MergeSuitesWith(results, sources, MergeOptions{})
+}
+
+// MergeOptions tune MergeSuitesWith.
+type MergeOptions struct {
+	// TakeMissingShards merges the shards that are there of a split run
+	// some of whose shards are missing, rather than refusing the set.
+	TakeMissingShards bool
+}
+
+// MergeSuitesWith is MergeSuites with options.
+func MergeSuitesWith(results []*SuiteResult, sources []string, opts MergeOptions) (*SuiteResult, error) {
 	if len(results) == 0 {
 		return nil, errors.New("no suite results to merge")
 	}
 	if len(sources) != len(results) {
 		return nil, fmt.Errorf("%d sources for %d suite results", len(sources), len(results))
+	}
+	missing, err := checkShards(results, sources, opts.TakeMissingShards)
+	if err != nil {
+		return nil, err
 	}
 	first := results[0]
 	m := &SuiteResult{
@@ -962,6 +893,9 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 	runFrom := map[string]string{}    // a run's identity -> the file it came from
 	for i, r := range results {
 		switch {
+		case r.Shard != nil && len(r.ownChecks()) == 0:
+			// A shard with no checks of its own (more shards than
+			// checks) is a part of its set all the same.
 		case len(r.Checks) == 0:
 			return nil, fmt.Errorf("%s: the suite result has no checks; it passed nothing, so it is not merged", sources[i])
 		case !r.ran():
@@ -1018,10 +952,10 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 			}
 		}
 		for _, c := range r.Checks {
-			key := strings.Join([]string{c.Name, c.Command, c.Variant, string(c.Expect), strings.Join(c.Env, "\x01")}, "\x00")
+			key := c.key()
 			mc, ok := index[key]
 			if !ok {
-				mc = &SuiteCheck{Name: c.Name, Command: c.Command, Variant: c.Variant, Env: slices.Clone(c.Env), Expect: c.Expect, Skip: c.Skip}
+				mc = &SuiteCheck{Name: c.Name, Command: c.Command, Variant: c.Variant, Env: slices.Clone(c.Env), Expect: c.Expect, Skip: c.Skip, Shard: c.Shard}
 				index[key] = mc
 				m.Checks = append(m.Checks, mc)
 			}
@@ -1067,6 +1001,7 @@ func MergeSuites(results []*SuiteResult, sources []string) (*SuiteResult, error)
 		m.Tool = m.MergedRuns[0].Tool
 	}
 	m.Suite = strings.Join(names, " + ")
+	m.MissingShards = missing
 	if !m.Started.IsZero() {
 		m.Duration = end.Sub(m.Started)
 	}

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
-// The miotool/suite/v3 layout (docs/report-schema.md). Fields marked
+// The miotool/suite/v4 layout (docs/report-schema.md). Fields marked
 // "derived" are written for readers' convenience and recomputed on reading.
 type jsonSuite struct {
 	Schema string   `json:"schema"`
@@ -27,12 +28,21 @@ type jsonSuite struct {
 	// Interrupted says what stopped the suite early; absent when it finished.
 	Interrupted string `json:"interrupted,omitempty"`
 	// Notes say what the suite did besides its checks' runs.
-	Notes    []string    `json:"notes,omitempty"`
-	Verdict  Verdict     `json:"verdict"`   // derived
-	ExitCode int         `json:"exit_code"` // derived
-	Summary  string      `json:"summary"`   // derived
-	Totals   jsonTotals  `json:"totals"`    // derived
-	Checks   []jsonCheck `json:"checks"`
+	Notes []string `json:"notes,omitempty"`
+	// Shard names the part of a split run this result is; MissingShards
+	// the shards a merge was told to do without.
+	Shard         *jsonShard         `json:"shard,omitempty"`
+	MissingShards []jsonMissingShard `json:"missing_shards,omitempty"`
+	Verdict       Verdict            `json:"verdict"`   // derived
+	ExitCode      int                `json:"exit_code"` // derived
+	Summary       string             `json:"summary"`   // derived
+	Totals        jsonTotals         `json:"totals"`    // derived
+	Checks        []jsonCheck        `json:"checks"`
+}
+
+type jsonMissingShard struct {
+	Suite string `json:"suite"`
+	jsonShard
 }
 
 type jsonRunRef struct {
@@ -77,6 +87,7 @@ type jsonCheck struct {
 	Env     []string  `json:"env"`
 	Expect  Verdict   `json:"expect"`
 	Skip    string    `json:"skip,omitempty"`
+	Shard   int       `json:"shard,omitempty"`
 	Met     bool      `json:"met"`     // derived
 	Outcome Verdict   `json:"outcome"` // derived
 	Status  string    `json:"status"`  // derived
@@ -85,20 +96,26 @@ type jsonCheck struct {
 }
 
 type jsonRun struct {
-	Host       string     `json:"host"`
-	Iteration  int        `json:"iteration"`
-	Order      int        `json:"order"`
-	Verdict    Verdict    `json:"verdict"`
-	ExitCode   int        `json:"exit_code"`
-	Met        bool       `json:"met"` // derived
-	Status     string     `json:"status,omitempty"`
-	Summary    string     `json:"summary"`
-	Cases      *jsonCases `json:"cases,omitempty"`
-	Backend    string     `json:"backend,omitempty"`
-	Device     jsonDevice `json:"device"`
-	Started    *time.Time `json:"started,omitempty"`
-	DurationMS float64    `json:"duration_ms"`
-	StderrTail string     `json:"stderr_tail,omitempty"`
+	Host      string  `json:"host"`
+	Iteration int     `json:"iteration"`
+	Order     int     `json:"order"`
+	Verdict   Verdict `json:"verdict"`
+	ExitCode  *int    `json:"exit_code"`
+	Met       bool    `json:"met"` // derived
+	// Mismatch says how the run ran on another backend or dialect than
+	// the check asks for (derived).
+	Mismatch string `json:"mismatch,omitempty"`
+	// Status is read from v3 and before: the child's status then.
+	Status     string        `json:"status,omitempty"`
+	Detail     string        `json:"detail,omitempty"`
+	Summary    string        `json:"summary"`
+	Cases      *jsonCases    `json:"cases,omitempty"`
+	Progress   *jsonProgress `json:"progress,omitempty"`
+	Backend    string        `json:"backend,omitempty"`
+	Device     jsonDevice    `json:"device"`
+	Started    *time.Time    `json:"started,omitempty"`
+	DurationMS float64       `json:"duration_ms"`
+	StderrTail string        `json:"stderr_tail,omitempty"`
 }
 
 func toJSONOptions(o SuiteOptions) *jsonSuiteOptions {
@@ -124,7 +141,12 @@ func (j *jsonSuiteOptions) options() SuiteOptions {
 	return o
 }
 
+// toJSONTool is the build that ran; nil when that is not known (a single
+// check's result does not record it), rather than an empty version.
 func toJSONTool(t Tool) *jsonTool {
+	if t.Version == "" {
+		return nil
+	}
 	return &jsonTool{Version: t.Version, Commit: t.Commit, Go: t.GoVersion}
 }
 
@@ -137,8 +159,6 @@ func (j *jsonTool) tool() Tool {
 
 func durationMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -146,7 +166,7 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-// MarshalJSON encodes the suite result in the miotool/suite/v3 layout.
+// MarshalJSON encodes the suite result in the miotool/suite/v4 layout.
 func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	t := s.Totals()
 	j := jsonSuite{
@@ -161,6 +181,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		MergedFrom:  s.Sources,
 		Interrupted: s.Interrupted,
 		Notes:       s.Notes,
+		Shard:       toJSONShard(s.Shard),
 		Verdict:     s.Verdict(),
 		ExitCode:    s.ExitCode(),
 		Summary:     s.Summary(),
@@ -173,6 +194,9 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	}
 	if tool {
 		j.Miotool = toJSONTool(s.Tool)
+	}
+	for _, m := range s.MissingShards {
+		j.MissingShards = append(j.MissingShards, jsonMissingShard{Suite: m.Suite, jsonShard: *toJSONShard(&m.Shard)})
 	}
 	for _, ref := range s.MergedRuns {
 		j.MergedRuns = append(j.MergedRuns, jsonRunRef{RunID: ref.RunID, Hosts: append([]string{}, ref.Hosts...),
@@ -188,23 +212,27 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 			Env:     append([]string{}, c.Env...),
 			Expect:  c.Expect,
 			Skip:    c.Skip,
+			Shard:   c.Shard,
 			Met:     c.Met(),
 			Outcome: c.Outcome(),
-			Status:  s.statusOf(c),
+			Status:  s.StatusOf(c),
 			Devices: s.devicesCell(c, label),
 			Runs:    make([]jsonRun, len(c.Runs)),
 		}
 		for k, r := range c.Runs {
+			exit := r.ExitCode
 			jc.Runs[k] = jsonRun{
 				Host:       r.Host,
 				Iteration:  r.Iteration,
 				Order:      r.Order,
 				Verdict:    r.Verdict,
-				ExitCode:   r.ExitCode,
+				ExitCode:   &exit,
 				Met:        c.runMet(r),
-				Status:     r.Status,
+				Mismatch:   c.mismatch(r),
+				Detail:     r.detail(),
 				Summary:    r.Summary,
 				Cases:      toJSONCases(r.Cases),
+				Progress:   toJSONProgress(r.Progress),
 				Backend:    r.Backend,
 				Device:     jsonDevice(r.Device),
 				Started:    timePtr(r.Started),
@@ -217,8 +245,11 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON decodes the miotool/suite/v3 layout, and v2 and v1 before it.
-// Derived fields are ignored and recomputed from the runs.
+// UnmarshalJSON decodes the miotool/suite/v4 layout, and v3, v2 and v1
+// before it. Derived fields are ignored and recomputed from the runs. A
+// number out of range (a duration, an exit code, an iteration, an order,
+// a count, an option) or a run whose verdict contradicts its exit code is
+// refused, naming the check, the run and the field.
 func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 	var j jsonSuite
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -233,8 +264,12 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		*s = *SuiteFromResult(&r)
 		return nil
 	}
-	if j.Schema != SuiteSchemaVersion && j.Schema != suiteSchemaV2 && j.Schema != suiteSchemaV1 {
+	if !slices.Contains([]string{SuiteSchemaVersion, suiteSchemaV3, suiteSchemaV2, suiteSchemaV1}, j.Schema) {
 		return fmt.Errorf("suite result schema %q is not %q (nor a check's result, %q)", j.Schema, SuiteSchemaVersion, SchemaVersion)
+	}
+	d, err := readDuration("duration_ms", j.DurationMS)
+	if err != nil {
+		return err
 	}
 	*s = SuiteResult{
 		Schema:      j.Schema,
@@ -244,15 +279,32 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		File:        j.File,
 		Hosts:       j.Hosts,
 		Tool:        j.Miotool.tool(),
-		Duration:    fromMS(j.DurationMS),
+		Duration:    d,
 		Options:     j.Options.options(),
 		Sources:     j.MergedFrom,
 		Interrupted: j.Interrupted,
 		Notes:       j.Notes,
+		Shard:       j.Shard.shard(),
+	}
+	if err := checkOptions("options", s.Options); err != nil {
+		return err
+	}
+	if s.Shard != nil {
+		if why := s.Shard.valid(); why != "" {
+			return fmt.Errorf("shard: %s", why)
+		}
+	}
+	for i, m := range j.MissingShards {
+		sh := m.shard()
+		if why := sh.valid(); why != "" {
+			return fmt.Errorf("missing_shards[%d]: %s", i, why)
+		}
+		s.MissingShards = append(s.MissingShards, MissingShard{Suite: m.Suite, Shard: *sh})
 	}
 	if j.Started != nil {
 		s.Started = *j.Started
 	}
+	repeat := s.Options.Repeat
 	for i, jr := range j.MergedRuns {
 		if jr.RunID == "" {
 			return fmt.Errorf("merged_runs[%d] has no run_id", i)
@@ -263,6 +315,9 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		ref := SuiteRunRef{RunID: jr.RunID, Hosts: jr.Hosts, File: jr.File, Options: s.Options, Tool: s.Tool}
 		if jr.Options != nil {
 			ref.Options = jr.Options.options()
+			if err := checkOptions(fmt.Sprintf("merged_runs[%d].options", i), ref.Options); err != nil {
+				return err
+			}
 		}
 		if jr.Miotool != nil {
 			ref.Tool = jr.Miotool.tool()
@@ -270,41 +325,106 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		if jr.Started != nil {
 			ref.Started = *jr.Started
 		}
+		repeat = max(repeat, ref.Options.Repeat)
 		s.MergedRuns = append(s.MergedRuns, ref)
 	}
+	runs := 0
+	for _, jc := range j.Checks {
+		runs += len(jc.Runs)
+	}
+	if repeat <= 0 {
+		repeat = maxCount // not recorded: no bound but the count's
+	}
 	for i, jc := range j.Checks {
-		expect, err := ParseVerdict(string(jc.Expect))
+		c, err := readCheck(jc, repeat, runs)
 		if err != nil {
-			return fmt.Errorf("check %d (%s): expect: %w", i+1, jc.Name, err)
-		}
-		c := &SuiteCheck{Name: jc.Name, Command: jc.Command, Variant: jc.Variant, Env: jc.Env, Expect: expect, Skip: jc.Skip}
-		for k, jr := range jc.Runs {
-			v, err := ParseVerdict(string(jr.Verdict))
-			if err != nil {
-				return fmt.Errorf("check %d (%s) run %d: %w", i+1, jc.Name, k+1, err)
-			}
-			r := SuiteRun{
-				Host:       jr.Host,
-				Iteration:  jr.Iteration,
-				Order:      jr.Order,
-				Verdict:    v,
-				ExitCode:   jr.ExitCode,
-				Status:     jr.Status,
-				Summary:    jr.Summary,
-				Cases:      jr.Cases.cases(),
-				Backend:    jr.Backend,
-				Device:     Device(jr.Device),
-				Duration:   fromMS(jr.DurationMS),
-				StderrTail: jr.StderrTail,
-			}
-			if jr.Started != nil {
-				r.Started = *jr.Started
-			}
-			c.Runs = append(c.Runs, r)
+			return fmt.Errorf("check %d (%s)%w", i+1, jc.Name, err)
 		}
 		s.Checks = append(s.Checks, c)
 	}
 	return nil
+}
+
+// checkOptions refuses options out of range.
+func checkOptions(field string, o SuiteOptions) error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"repeat", o.Repeat}, {"cpu_load", o.CPULoad}, {"jobs", o.Jobs}} {
+		if err := checkRange(field+"."+f.name, f.n, 0, maxCount); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readCheck is one check of a suite document, its runs checked: an
+// iteration from 1 to repeat, an order from 1 to the document's runs,
+// a duration in range, an exit code that agrees with the verdict, counts
+// that can be. Errors start with what follows the check's name.
+func readCheck(jc jsonCheck, repeat, runs int) (*SuiteCheck, error) {
+	expect, err := ParseVerdict(string(jc.Expect))
+	if err != nil {
+		return nil, fmt.Errorf(": expect: %w", err)
+	}
+	if err := checkRange(": shard", jc.Shard, 0, maxShards); err != nil {
+		return nil, err
+	}
+	c := &SuiteCheck{Name: jc.Name, Command: jc.Command, Variant: jc.Variant, Env: jc.Env, Expect: expect, Skip: jc.Skip, Shard: jc.Shard}
+	for k, jr := range jc.Runs {
+		r, err := readRun(jr, repeat, runs)
+		if err != nil {
+			return nil, fmt.Errorf(" run %d: %w", k+1, err)
+		}
+		c.Runs = append(c.Runs, r)
+	}
+	return c, nil
+}
+
+func readRun(jr jsonRun, repeat, runs int) (SuiteRun, error) {
+	v, err := ParseVerdict(string(jr.Verdict))
+	if err != nil {
+		return SuiteRun{}, fmt.Errorf("verdict: %w", err)
+	}
+	d, err := readDuration("duration_ms", jr.DurationMS)
+	if err != nil {
+		return SuiteRun{}, err
+	}
+	exit := v.ExitCode() // a file that does not say it: the verdict's
+	if jr.ExitCode != nil {
+		exit = *jr.ExitCode
+	}
+	r := SuiteRun{
+		Host:       jr.Host,
+		Iteration:  jr.Iteration,
+		Order:      jr.Order,
+		Verdict:    v,
+		ExitCode:   exit,
+		Detail:     jr.Detail,
+		Status:     jr.Status,
+		Summary:    jr.Summary,
+		Cases:      jr.Cases.cases(),
+		Progress:   jr.Progress.progress(),
+		Backend:    jr.Backend,
+		Device:     Device(jr.Device),
+		Duration:   d,
+		StderrTail: jr.StderrTail,
+	}
+	for _, err := range []error{
+		checkRange("iteration", r.Iteration, 1, repeat),
+		checkRange("order", r.Order, 1, runs),
+		checkRunExit("exit_code", v, exit),
+		checkCases("cases", r.Cases),
+		checkProgress("progress", r.Progress),
+	} {
+		if err != nil {
+			return SuiteRun{}, err
+		}
+	}
+	if jr.Started != nil {
+		r.Started = *jr.Started
+	}
+	return r, nil
 }
 
 // SuiteFromResult is a single check's result as a suite of that one check
@@ -319,8 +439,13 @@ func SuiteFromResult(r *Result) *SuiteResult {
 		s.Hosts = []string{r.Host}
 	}
 	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.ExitCode(),
-		Status: r.Status, Summary: r.Summary, Cases: r.Cases, Backend: r.Backend, Device: r.Device, Started: r.Started, Duration: r.Duration}
+		Detail: r.Detail, Status: r.Status, Summary: r.Summary, Cases: r.Cases, Progress: r.Progress, Backend: r.Backend, Device: r.Device,
+		Started: r.Started, Duration: r.Duration}
 	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
+	if r.Shard != nil {
+		sh := *r.Shard
+		s.Shard = &sh
+	}
 	return s
 }
 

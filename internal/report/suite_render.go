@@ -51,9 +51,11 @@ func WriteSuiteMarkdown(w io.Writer, s *SuiteResult) error {
 		}
 		item("Merged from", strings.Join(codes, ", "))
 	}
-	checklist, devices := s.checklistView()
+	checklist := s.Checklist()
 	item("Hosts", mdInline(strings.Join(s.Hosts, ", ")))
-	item("Devices", mdInline(devices))
+	item("Devices", mdInline(s.devices()))
+	item("Shard", mdInline(s.shardText()))
+	item("Missing", mdInline(s.missingText()))
 	item("Runs", mdInline(s.optionsText()))
 	item("miotool", mdInline(s.toolText()))
 	if !s.Started.IsZero() {
@@ -117,9 +119,11 @@ func WriteSuiteText(w io.Writer, s *SuiteResult, opts Options) error {
 	field("title", s.Title)
 	field("file", s.File)
 	field("merged", strings.Join(s.Sources, ", "))
-	checklist, devices := s.checklistView()
+	checklist := s.Checklist()
 	field("hosts", strings.Join(s.Hosts, ", "))
-	field("devices", devices)
+	field("devices", s.devices())
+	field("shard", s.shardText())
+	field("missing", s.missingText())
 	field("runs", s.optionsText())
 	field("miotool", s.toolText())
 	if !s.Started.IsZero() {
