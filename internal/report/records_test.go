@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,69 @@ func TestNewRunIDsDiffer(t *testing.T) {
 			t.Fatalf("run id %q is short or repeated", id)
 		}
 		seen[id] = true
+	}
+}
+
+// A cell written for people with a value for machines (a runtime's status,
+// "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)") is that value in the
+// records, the whole column a number (null where a row has none), in
+// every table alike; the rows keep the text and the values, and a result
+// read back writes the same records.
+func TestCodeCellsAreNumbersInTheRecords(t *testing.T) {
+	r := New("capture", "miotool capture", time.Time{})
+	tab := r.AddTable("capture", "reclaim", "end capture")
+	tab.AddCells("", TextCell("lazy"), CodeCell("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", 901))
+	tab.AddCells("", TextCell("worker"), CodeCell("CUDA_SUCCESS", 0))
+	tab.AddRow("guarded", "never ended")
+	tab.AddRow("poller", "7")
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tables []struct {
+			Rows []struct {
+				Cells  []string `json:"cells"`
+				Values []any    `json:"values"`
+			} `json:"rows"`
+			Records []map[string]any `json:"records"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []any
+	for _, rec := range doc.Tables[0].Records {
+		got = append(got, rec["end_capture"])
+	}
+	if want := []any{901.0, 0.0, nil, 7.0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("end_capture records %v, want %v\n%s", got, want, buf.String())
+	}
+	rows := doc.Tables[0].Rows
+	if rows[0].Cells[1] != "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)" || len(rows[0].Values) != 2 || rows[0].Values[1] != 901.0 || rows[2].Values != nil {
+		t.Errorf("rows %+v", rows)
+	}
+	back, err := ReadJSON(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := WriteJSON(&again, back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), again.Bytes()) {
+		t.Errorf("read back, the result writes otherwise:\n%s\n---\n%s", buf.String(), again.String())
+	}
+	// A value that is no number is refused on reading.
+	bad := strings.Replace(buf.String(), `"values": [
+            null,
+            901`, `"values": [
+            null,
+            "901"`, 1)
+	if _, err := ReadJSON(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), `tables[0].rows[0].values[1]: "901" is neither a number nor null`) {
+		t.Errorf("a string value: %v", err)
+	}
+	if Millis(43410*time.Microsecond) != "43.410" {
+		t.Errorf("Millis %q", Millis(43410*time.Microsecond))
 	}
 }

@@ -132,3 +132,39 @@ func TestJSONNumericCells(t *testing.T) {
 		}
 	}
 }
+
+// A merge of single checks' results, which do not record the build that
+// made them, writes no miotool version rather than an empty one, at the
+// top and in each merged run.
+func TestMergeOfSingleResultsWritesNoEmptyVersion(t *testing.T) {
+	a, err := ReadSuiteJSON(singleCapture(t, "node1", Pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadSuiteJSON(singleCapture(t, "node2", Pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MergeSuites([]*SuiteResult{a, b}, []string{"a.json", "b.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteSuiteJSON(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `"miotool"`) || strings.Contains(buf.String(), `"version": ""`) {
+		t.Errorf("an unknown version is written:\n%s", buf.String())
+	}
+	// A known one is kept.
+	a.Tool, b.Tool = Tool{Version: "1.2.3"}, Tool{Version: "1.2.3"}
+	a.RunID, b.RunID = NewRunID(), NewRunID()
+	m, err = MergeSuites([]*SuiteResult{a, b}, []string{"a.json", "b.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := WriteSuiteJSON(&buf, m); err != nil || !strings.Contains(buf.String(), `"miotool": {`) {
+		t.Errorf("a known version is lost: %v\n%s", err, buf.String())
+	}
+}

@@ -240,6 +240,12 @@ func (c *SuiteCheck) metCount() []string {
 	if !ok || (c.Expect != Pass && c.Expect != Fail) {
 		return []string{runs}
 	}
+	if cases.Unit == "runs" && n > 1 {
+		// Each result counted runs of its own (the shards of a repeat):
+		// they add up to the runs of the check.
+		sum, _ := c.casesTotal()
+		return []string{casesCount(sum, c.Expect)}
+	}
 	text := casesCount(cases, c.Expect)
 	if !c.sameCases() {
 		text += " in all"
@@ -250,9 +256,20 @@ func (c *SuiteCheck) metCount() []string {
 	return []string{text, runs}
 }
 
-// casesSum is the sub-tests of every run together; false when some run
-// did not count them.
+// casesSum is the sub-tests the check's runs counted: one run's when
+// every run counted the same, else their sum; false when some run did not
+// count them.
 func (c *SuiteCheck) casesSum() (Cases, bool) {
+	sum, ok := c.casesTotal()
+	if ok && c.sameCases() {
+		return c.Runs[0].Cases, true
+	}
+	return sum, ok
+}
+
+// casesTotal is the sum of the sub-tests of every run; false when some
+// run did not count them.
+func (c *SuiteCheck) casesTotal() (Cases, bool) {
 	var sum Cases
 	for _, r := range c.Runs {
 		if r.Cases.Total <= 0 {
@@ -261,9 +278,6 @@ func (c *SuiteCheck) casesSum() (Cases, bool) {
 		sum.Passed += r.Cases.Passed
 		sum.Total += r.Cases.Total
 		sum.Unit = r.Cases.Unit
-	}
-	if c.sameCases() {
-		return c.Runs[0].Cases, true
 	}
 	return sum, true
 }
