@@ -22,13 +22,14 @@ func sample() *Result {
 	r.Backend = "cuda"
 	r.BackendReason = "requested with --backend cuda"
 	r.Device = Device{Name: "NVIDIA H200", Arch: "sm_90", Description: "NVIDIA H200 (sm_90, 132 CUs, cuda)"}
-	t := r.AddTable("Capture rules", "action", "capture mode", "acting thread", "action returns", "end-capture returns")
+	t := r.AddTable("Capture rules", "action", "capture mode", "acting thread", "action returns", "end capture")
 	t.FlagColumn = "compared with expected"
-	t.AddRow("cuStreamQuery(B)", "global", "same", "900 STREAM_CAPTURE_UNSUPPORTED", "901 STREAM_CAPTURE_INVALIDATED")
-	t.AddFlaggedRow("differs: expected 600 NOT_READY / 0 SUCCESS", "cuStreamQuery(B)", "global", "other, relaxed{}", "900 STREAM_CAPTURE_UNSUPPORTED", "901 STREAM_CAPTURE_INVALIDATED")
-	t.AddRow("a|b", "relaxed", "same", "0 SUCCESS", "0 SUCCESS")
+	unsupported, invalidated, success := CodeCell("STREAM_CAPTURE_UNSUPPORTED", 900), CodeCell("STREAM_CAPTURE_INVALIDATED", 901), CodeCell("SUCCESS", 0)
+	t.AddCells("", TextCell("cuStreamQuery(B)"), TextCell("global"), TextCell("same"), unsupported, invalidated)
+	t.AddCells("differs: expected NOT_READY (600) / SUCCESS (0)", TextCell("cuStreamQuery(B)"), TextCell("global"), TextCell("other, relaxed{}"), unsupported, invalidated)
+	t.AddCells("", TextCell("a|b"), TextCell("relaxed"), TextCell("same"), success, success)
 	s := r.AddTable("Setup", "key", "value")
-	s.AddRow("spin", "300ms")
+	s.AddRow("spin (ms)", Millis(300*time.Millisecond))
 	r.Note("spin kernel: %s", "300ms")
 	r.Note("a note\nover two lines")
 	r.Count("cells", 3)
