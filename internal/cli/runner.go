@@ -134,9 +134,8 @@ func RunE[C Check](f *Factory, opts C, runF func(C) error) func(*cobra.Command, 
 		if runF != nil {
 			return runF(opts)
 		}
-		ctx := contextOf(f, cmd)
-		out, err := opts.Run(ctx)
-		return f.finish(ctx, out, err)
+		out, err := opts.Run(contextOf(f, cmd))
+		return f.Finish(out, err)
 	}
 }
 
@@ -158,7 +157,7 @@ func DeviceRunE[C DeviceCheck](f *Factory, opts C, runF func(C) error) func(*cob
 		if r != nil {
 			out = Single(r)
 		}
-		return f.finish(ctx, out, err)
+		return f.Finish(out, err)
 	}
 }
 
@@ -193,14 +192,16 @@ func runOnDevice(ctx context.Context, f *Factory, c DeviceCheck) (*report.Result
 	return c.RunOn(ctx, d)
 }
 
-// finish is the runner's end of every command that returns a result: the
+// Finish is the runner's end of every command that returns a result: the
 // verdict becomes the exit status, here and nowhere else. A run that
 // returned no result ends with its error as it is. Otherwise an error
 // beside the result makes it an ERROR, an interruption (a signal that came
 // before the status was settled) makes it INTERRUPTED with the signal's
 // status, and the result is written: the files the output flags name
 // first, then the --format view on stdout.
-func (f *Factory) finish(ctx context.Context, out *Outcome, runErr error) error {
+// Tests of a command that change its options before its run end it here
+// too: f.Finish(o.Run(ctx)).
+func (f *Factory) Finish(out *Outcome, runErr error) error {
 	if out == nil {
 		if runErr == nil {
 			runErr = errors.New("the command returned no result")
