@@ -203,9 +203,8 @@ func runOnDevice(ctx context.Context, f *Factory, c DeviceCheck) (*report.Result
 // too: f.Finish(o.Run(ctx)).
 func (f *Factory) Finish(out *Outcome, runErr error) error {
 	if out == nil {
-		if runErr == nil {
-			runErr = errors.New("the command returned no result")
-		}
+		// No result to write: a usage error, the tool's failure, or a run
+		// whose output is its own (a stress run a parent started).
 		return runErr
 	}
 	in := f.settle()
