@@ -27,6 +27,9 @@ type jsonSuite struct {
 	MergedRuns []jsonRunRef      `json:"merged_runs,omitempty"`
 	// Interrupted says what stopped the suite early; absent when it finished.
 	Interrupted string `json:"interrupted,omitempty"`
+	// Failure says how miotool failed while it ran the suite; absent when
+	// it did not.
+	Failure string `json:"failure,omitempty"`
 	// Notes say what the suite did besides its checks' runs.
 	Notes []string `json:"notes,omitempty"`
 	// Shard names the part of a split run this result is; MissingShards
@@ -180,6 +183,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		DurationMS:  durationMS(s.Duration),
 		MergedFrom:  s.Sources,
 		Interrupted: s.Interrupted,
+		Failure:     s.Failure,
 		Notes:       s.Notes,
 		Shard:       toJSONShard(s.Shard),
 		Verdict:     s.Verdict(),
@@ -283,6 +287,7 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		Options:     j.Options.options(),
 		Sources:     j.MergedFrom,
 		Interrupted: j.Interrupted,
+		Failure:     j.Failure,
 		Notes:       j.Notes,
 		Shard:       j.Shard.shard(),
 	}
