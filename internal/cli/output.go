@@ -167,7 +167,7 @@ func (d resultDocument) fail(err error) {
 	r := d.r
 	code := ExitCodeOf(err)
 	if r.Verdict != report.Interrupted {
-		r.Verdict, r.Status, r.Summary = report.Error, "", oneLineErr(exitErrorOf(err))
+		r.Verdict, r.Detail, r.Summary = report.Error, "", oneLineErr(exitErrorOf(err))
 	}
 	r.ExitStatus = 0
 	if code != r.Verdict.ExitCode() {
@@ -178,7 +178,7 @@ func (d resultDocument) fail(err error) {
 func (d resultDocument) interrupt(in *Interruption) {
 	r := d.r
 	if r.Verdict != report.Interrupted {
-		r.Verdict, r.Status, r.Summary = report.Interrupted, "", in.Error()
+		r.Verdict, r.Detail, r.Summary = report.Interrupted, "", in.Error()
 	}
 	r.ExitStatus = 0
 	if code := in.ExitCode(); code != r.Verdict.ExitCode() {
@@ -190,23 +190,13 @@ func (d resultDocument) render(w io.Writer, f report.Format, opts report.Options
 	return report.Render(w, f, d.r, opts)
 }
 
-// junit is the result as JUnit XML: one <testsuite> with one <testcase>,
-// the check. Its verdict is the one the exit status says, so a CI counts
-// what the shell sees; a matrix's rows are the check's sub-tests, counted
-// in its status ("(24/24)"), not test cases of their own, since a row
-// carries no verdict of its own, only cells and a flag. A SKIP is a
-// <skipped> case, not a failure.
-func (d resultDocument) junit(w io.Writer) error {
-	s := report.SuiteFromResult(d.r)
-	switch d.r.Verdict {
-	case report.Skip:
-		c := s.Checks[0]
-		c.Skip, c.Runs = d.r.Summary, nil
-	case report.Interrupted:
-		s.Interrupted = d.r.Summary
-	}
-	return report.WriteJUnit(w, s)
-}
+// junit is the result as JUnit XML (report.WriteResultJUnit): one
+// <testsuite> with one <testcase>, the check, whose message is the
+// checklist status. Its verdict is the one the exit status says, so a CI
+// counts what the shell sees; a matrix's rows are the check's sub-tests,
+// counted in its status ("(24/24)"), not test cases of their own. A SKIP
+// is a <skipped> case, not a failure.
+func (d resultDocument) junit(w io.Writer) error { return report.WriteResultJUnit(w, d.r) }
 
 func (d resultDocument) exitError() error {
 	r := d.r

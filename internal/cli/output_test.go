@@ -17,8 +17,8 @@ import (
 	"miotool/internal/testutil"
 )
 
-// junitCounts is what a CI reads from a JUnit file: the declared counts
-// of <testsuites> and of each <testsuite>, and the cases by what they hold.
+// junitCounts is what a CI reads from a JUnit file: the counts its root
+// <testsuite> declares, and the cases by what they hold.
 type junitCounts struct {
 	Tests, Failures, Errors    int
 	Suites                     int
@@ -33,36 +33,35 @@ func readJUnit(t *testing.T, doc []byte) junitCounts {
 		Type string `xml:"type,attr"`
 	}
 	var top struct {
+		XMLName  xml.Name
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
 		Errors   int `xml:"errors,attr"`
-		Suites   []struct {
-			Skipped int `xml:"skipped,attr"`
-			Cases   []struct {
-				Failure *msg `xml:"failure"`
-				Error   *msg `xml:"error"`
-				Skipped *msg `xml:"skipped"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
+		Skipped  int `xml:"skipped,attr"`
+		Cases    []struct {
+			Failure *msg `xml:"failure"`
+			Error   *msg `xml:"error"`
+			Skipped *msg `xml:"skipped"`
+		} `xml:"testcase"`
 	}
 	if err := xml.Unmarshal(doc, &top); err != nil {
 		t.Fatalf("not JUnit XML: %v\n%s", err, doc)
 	}
-	c := junitCounts{Tests: top.Tests, Failures: top.Failures, Errors: top.Errors, Suites: len(top.Suites)}
-	for _, s := range top.Suites {
-		c.SuiteSkipped += s.Skipped
-		for _, tc := range s.Cases {
-			switch {
-			case tc.Failure != nil:
-				c.Failed++
-			case tc.Error != nil:
-				c.Err++
-				c.ErrorTypes = append(c.ErrorTypes, tc.Error.Type)
-			case tc.Skipped != nil:
-				c.Skips++
-			default:
-				c.Passed++
-			}
+	if top.XMLName.Local != "testsuite" {
+		t.Fatalf("the root is <%s>, not one <testsuite>:\n%s", top.XMLName.Local, doc)
+	}
+	c := junitCounts{Tests: top.Tests, Failures: top.Failures, Errors: top.Errors, Suites: 1, SuiteSkipped: top.Skipped}
+	for _, tc := range top.Cases {
+		switch {
+		case tc.Failure != nil:
+			c.Failed++
+		case tc.Error != nil:
+			c.Err++
+			c.ErrorTypes = append(c.ErrorTypes, tc.Error.Type)
+		case tc.Skipped != nil:
+			c.Skips++
+		default:
+			c.Passed++
 		}
 	}
 	return c

@@ -25,7 +25,7 @@ func TestChecklistCountsSubTests(t *testing.T) {
 		return out
 	}
 	matrix := withCases(Pass, 24, 24)
-	matrix.Status = "Fails with --reclaim=lazy (global), passes with --reclaim=worker"
+	matrix.Detail = "Fails with --reclaim=lazy (global), passes with --reclaim=worker"
 	short := withCases(Pass, 23, 24)
 	for _, tc := range []struct {
 		name   string
@@ -57,8 +57,8 @@ func TestChecklistCountsSubTests(t *testing.T) {
 	}
 	// A single result's checklist row and its JSON carry the count too.
 	r := New("capture", "miotool capture --mode=all", time.Time{})
-	r.Status, r.Cases = "Fails with --reclaim=lazy (global), passes with --reclaim=worker", Cases{Passed: 24, Total: 24}
-	if got := r.ChecklistRow()[3]; got != "Passed (24/24): "+r.Status {
+	r.Detail, r.Cases = "Fails with --reclaim=lazy (global), passes with --reclaim=worker", Cases{Passed: 24, Total: 24}
+	if got := r.ChecklistRow()[3]; got != "Passed (24/24): "+r.Detail {
 		t.Errorf("result row status %q", got)
 	}
 	var buf bytes.Buffer

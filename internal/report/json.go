@@ -305,7 +305,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Verdict:       r.Verdict,
 		ExitCode:      r.ExitCode(),
 		Status:        r.ChecklistStatus(),
-		Detail:        r.detail(),
+		Detail:        r.Detail,
 		Summary:       r.Summary,
 		Cases:         toJSONCases(r.Cases),
 		Progress:      toJSONProgress(r.Progress),
@@ -401,8 +401,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Duration:      d,
 		Notes:         j.Notes,
 	}
-	if j.Schema != SchemaVersion {
-		r.Status = j.Status
+	if j.Schema != SchemaVersion && r.Detail == "" {
+		r.Detail = legacyDetail(j.Status) // v3 and before: the command's own status
 	}
 	if err := checkCases("cases", r.Cases); err != nil {
 		return err

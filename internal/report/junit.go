@@ -168,6 +168,14 @@ func writeJUnit(w io.Writer, s *SuiteResult, message func(*SuiteCheck) string) e
 		js.Tests++
 		js.Errors++
 	}
+	if s.Failure != "" {
+		// miotool itself failed while it ran the suite: whatever its
+		// cases say, CI must read it red.
+		js.Cases = append(js.Cases, junitCase{Classname: "miotool." + classPart(s.Suite), Name: "miotool failed", Time: seconds(0),
+			Error: &junitMessage{Message: s.Summary(), Type: "ERROR"}})
+		js.Tests++
+		js.Errors++
+	}
 	// One run of the suite took what the user waited for it; a merged
 	// result's runs, on other hosts and at other times, add up.
 	total := wallTime(checks)

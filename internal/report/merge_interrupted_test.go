@@ -88,3 +88,32 @@ func TestMergeKeepsAnInputsInterruption(t *testing.T) {
 		})
 	}
 }
+
+// An input that miotool itself failed while it ran is an ERROR, and so is
+// the merge that holds it: its checks' passes do not make it a PASS.
+func TestMergeKeepsAnInputsFailure(t *testing.T) {
+	failed := hostSuite("node2", h200, Pass)
+	failed.Failure = "the scratch find-db cannot be created: no space left on device"
+	m, err := MergeSuites([]*SuiteResult{hostSuite("node1", h200, Pass), roundTrip(t, failed)}, []string{"node1.json", "node2.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Verdict() != Error || m.Failure != "node2.json: "+failed.Failure || !strings.Contains(m.Summary(), "node2.json: the scratch find-db") {
+		t.Errorf("verdict %s, failure %q, summary %q", m.Verdict(), m.Failure, m.Summary())
+	}
+}
+
+// A suite miotool failed while it ran is red in JUnit too, whatever its
+// cases say.
+func TestJUnitOfAFailedSuiteIsRed(t *testing.T) {
+	s := hostSuite("node1", h200, Pass)
+	s.Failure = "the scratch find-db cannot be created"
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	validateJUnit(t, buf.Bytes())
+	if ci := readJUnitCounts(t, buf.Bytes()); ci.Errors != 1 || ci.Declared[2] != 1 || ci.Passed != 1 {
+		t.Errorf("JUnit %+v:\n%s", ci, buf.String())
+	}
+}

@@ -184,3 +184,27 @@ func TestCodeCellsAreNumbersInTheRecords(t *testing.T) {
 		t.Errorf("Millis %q", Millis(43410*time.Microsecond))
 	}
 }
+
+// A miotool/result/v3 or miotool/suite/v3 file, whose status a command
+// worded in place of the verdict's word, reads with that status as the
+// detail where it says more than the verdict, and is written as v4.
+func TestReadsVersion3Statuses(t *testing.T) {
+	for _, tc := range []struct{ status, detail, checklist string }{
+		{"Fails with --reclaim=lazy (global), passes with --reclaim=worker", "Fails with --reclaim=lazy (global), passes with --reclaim=worker",
+			"Passed (24/24): Fails with --reclaim=lazy (global), passes with --reclaim=worker"},
+		{"Passed (24/24)", "", "Passed (24/24)"},
+		{"Passed for the 200 of 243 cells compared", "Passed for the 200 of 243 cells compared", "Passed (24/24): Passed for the 200 of 243 cells compared"},
+	} {
+		doc := `{"schema":"miotool/result/v3","check":"capture","verdict":"PASS","exit_code":0,"status":"` + tc.status + `","cases":{"passed":24,"total":24}}`
+		r, err := ReadJSON(strings.NewReader(doc))
+		if err != nil || r.Detail != tc.detail || r.ChecklistStatus() != tc.checklist {
+			t.Errorf("v3 status %q: %v, detail %q, status %q", tc.status, err, r.Detail, r.ChecklistStatus())
+		}
+	}
+	suite := `{"schema":"miotool/suite/v3","suite":"s","hosts":["n1"],"checks":[{"name":"m","command":"miotool capture","expect":"PASS",
+		"runs":[{"host":"n1","iteration":1,"order":1,"verdict":"PASS","exit_code":0,"status":"Fails with --reclaim=lazy (global), passes with --reclaim=worker"}]}]}`
+	s, err := ReadSuiteJSON(strings.NewReader(suite))
+	if err != nil || s.StatusOf(s.Checks[0]) != "Passed (1/1 run): Fails with --reclaim=lazy (global), passes with --reclaim=worker" {
+		t.Errorf("v3 suite: %v, %q", err, s.StatusOf(s.Checks[0]))
+	}
+}

@@ -320,11 +320,6 @@ type Result struct {
 	// --reclaim=worker"). ChecklistStatus composes the status; no
 	// command words it.
 	Detail string
-	// Status is the checklist status a result written before results
-	// carried their detail apart had in place of the verdict's word
-	// (miotool/result/v3 and before, or a command that still sets it):
-	// it is read as the detail where it says more than the verdict.
-	Status string
 	// Summary is one line that explains the verdict: for SKIP, ERROR and
 	// INTERRUPTED, the reason the checklist status gives.
 	Summary string
@@ -352,14 +347,7 @@ type Result struct {
 	Shard *Shard
 }
 
-// detail is what the result found beyond its verdict: Detail, or what a
-// legacy Status says beyond the verdict.
-func (r *Result) detail() string {
-	if r.Detail != "" {
-		return r.Detail
-	}
-	return legacyDetail(r.Status)
-}
+
 
 // ExitCode is the exit status the result stands for: ExitStatus when
 // set, else its verdict's code.

@@ -12,7 +12,7 @@ import (
 func singleCapture(t *testing.T, host string, v Verdict) *bytes.Buffer {
 	t.Helper()
 	r := New("capture", "miotool capture --mode=global --reclaim=worker --format json", suiteStart)
-	r.Host, r.Backend, r.Device, r.Status = host, "cuda", h200, "Passes with --reclaim=worker"
+	r.Host, r.Backend, r.Device, r.Detail = host, "cuda", h200, "Passes with --reclaim=worker"
 	r.AddTable("capture", "reclaim", "measured").AddRow("worker", string(v))
 	r.Finish(v, "graph output correct", suiteStart.Add(400*time.Millisecond))
 	var buf bytes.Buffer

@@ -122,8 +122,9 @@ func casesCount(c Cases, v Verdict) string {
 }
 
 // legacyDetail is what a status written before results carried their
-// detail apart (a check's Status, read from a miotool/result/v3 file or
-// set by a command) says beyond the verdict: a status that only restates
+// detail apart (read from a miotool/result/v3 or miotool/suite/v3 file,
+// where a command worded it in place of the verdict's word) says beyond
+// the verdict: a status that only restates
 // the verdict ("Passed (24/24)", "Interrupted (3/24 finished)",
 // "Skipped: 243 cells measured, none compared") says nothing more, since
 // the composed status has the word and the count; any other
@@ -146,10 +147,10 @@ func legacyDetail(status string) string {
 //	PASS         Passed (24/24): <detail>          Passed (1/1 run) without sub-tests
 //	FAIL         Failed (3/24 failed): <detail>    Failed (1/1 run failed)
 //	SKIP         Skipped (1/1 run skipped): <summary>
-//	ERROR        Error (1/1 run errored): <summary>
+//	ERROR        Error (1/1 run errored): <summary>    Error (1/2 runs errored) with a count
 //	INTERRUPTED  Interrupted (120 of 243 cells finished): <summary>
 func (r *Result) ChecklistStatus() string {
-	detail := r.detail()
+	detail := r.Detail
 	counted := r.Cases.Total > 0
 	switch r.Verdict {
 	case Pass, Fail:
@@ -164,6 +165,12 @@ func (r *Result) ChecklistStatus() string {
 		return composeStatus(word, []string{count}, detail)
 	case Skip:
 		return composeStatus(StatusSkipped, []string{runsCount(1, 1, Skip)}, r.Summary)
+	case Error:
+		count := runsCount(1, 1, Error)
+		if counted {
+			count = casesCount(r.Cases, Error)
+		}
+		return composeStatus(StatusError, []string{count}, r.Summary)
 	case Interrupted:
 		p := r.Progress
 		if p.Planned <= 0 {
@@ -319,12 +326,7 @@ func (c *SuiteCheck) runDetail() string {
 }
 
 // detail is what the run's result found beyond its verdict.
-func (r SuiteRun) detail() string {
-	if r.Detail != "" {
-		return r.Detail
-	}
-	return legacyDetail(r.Status)
-}
+func (r SuiteRun) detail() string { return r.Detail }
 
 // unmetCounts are the runs of a check that did not meet its expectation,
 // by verdict: "3/20 runs failed", "1/20 runs errored on node2"; the

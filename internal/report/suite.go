@@ -138,11 +138,8 @@ type SuiteRun struct {
 	Verdict   Verdict
 	ExitCode  int
 	// Detail is what the child's result found beyond its verdict
-	// (Result.Detail); Status, the checklist status a child result
-	// written before results carried their detail apart set in its place
-	// (Result.Status), read from such results and files.
+	// (Result.Detail).
 	Detail  string
-	Status  string
 	Summary string
 	// Progress is how far the child got, when an interruption stopped it
 	// and its result said so.
@@ -941,6 +938,14 @@ func MergeSuitesWith(results []*SuiteResult, sources []string, opts MergeOptions
 			if e := r.Started.Add(r.Duration); e.After(end) {
 				end = e
 			}
+		}
+		if r.Failure != "" {
+			// A run that miotool itself failed is an ERROR merged too.
+			why := sources[i] + ": " + r.Failure
+			if m.Failure != "" {
+				why = m.Failure + "; " + why
+			}
+			m.Failure = why
 		}
 		if r.Interrupted != "" {
 			// A merge of an interrupted run is incomplete too.

@@ -406,7 +406,6 @@ func readRun(jr jsonRun, repeat, runs int) (SuiteRun, error) {
 		Verdict:    v,
 		ExitCode:   exit,
 		Detail:     jr.Detail,
-		Status:     jr.Status,
 		Summary:    jr.Summary,
 		Cases:      jr.Cases.cases(),
 		Progress:   jr.Progress.progress(),
@@ -426,6 +425,9 @@ func readRun(jr jsonRun, repeat, runs int) (SuiteRun, error) {
 			return SuiteRun{}, err
 		}
 	}
+	if r.Detail == "" {
+		r.Detail = legacyDetail(jr.Status) // v3 and before: the child's own status
+	}
 	if jr.Started != nil {
 		r.Started = *jr.Started
 	}
@@ -444,7 +446,7 @@ func SuiteFromResult(r *Result) *SuiteResult {
 		s.Hosts = []string{r.Host}
 	}
 	run := SuiteRun{Host: r.Host, Iteration: 1, Order: 1, Verdict: r.Verdict, ExitCode: r.ExitCode(),
-		Detail: r.Detail, Status: r.Status, Summary: r.Summary, Cases: r.Cases, Progress: r.Progress, Backend: r.Backend, Device: r.Device,
+		Detail: r.Detail, Summary: r.Summary, Cases: r.Cases, Progress: r.Progress, Backend: r.Backend, Device: r.Device,
 		Started: r.Started, Duration: r.Duration}
 	s.Checks = []*SuiteCheck{{Name: r.Check, Command: ChecklistCommand(r.Command), Expect: Pass, Runs: []SuiteRun{run}}}
 	if r.Shard != nil {

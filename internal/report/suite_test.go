@@ -36,7 +36,7 @@ func sampleSuite() *SuiteResult {
 	matrix := &SuiteCheck{Name: "capture-matrix", Command: "miotool capture --mode=all --reclaim=all", Expect: Pass}
 	for it := 1; it <= 2; it++ {
 		r := run("node1", it, Pass, "all 12 cases as expected", 1500*time.Millisecond)
-		r.Status = "Fails with --reclaim=lazy (global), passes with --reclaim=worker"
+		r.Detail = "Fails with --reclaim=lazy (global), passes with --reclaim=worker"
 		r.Cases = Cases{Passed: 24, Total: 24}
 		matrix.Runs = append(matrix.Runs, r)
 	}

@@ -425,7 +425,7 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, re
 	if perr != nil {
 		return failed("%s without a result %s", res.ExitText(), where)
 	}
-	run.Status, run.Summary, run.Backend, run.Device, run.Cases = result.Status, result.Summary, result.Backend, result.Device, result.Cases
+	run.Detail, run.Summary, run.Backend, run.Device, run.Cases, run.Progress = result.Detail, result.Summary, result.Backend, result.Device, result.Cases, result.Progress
 	if want := result.Verdict.ExitCode(); run.ExitCode != want {
 		return failed("%s does not match its result's verdict %s (exit status %d)", res.ExitText(), result.Verdict, want)
 	}

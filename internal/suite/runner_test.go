@@ -68,7 +68,7 @@ func fakeMiotool(args []string) int {
 		r := report.New(args[0], "miotool "+strings.Join(args, " ")+" --format json --no-progress", time.Now())
 		r.Backend = "sim"
 		r.Device = report.Device{Name: "Fake GPU", Arch: "fx1", Description: "Fake GPU (fx1, 1 CUs, sim)"}
-		r.Status = status
+		r.Detail = status
 		r.Finish(v, summary, time.Now())
 		out := io.Writer(os.Stdout)
 		if resultFile != "" {
@@ -237,14 +237,14 @@ func TestRunnerClassifiesEachRun(t *testing.T) {
 		tail    bool // the stderr tail is kept
 	}{
 		"pass":            {report.Pass, "all good", "Passed", false},
-		"expected-fail":   {report.Fail, "(901)", "Fails as expected", false},
-		"own-status":      {report.Pass, "matrix as expected", "Fails with --reclaim=lazy, passes with --reclaim=worker", false},
-		"unexpected-fail": {report.Fail, "(901)", "Unexpected (expected PASS): FAIL", false}, // kept, but it printed none
-		"crash":           {report.Error, "killed by signal SIGKILL (killed) without a result on standard output: fatal error: concurrent map writes", "Unexpected (expected PASS): ERROR", true},
-		"usage":           {report.Error, "exit status 2 without a result on standard output: miotool: --mode: unknown capture mode \"sideways\"", "Unexpected (expected PASS): ERROR", true},
-		"garbage":         {report.Error, "exit status 0 without a result", "Unexpected (expected PASS): ERROR", false},
-		"mismatch":        {report.Error, "exit status 1 does not match its result's verdict PASS", "Unexpected (expected PASS): ERROR", false},
-		"expected-skip":   {report.Skip, "unavailable", "Skipped as expected", false},
+		"expected-fail":   {report.Fail, "(901)", "Fails as expected (1/1 run failed)", false},
+		"own-status":      {report.Pass, "matrix as expected", "Passed (1/1 run): Fails with --reclaim=lazy, passes with --reclaim=worker", false},
+		"unexpected-fail": {report.Fail, "(901)", "Failed (1/1 run failed; expected PASS)", false}, // kept, but it printed none
+		"crash":           {report.Error, "killed by signal SIGKILL (killed) without a result on standard output: fatal error: concurrent map writes", "Error (1/1 run errored; expected PASS): killed by signal SIGKILL", true},
+		"usage":           {report.Error, "exit status 2 without a result on standard output: miotool: --mode: unknown capture mode \"sideways\"", "Error (1/1 run errored; expected PASS): exit status 2", true},
+		"garbage":         {report.Error, "exit status 0 without a result", "Error (1/1 run errored; expected PASS): exit status 0 without a result", false},
+		"mismatch":        {report.Error, "exit status 1 does not match its result's verdict PASS", "Error (1/1 run errored; expected PASS): exit status 1 does not match", false},
+		"expected-skip":   {report.Skip, "unavailable", "Skipped as expected (1/1 run skipped)", false},
 	}
 	if len(res.Checks) != len(want) {
 		t.Fatalf("%d result rows, want %d", len(res.Checks), len(want))
@@ -255,7 +255,7 @@ func TestRunnerClassifiesEachRun(t *testing.T) {
 			t.Fatalf("%s: %d runs", c.Name, len(c.Runs))
 		}
 		r := c.Runs[0]
-		if r.Verdict != w.verdict || !strings.Contains(r.Summary, w.summary) || c.Status() != w.status {
+		if r.Verdict != w.verdict || !strings.Contains(r.Summary, w.summary) || !strings.HasPrefix(c.Status(), w.status) {
 			t.Errorf("%s: verdict %s summary %q status %q; want %s, %q, %q", c.Name, r.Verdict, r.Summary, c.Status(), w.verdict, w.summary, w.status)
 		}
 		if (r.StderrTail != "") != w.tail {
@@ -460,8 +460,8 @@ func TestInterruptStopsTheSuite(t *testing.T) {
 		t.Errorf("runs after the interrupt: %d %d %d", len(res.Checks[0].Runs), len(res.Checks[1].Runs), len(res.Checks[2].Runs))
 	}
 	// The checks never reached are not run: neither passed nor failed.
-	if res.Checks[1].Status() != "Not run" || res.Checks[1].Outcome() != report.Skip {
-		t.Errorf("the check the interrupt came before: status %q outcome %s", res.Checks[1].Status(), res.Checks[1].Outcome())
+	if res.StatusOf(res.Checks[1]) != "Not run (the suite was interrupted before it started)" || res.Checks[1].Outcome() != report.Skip {
+		t.Errorf("the check the interrupt came before: status %q outcome %s", res.StatusOf(res.Checks[1]), res.Checks[1].Outcome())
 	}
 	if res.Interrupted != "interrupted by SIGINT" || res.Verdict() != report.Interrupted || res.ExitCode() != report.ExitInterrupted {
 		t.Errorf("interrupted %q, verdict %s, exit %d", res.Interrupted, res.Verdict(), res.ExitCode())
@@ -520,8 +520,8 @@ func TestInterruptMarksTheRunningCheck(t *testing.T) {
 	if len(running.Runs) != 1 || running.Runs[0].Verdict != report.Interrupted || running.Outcome() != report.Interrupted {
 		t.Fatalf("the running check: %+v", running.Runs)
 	}
-	if d := running.Runs[0].Duration; d != time.Second || running.Status() != "Interrupted after 1.00s" {
-		t.Errorf("the running check ran %v by the clock; status %q", d, running.Status())
+	if d := running.Runs[0].Duration; d != time.Second || res.StatusOf(running) != "Interrupted (0 of 1 run finished): interrupted by SIGINT after 1.00s" {
+		t.Errorf("the running check ran %v by the clock; status %q", d, res.StatusOf(running))
 	}
 	if running.Runs[0].Summary != "interrupted by SIGINT while the check ran" || running.Runs[0].Order != 2 || running.Runs[0].Host != "testhost" {
 		t.Errorf("the interrupted run: %+v", running.Runs[0])

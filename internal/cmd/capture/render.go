@@ -49,13 +49,12 @@ func fillCases(r *report.Result, cases []capturescen.Case, d hip.Dialect, stop *
 				out = fmt.Sprintf("WRONG in %d of %d", endedN-okN, endedN)
 			}
 		}
-		cells := []string{string(first.Policy), first.Mode.String(), string(first.Variant), string(first.Expected), g.Measured(),
-			g.EndCodes(d), out, g.Detail()}
-		if g.Agrees() {
-			t.AddRow(cells...)
-		} else {
-			t.AddFlaggedRow("!", cells...)
+		flag := ""
+		if !g.Agrees() {
+			flag = "!"
 		}
+		t.AddCells(flag, report.TextCell(string(first.Policy)), report.TextCell(first.Mode.String()), report.TextCell(string(first.Variant)),
+			report.TextCell(string(first.Expected)), report.TextCell(g.Measured()), g.EndCell(d), report.TextCell(out), report.TextCell(g.Detail()))
 	}
 	var sum streams.Counters
 	for _, c := range cases {

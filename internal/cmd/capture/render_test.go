@@ -41,8 +41,8 @@ func TestFillCasesInterrupted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("capture", "miotool capture", time.Unix(0, 0))
 			fillCases(r, tt.cases, hip.DialectCUDA, &matrix.Interruption{Reason: "interrupted by SIGINT", Planned: tt.planned}, time.Unix(1, 0))
-			if r.Verdict != report.Interrupted || r.Summary != tt.summary || !strings.HasPrefix(r.Status, "Interrupted (") {
-				t.Errorf("verdict %s status %q summary %q; want INTERRUPTED with %q", r.Verdict, r.Status, r.Summary, tt.summary)
+			if r.Verdict != report.Interrupted || r.Summary != tt.summary || !strings.HasPrefix(r.ChecklistStatus(), "Interrupted (") {
+				t.Errorf("verdict %s status %q summary %q; want INTERRUPTED with %q", r.Verdict, r.ChecklistStatus(), r.Summary, tt.summary)
 			}
 			row := r.Tables[0].Rows[0]
 			if row.Cells[4] != tt.row || strings.Contains(row.Cells[6], "WRONG") {

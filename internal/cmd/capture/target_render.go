@@ -58,32 +58,42 @@ func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dia
 		if c.FirstRefusal != "" {
 			detail = scenario.JoinDetail("library call failed: "+c.FirstRefusal, detail)
 		}
-		cells := []string{c.Mode.String(), string(c.Variant), c.Chosen.String(), string(c.Expected), string(c.Measured),
-			matrix.CodeCell(c.EndCapture, d), out, detail}
+		cells := []report.Cell{report.TextCell(c.Mode.String()), report.TextCell(string(c.Variant)), report.TextCell(c.Chosen.String()),
+			report.TextCell(string(c.Expected)), report.TextCell(string(c.Measured)), report.CodeCell(c.EndCapture.Name(d), int(c.EndCapture)),
+			report.TextCell(out), report.TextCell(detail)}
 		label := c.Mode.String()
 		if len(uniqueVariants(cases)) > 1 {
 			label += "/" + string(c.Variant)
 		}
 		if c.Agrees() {
-			t.AddRow(cells...)
+			t.AddCells("", cells...)
 			passed = append(passed, label)
 		} else {
-			t.AddFlaggedRow("!", cells...)
+			t.AddCells("!", cells...)
 			failed = append(failed, label)
 		}
 	}
+	// The cases count as a matrix's combinations do: how many behaved as
+	// expected, of how many ran.
+	agree := 0
+	for _, c := range cases {
+		if c.Agrees() {
+			agree++
+		}
+	}
+	r.Cases = report.Cases{Passed: agree, Total: len(cases)}
 	failed, passed = uniqueInOrder(failed), uniqueInOrder(passed)
 	flag := libtarget.StatusFlag(first.Target)
 	switch {
 	case stop != nil:
 		finishTargetInterrupted(r, cases, stop, end)
 	case len(failed) == 0:
-		r.Status = "Passes with " + flag
+		r.Detail = "Passes with " + flag
 		r.Finish(report.Pass, fmt.Sprintf("all %d cases kept the capture valid and the graph output right", len(cases)), end)
 	default:
-		r.Status = fmt.Sprintf("Fails with %s (%s)", flag, strings.Join(failed, ", "))
+		r.Detail = fmt.Sprintf("Fails with %s (%s)", flag, strings.Join(failed, ", "))
 		if len(passed) > 0 {
-			r.Status += fmt.Sprintf(", passes (%s)", strings.Join(passed, ", "))
+			r.Detail += fmt.Sprintf(", passes (%s)", strings.Join(passed, ", "))
 		}
 		// Cases that failed for the same reason share one entry, so a
 		// library that fails everywhere alike says so once.
@@ -160,6 +170,6 @@ func finishTargetInterrupted(r *report.Result, cases []capturescen.TargetCase, s
 	default:
 		what += "; so far every finished case as expected"
 	}
-	r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", len(cases), stop.Planned)
+	r.Progress = report.Progress{Finished: len(cases), Planned: stop.Planned, Unit: "cases"}
 	r.Finish(report.Interrupted, what, end)
 }

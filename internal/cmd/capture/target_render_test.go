@@ -49,8 +49,8 @@ func TestTargetCasesOfACorrectLibraryPass(t *testing.T) {
 			cases := targetCases(t, d, false)
 			r := report.New("capture", "miotool capture --target=miopen --mode=all", time.Time{})
 			fillTargetCases(r, cases, d, nil, time.Time{})
-			if r.Verdict != report.Pass || r.Status != "Passes with --target=miopen" {
-				t.Fatalf("verdict %s status %q: %s", r.Verdict, r.Status, r.Summary)
+			if r.Verdict != report.Pass || r.Detail != "Passes with --target=miopen" || r.ChecklistStatus() != "Passed (6/6): Passes with --target=miopen" {
+				t.Fatalf("verdict %s status %q: %s", r.Verdict, r.ChecklistStatus(), r.Summary)
 			}
 			if len(r.Tables) != 2 || len(r.Tables[0].Rows) != len(conv.Solvers()) || len(r.Tables[1].Rows) != 6 || !strings.Contains(strings.Join(r.Notes, "\n"), "fakedeep 1.0") {
 				t.Fatalf("tables %d, notes %q", len(r.Tables), r.Notes)
@@ -68,8 +68,8 @@ func TestTargetCasesOfALibraryThatBreaksCapturesFail(t *testing.T) {
 			r := report.New("capture", "miotool capture --target=miopen", time.Time{})
 			fillTargetCases(r, cases, d, nil, time.Time{})
 			want := "Fails with --target=miopen (global/same-thread, thread-local/same-thread, global/other-thread), passes (relaxed/same-thread, thread-local/other-thread, relaxed/other-thread)"
-			if r.Verdict != report.Fail || r.Status != want {
-				t.Fatalf("verdict %s status %q", r.Verdict, r.Status)
+			if r.Verdict != report.Fail || r.Detail != want || r.ChecklistStatus() != "Failed (3/6 failed): "+want {
+				t.Fatalf("verdict %s status %q", r.Verdict, r.ChecklistStatus())
 			}
 			if !strings.Contains(r.Summary, "global/same-thread: "+hip.ErrStreamCaptureInvalidated.Name(d)) {
 				t.Fatalf("summary %q", r.Summary)

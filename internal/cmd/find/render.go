@@ -99,7 +99,7 @@ func fill(r *report.Result, in fillInput, end time.Time) {
 	if in.teardownInterrupted != "" {
 		r.Finish(report.Interrupted, fmt.Sprintf("%s during the teardown that waits for the abandoned naive evaluation; find had finished: %s, %s",
 			in.teardownInterrupted, r.Verdict, r.Summary), end)
-		r.Status = ""
+		r.Progress = report.Progress{} // find had finished: nothing planned was left
 	}
 }
 
@@ -124,7 +124,7 @@ func verdict(r *report.Result, in fillInput, end time.Time) {
 				timed++
 			}
 		}
-		r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", timed, timed+stopped+notRun)
+		r.Progress = report.Progress{Finished: timed, Planned: timed + stopped + notRun, Unit: "solvers"}
 		r.Finish(report.Interrupted, fmt.Sprintf("%s: %d of %d applicable solvers finished (%d interrupted, %d not run); nothing chosen, nothing written to the find-db",
 			in.interrupted, timed, timed+stopped+notRun, stopped, notRun), end)
 	case in.requireAbandoned && !res.Naive.Abandoned():

@@ -13,6 +13,7 @@ import (
 	"miotool/internal/aiheur"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/cmdtest"
+	"miotool/internal/report"
 	"miotool/internal/testutil"
 )
 
@@ -78,7 +79,7 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 	if err := json.Unmarshal(h.Out.Bytes(), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, h.Out)
 	}
-	if doc.Schema != "miotool/result/v3" || doc.Verdict != "PASS" || doc.Device.Arch != "gfx942" || len(doc.Tables) != 3 {
+	if doc.Schema != report.SchemaVersion || doc.Verdict != "PASS" || doc.Device.Arch != "gfx942" || len(doc.Tables) != 3 {
 		t.Fatalf("json: %+v", doc)
 	}
 	if r := doc.Tables[0].Records[0]; r["rank"] != 1.0 || r["solver"] != "ConvBinWinogradRxSf2x3g1" {

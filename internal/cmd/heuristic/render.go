@@ -74,13 +74,12 @@ func fill(r *report.Result, a *heuristicscen.Answer, verbose bool, end time.Time
 
 	if !a.Supported {
 		summary := fmt.Sprintf("the %s model does not cover the problem: %s; MIOpen makes no AI prediction for it", a.Arch, a.Reason)
-		r.Status = "Not supported: " + a.Reason
 		r.Finish(report.Skip, summary, end)
 		return
 	}
 	best := a.Ranking[0]
 	summary := fmt.Sprintf("%s ranks %s first (score %.4f) of %d solvers", "TunaNet "+a.Arch, best.Solver, best.Score, len(a.Ranking))
-	r.Status = "Ranked: " + best.Solver + " first"
+	r.Detail = "ranks " + best.Solver + " first"
 	r.Finish(report.Pass, summary, end)
 }
 

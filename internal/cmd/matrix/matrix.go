@@ -125,6 +125,27 @@ func (g *Group) EndCodes(d hip.Dialect) string {
 	return strings.Join(parts, ", ")
 }
 
+// EndCell is the end-capture cell: EndCodes for people, and for machines
+// the code, where the runs ended with one code only.
+func (g *Group) EndCell(d hip.Dialect) report.Cell {
+	cell := report.TextCell(g.EndCodes(d))
+	var code *hip.Code
+	for _, r := range g.Runs {
+		if r.Measured == scenario.Interrupted {
+			continue
+		}
+		if code != nil && *code != r.End {
+			return cell
+		}
+		end := r.End
+		code = &end
+	}
+	if code != nil {
+		cell.Value = fmt.Sprint(int(*code))
+	}
+	return cell
+}
+
 // Detail is the first disagreeing run's detail, else the first finished
 // run's, else the first run's.
 func (g *Group) Detail() string {
@@ -152,10 +173,9 @@ func FinishedRuns(runs []Run) int {
 	return n
 }
 
-// CodeCell is a runtime code with its name in d and its number.
-func CodeCell(c hip.Code, d hip.Dialect) string {
-	return fmt.Sprintf("%s (%d)", c.Name(d), int(c))
-}
+// CodeCell is a runtime code with its name in d and its number, as every
+// table writes one.
+func CodeCell(c hip.Code, d hip.Dialect) string { return report.CodeCell(c.Name(d), int(c)).Text }
 
 // Interruption says that a signal stopped a run of cases: what it was
 // ("interrupted by SIGINT") and how many cases were planned.
@@ -164,7 +184,8 @@ type Interruption struct {
 	Planned int
 }
 
-// Finish sets the verdict and checklist status of a set of groups.
+// Finish sets the verdict and the facts the checklist status is composed
+// of (report.Result.ChecklistStatus) of a set of groups.
 // Stopped by an interruption (stop set), the verdict is INTERRUPTED and
 // says how many runs finished, were interrupted and were not run, and
 // what the finished ones showed so far.
@@ -195,7 +216,7 @@ func Finish(r *report.Result, groups []*Group, stop *Interruption, end time.Time
 			}
 		}
 	}
-	r.Status = matrixStatus(failsBy, passes)
+	r.Detail = matrixStatus(failsBy, passes)
 	if len(groups) > 1 {
 		// A matrix counts its combinations as a binary counts its
 		// sub-tests: how many behaved as expected, of how many ran.
@@ -212,7 +233,7 @@ func Finish(r *report.Result, groups []*Group, stop *Interruption, end time.Time
 		r.Finish(report.Error, "the scenario's precondition did not hold (no abandoned naive evaluation) in: "+strings.Join(uniqueNonEmpty(inconclusive), ", "), end)
 	case len(groups) == 1:
 		g := groups[0]
-		r.Status = ""
+		r.Detail = ""
 		n, passed := len(g.Runs), 0
 		for _, run := range g.Runs {
 			if run.Measured == scenario.Pass {
@@ -223,12 +244,12 @@ func Finish(r *report.Result, groups []*Group, stop *Interruption, end time.Time
 		case passed == n && n == 1:
 			r.Finish(report.Pass, "passed", end)
 		case passed == n:
-			r.Status = fmt.Sprintf("Passed (%d/%d)", n, n)
+			r.Cases = report.Cases{Passed: n, Total: n, Unit: "runs"}
 			r.Finish(report.Pass, fmt.Sprintf("passed in %d of %d runs", n, n), end)
 		case n == 1:
 			r.Finish(report.Fail, g.Detail(), end)
 		default:
-			r.Status = fmt.Sprintf("Failed (%d/%d)", n-passed, n)
+			r.Cases = report.Cases{Passed: passed, Total: n, Unit: "runs"}
 			r.Finish(report.Fail, fmt.Sprintf("failed in %d of %d runs: %s", n-passed, n, g.Detail()), end)
 		}
 	case len(disagree) > 0:
@@ -238,7 +259,7 @@ func Finish(r *report.Result, groups []*Group, stop *Interruption, end time.Time
 		for _, g := range groups {
 			runs += len(g.Runs)
 		}
-		r.Finish(report.Pass, fmt.Sprintf("all %d runs of %d combinations as expected: %s", runs, len(groups), r.Status), end)
+		r.Finish(report.Pass, fmt.Sprintf("all %d runs of %d combinations as expected: %s", runs, len(groups), r.Detail), end)
 	}
 }
 
@@ -277,11 +298,11 @@ func finishInterrupted(r *report.Result, groups []*Group, stop *Interruption, en
 	default:
 		what += "; so far every finished run as expected"
 	}
-	r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", finished, stop.Planned)
+	r.Progress = report.Progress{Finished: finished, Planned: stop.Planned, Unit: "runs"}
 	r.Finish(report.Interrupted, what, end)
 }
 
-// matrixStatus is a checklist status such as "Fails with --reclaim=lazy
+// matrixStatus is a checklist detail such as "Fails with --reclaim=lazy
 // (global, thread-local), passes with --reclaim=guarded, --reclaim=worker".
 func matrixStatus(failsBy map[streams.Policy][]string, passes map[streams.Policy]bool) string {
 	var fails, oks []string

@@ -15,7 +15,7 @@ import (
 
 // fillCases writes the replay cases into r, with capture's matrix verdict.
 func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, stop *matrix.Interruption, end time.Time) {
-	t := r.AddTable("replay-only workload: is the abandoned evaluation's scratch released?", "reclaim", "expected", "measured", "end capture", "pinned after find", "pinned at deadline", "released after (median)", "replays", "detail")
+	t := r.AddTable("replay-only workload: is the abandoned evaluation's scratch released?", "reclaim", "expected", "measured", "end capture", "pinned after find", "pinned at deadline", "released after, median (ms)", "replays", "detail")
 	t.FlagColumn = "differs from expected"
 	runs := make([]matrix.Run, len(cases))
 	for i, c := range cases {
@@ -42,12 +42,13 @@ func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, 
 				}
 			}
 		}
-		rel := "not released"
+		rel := report.TextCell("not released")
 		if len(released) > 0 {
 			sort.Slice(released, func(i, j int) bool { return released[i] < released[j] })
-			rel = released[len(released)/2].Round(10 * time.Microsecond).String()
+			ms := report.Millis(released[len(released)/2])
+			rel = report.Cell{Text: ms, Value: ms}
 			if len(released) < len(cs) {
-				rel += fmt.Sprintf(" (%d of %d runs)", len(released), len(cs))
+				rel.Text += fmt.Sprintf(" (%d of %d runs)", len(released), len(cs))
 			}
 		}
 		reps := "-"
@@ -64,13 +65,13 @@ func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, 
 				reps += fmt.Sprintf(", output WRONG in %d of %d", ranN-okN, ranN)
 			}
 		}
-		cells := []string{string(first.Policy), string(first.Expected), g.Measured(), g.EndCodes(d),
-			fmt.Sprint(first.PinnedAfterFind), fmt.Sprint(cs[len(cs)-1].PinnedAtEnd), rel, reps, g.Detail()}
-		if g.Agrees() {
-			t.AddRow(cells...)
-		} else {
-			t.AddFlaggedRow("!", cells...)
+		flag := ""
+		if !g.Agrees() {
+			flag = "!"
 		}
+		t.AddCells(flag, report.TextCell(string(first.Policy)), report.TextCell(string(first.Expected)), report.TextCell(g.Measured()), g.EndCell(d),
+			report.TextCell(fmt.Sprint(first.PinnedAfterFind)), report.TextCell(fmt.Sprint(cs[len(cs)-1].PinnedAtEnd)), rel,
+			report.TextCell(reps), report.TextCell(g.Detail()))
 	}
 	r.Count("runs", int64(matrix.FinishedRuns(runs)))
 	matrix.Finish(r, groups, stop, end)

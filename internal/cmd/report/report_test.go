@@ -97,11 +97,11 @@ checks:
 		}
 		for _, re := range []string{
 			`(?m)^### Suite small: PASS$`,
-			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| Fails as expected \(17/18\) +\|$`,
-			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| Passed \(18/18\) +\|$`,
-			`(?m)^\| later +\| .*\| Not run \(not in this test\) +\|$`,
+			`(?m)^\| rules-differ +\| \x60miotool rules --action malloc --spin 10ms --expect \S+changed.yaml --backend sim\x60 +\| miotool simulated device \(cuda rules\) \(sim\) +\| Fails as expected \(1/18 failed\) +\|$`,
+			`(?m)^\| rules-match \[GPU_MAX_HW_QUEUES=3\] +\| \x60GPU_MAX_HW_QUEUES=3 miotool rules --action malloc .*\| miotool simulated device \(cuda rules\) \(sim\) +\| Passed \(18/18\) +\|$`,
+			`(?m)^\| later +\| .*\| none +\| Not run \(not in this test\) +\|$`,
 			`- \*\*Hosts:\*\* hostA`,
-			// Every check ran on one device: the header names it once.
+			// Every check ran on one device: every row names it, and so does the header.
 			`- \*\*Devices:\*\* miotool simulated device \(cuda rules\) \(sim\)`,
 		} {
 			if !regexp.MustCompile(re).MatchString(h.Out.String()) {
@@ -113,18 +113,13 @@ checks:
 			t.Fatal(err)
 		}
 		var doc struct {
+			XMLName  xml.Name
 			Tests    int `xml:"tests,attr"`
 			Failures int `xml:"failures,attr"`
-			Suites   []struct {
-				Skipped int `xml:"skipped,attr"`
-			} `xml:"testsuite"`
+			Skipped  int `xml:"skipped,attr"`
 		}
 		err = xml.Unmarshal(data, &doc)
-		skipped := 0
-		for _, s := range doc.Suites {
-			skipped += s.Skipped
-		}
-		if err != nil || doc.Tests != 6 || doc.Failures != 0 || skipped != 2 {
+		if err != nil || doc.XMLName.Local != "testsuite" || doc.Tests != 6 || doc.Failures != 0 || doc.Skipped != 2 {
 			t.Errorf("JUnit %+v, %v:\n%s", doc, err, data)
 		}
 	})
@@ -136,7 +131,7 @@ checks:
 			t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, h.Out, h.ErrOut)
 		}
 		out := h.Out.String()
-		if !strings.Contains(out, "Unexpected (expected PASS): ERROR") || !strings.Contains(out, "unknown flag: --bogus") {
+		if !strings.Contains(out, "Error (1/1 run errored; expected PASS): ") || !strings.Contains(out, "unknown flag: --bogus") {
 			t.Errorf("the failing check is not shown with its reason:\n%s", out)
 		}
 		if h.ErrOut.Len() != 0 {
@@ -161,7 +156,7 @@ checks:
 		if code := h.Run(tree, append([]string{"report", "merge", "--format", "markdown"}, files...)...); code != 0 {
 			t.Fatalf("merge: exit %d: %s", code, h.ErrOut)
 		}
-		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed \(18/18\), 2/2 runs +\|$`)
+		row := regexp.MustCompile(`(?m)^\| rules-match +\| .* \| miotool simulated device \(cuda rules\) \(sim\) on hostA, miotool simulated device \(cuda rules\) \(sim\) on hostB +\| Passed \(18/18; 2/2 runs\) +\|$`)
 		if !row.MatchString(h.Out.String()) || !strings.Contains(h.Out.String(), "- **Hosts:** hostA, hostB") {
 			t.Errorf("merged table:\n%s", h.Out)
 		}
@@ -201,7 +196,7 @@ func TestReportUsageErrors(t *testing.T) {
 		{[]string{"report", "merge", resultFile, "--junit", filepath.Join(dir, "no-such-folder", "out.xml")}, "no-such-folder does not exist"},
 		{[]string{"report", "--suite", goodSuite, "--env", "GPU_MAX_HW_QUEUES"}, `--env "GPU_MAX_HW_QUEUES": want KEY=VALUE`},
 		{[]string{"report", "merge"}, "requires at least 1 arg"},
-		{[]string{"report", "merge", badResult}, "single check's result (miotool/result/v1): unknown verdict"},
+		{[]string{"report", "merge", badResult}, "single check's result (miotool/result/v1): verdict: unknown verdict"},
 		{[]string{"report", "merge", filepath.Join(dir, "none.json")}, "none.json: no such file or directory"},
 		{[]string{"report", "mrege"}, `unknown command "mrege" for "miotool report"`},
 	} {

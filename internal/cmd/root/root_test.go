@@ -82,7 +82,7 @@ func TestExitCodes(t *testing.T) {
 		}, code: 2, stderrHas: []string{"--write-expect", "does not exist"}, oneLine: true},
 		{name: "check failed: a cell differs", args: func(h *cmdtest.Harness) []string {
 			return []string{"rules", "--backend", "sim", "--action", "malloc", "--spin", "10ms", "--expect", cmdtest.ExpectationWithOneChange(t, h.Dir)}
-		}, code: 1, stdoutHas: []string{"rules: FAIL", "malloc/global/other/global", "differs: expected 0 SUCCESS / 0 SUCCESS"}},
+		}, code: 1, stdoutHas: []string{"rules: FAIL", "malloc/global/other/global", "differs: expected SUCCESS (0) / SUCCESS (0)"}},
 		{name: "pass", args: func(h *cmdtest.Harness) []string {
 			return []string{"rules", "--backend", "sim", "--action", "malloc", "--spin", "10ms", "--expect", filepath.Join(testutil.ModuleRoot(t), "configs", "rules", "h200-cuda.yaml")}
 		}, code: 0, stdoutHas: []string{"rules: PASS - 18 cells measured; compared 18 of 18 with"}},

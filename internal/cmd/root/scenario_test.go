@@ -80,7 +80,7 @@ func TestCaptureMatrixJSON(t *testing.T) {
 	if err := json.Unmarshal(h.Out.Bytes(), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, h.Out)
 	}
-	if got.Verdict != "PASS" || !strings.HasPrefix(got.Status, "Fails with --reclaim=lazy") || !strings.Contains(got.Status, "passes with --reclaim=worker") {
+	if got.Verdict != "PASS" || !strings.HasPrefix(got.Status, "Passed (8/8): Fails with --reclaim=lazy") || !strings.Contains(got.Status, "passes with --reclaim=worker") {
 		t.Errorf("verdict %q status %q", got.Verdict, got.Status)
 	}
 	// 2 modes x 2 policies x both variants (a matrix run covers both).

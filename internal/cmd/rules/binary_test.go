@@ -148,8 +148,9 @@ func TestRulesBinaryComparedCells(t *testing.T) {
 		compared int64
 	}{
 		{"one cell of 18", []string{"--expect", one}, 0, "rules: PASS - 18 cells measured; compared 1 of 18 with " + one + "; all 1 match; the other 17 have no expectation there and were not compared",
-			"Passed for the 1 of 18 cells compared", 1},
-		{"no expectations", nil, 4, "rules: SKIP - 18 cells measured, compared none: no expectations given (--expect)", "Skipped: 18 cells measured, none compared", 0},
+			"Passed (1/1 cells compared): 17 of 18 cells measured have no expectation", 1},
+		{"no expectations", nil, 4, "rules: SKIP - 18 cells measured, compared none: no expectations given (--expect)",
+			"Skipped (1/1 run skipped): 18 cells measured, compared none: no expectations given (--expect)", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := append([]string{"--backend", "sim", "--no-progress", "rules", "--action", "malloc", "--spin", "10ms"}, tt.args...)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/rules"
 )
@@ -28,9 +29,10 @@ const maxListed = 3
 //   - FAIL when a compared cell differs from exp;
 //   - PASS when every compared cell matches, for the cells compared only:
 //     the headline and the table's title say "compared C of N", and the
-//     status "Passed for the C of N cells compared" whenever exp covers
-//     fewer than the N measured; a full comparison counts its cells as
-//     sub-tests ("Passed (243/243)");
+//     status counts the cells compared ("Passed (200/200 cells
+//     compared): 43 of 243 cells measured have no expectation") whenever
+//     exp covers fewer than the N measured; a full comparison counts its
+//     cells as sub-tests ("Passed (243/243)");
 //   - SKIP (exit 4) when nothing was compared, without --expect or with a
 //     file that covers none of the measured cells. A measurement is not a
 //     check: PASS would tell a CI that the rules were verified, FAIL that
@@ -47,7 +49,7 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 	} else {
 		title += fmt.Sprintf(": %d cells measured, none compared", measured)
 	}
-	t := r.AddTable(title, "action", "capture mode", "acting thread", "action returns", "end-capture returns")
+	t := r.AddTable(title, "action", "capture mode", "acting thread", "action returns", "end capture")
 	if exp != nil {
 		t.FlagColumn = "compared with " + exp.Name
 	}
@@ -55,23 +57,24 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 	var cleanup []string
 	for _, c := range tl.Cells {
 		k := c.Key
-		cells := []string{k.Action.Label(d), k.Capture.String(), k.ThreadLabel(), rules.CodeText(c.Returns, d), rules.CodeText(c.End, d)}
+		cells := []report.Cell{report.TextCell(k.Action.Label(d)), report.TextCell(k.Capture.String()), report.TextCell(k.ThreadLabel()),
+			codeCell(c.Returns, d), codeCell(c.End, d)}
 		flag := ""
 		switch c.Status {
 		case rules.CellSetupFailed:
-			cells[3], cells[4] = "set-up failed", "-"
+			cells[3], cells[4] = report.TextCell("set-up failed"), report.TextCell("-")
 			flag = "set-up failed: " + c.SetupErr.Error()
 		case rules.CellNotTimed:
 			flag = fmt.Sprintf("not timed: B may have finished before the action (spin %v)", c.Spin)
 		case rules.CellDiffers:
-			flag = fmt.Sprintf("differs: expected %s / %s", rules.CodeText(c.Want.Returns, d), rules.CodeText(c.Want.End, d))
+			flag = fmt.Sprintf("differs: expected %s / %s", codeCell(c.Want.Returns, d).Text, codeCell(c.Want.End, d).Text)
 		case rules.CellNoExpectation:
 			flag = "not compared: no expectation"
 		}
 		for _, f := range c.Cleanup {
 			cleanup = append(cleanup, k.String()+": "+f)
 		}
-		t.AddFlaggedRow(flag, cells...)
+		t.AddCells(flag, cells...)
 	}
 
 	r.Note("%s", legend)
@@ -127,7 +130,7 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 		} else if tl.Compared > 0 {
 			what += ", all match so far"
 		}
-		r.Status = fmt.Sprintf("Interrupted after %d of %d cells", measured, planned)
+		r.Progress = report.Progress{Finished: measured, Planned: planned, Unit: "cells"}
 		r.Finish(report.Interrupted, what, end)
 	case probeErr != nil:
 		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
@@ -151,10 +154,10 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 		if exp != nil {
 			why = exp.Name + " has no expectation for any of them"
 		}
-		r.Status = fmt.Sprintf("Skipped: %d cells measured, none compared", measured)
 		r.Finish(report.Skip, fmt.Sprintf("%d cells measured, compared none: %s", measured, why), end)
 	case tl.Compared < measured:
-		r.Status = fmt.Sprintf("Passed for the %d of %d cells compared", tl.Compared, measured)
+		r.Cases = report.Cases{Passed: tl.Compared, Total: tl.Compared, Unit: "cells compared"}
+		r.Detail = fmt.Sprintf("%d of %d cells measured have no expectation", measured-tl.Compared, measured)
 		r.Finish(report.Pass, fmt.Sprintf("%s; all %d match; the other %d have no expectation there and were not compared", compared, tl.Compared, measured-tl.Compared), end)
 	default:
 		r.Cases = report.Cases{Passed: tl.Compared, Total: tl.Compared}
@@ -186,3 +189,8 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// codeCell is what a call returned, as every table writes a runtime's
+// status: its short name and its code, "STREAM_CAPTURE_INVALIDATED (901)";
+// the JSON records hold the code.
+func codeCell(c hip.Code, d hip.Dialect) report.Cell { return report.CodeCell(c.Short(d), int(c)) }

@@ -69,7 +69,7 @@ func TestMismatchIsReportedNamingTheCell(t *testing.T) {
 	if err := report.WriteText(&text, r, report.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range append(want, "differs: expected 0 SUCCESS / 0 SUCCESS", "returned 900 STREAM_CAPTURE_UNSUPPORTED") {
+	for _, w := range append(want, "differs: expected SUCCESS (0) / SUCCESS (0)", "returned 900 STREAM_CAPTURE_UNSUPPORTED") {
 		if !strings.Contains(text.String(), w) {
 			t.Errorf("text output lacks %q", w)
 		}
@@ -117,15 +117,17 @@ func TestPartialAndNoComparison(t *testing.T) {
 		status  string
 		summary string
 	}{
-		{"partial", partial, report.Pass, "Passed for the 18 of 243 cells compared", "all 18 match; the other 225 have no expectation there"},
-		{"file covers none", none, report.Skip, "Skipped: 243 cells measured, none compared", "fake.yaml has no expectation for any of them"},
-		{"no file", nil, report.Skip, "Skipped: 243 cells measured, none compared", "no expectations given (--expect)"},
+		{"partial", partial, report.Pass, "Passed (18/18 cells compared): 225 of 243 cells measured have no expectation", "all 18 match; the other 225 have no expectation there"},
+		{"file covers none", none, report.Skip, "Skipped (1/1 run skipped): 243 cells measured, compared none: fake.yaml has no expectation for any of them",
+			"fake.yaml has no expectation for any of them"},
+		{"no file", nil, report.Skip, "Skipped (1/1 run skipped): 243 cells measured, compared none: no expectations given (--expect)",
+			"no expectations given (--expect)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("rules", "miotool rules", time.Now())
 			fillFrom(r, measured(), tt.exp, nil, "", time.Now())
-			if r.Verdict != tt.verdict || r.Status != tt.status || !strings.Contains(r.Summary, tt.summary) {
-				t.Errorf("%s / %q / %q; want %s / %q / containing %q", r.Verdict, r.Status, r.Summary, tt.verdict, tt.status, tt.summary)
+			if r.Verdict != tt.verdict || r.ChecklistStatus() != tt.status || !strings.Contains(r.Summary, tt.summary) {
+				t.Errorf("%s / %q / %q; want %s / %q / containing %q", r.Verdict, r.ChecklistStatus(), r.Summary, tt.verdict, tt.status, tt.summary)
 			}
 		})
 	}
@@ -167,8 +169,9 @@ func TestInterruptedRunSaysHowFarItGot(t *testing.T) {
 	m.Outcomes = m.Outcomes[:10]
 	r := report.New("rules", "miotool rules", time.Now())
 	fillFrom(r, m, cleanExpectation(), errors.New("context canceled"), "interrupted by SIGINT", time.Now())
-	if r.Verdict != report.Interrupted || r.Status != "Interrupted after 10 of 243 cells" ||
+	if r.Verdict != report.Interrupted ||
+		r.ChecklistStatus() != "Interrupted (10 of 243 cells finished): interrupted by SIGINT after 10 of 243 cells; compared 10 of the 10 with fake.yaml, all match so far" ||
 		r.Summary != "interrupted by SIGINT after 10 of 243 cells; compared 10 of the 10 with fake.yaml, all match so far" {
-		t.Errorf("%s / %q / %q", r.Verdict, r.Status, r.Summary)
+		t.Errorf("%s / %q / %q", r.Verdict, r.ChecklistStatus(), r.Summary)
 	}
 }

@@ -42,11 +42,9 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	fillCounts(r, t)
 	j := judge(s, runs, t)
 	if j.countRuns && t.Runs > 1 {
-		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs}
+		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs, Unit: "runs"}
 	}
-	if j.status != "" {
-		r.Status = j.status
-	}
+	r.Progress = j.progress
 	r.Finish(j.verdict, j.summary, end)
 }
 
@@ -199,14 +197,13 @@ func fillCounts(r *report.Result, t stressscen.Tally) {
 	r.Count("runs with a model replaced", int64(t.Replaced))
 }
 
-// judgement is the verdict of a set of runs, with its summary, the
-// checklist status when it is not the verdict's own word, and whether
-// the runs count as the check's sub-tests ("Passed (26/26)", as a test
-// binary counts its tests; "Failed (0/20)": none of 20 passed).
+// judgement is the verdict of a set of runs, with its summary, how far
+// interrupted runs got, and whether the runs are what the checklist
+// status counts ("Passed (26/26 runs)"; "Failed (20/20 runs failed)").
 type judgement struct {
 	verdict   report.Verdict
 	summary   string
-	status    string
+	progress  report.Progress
 	countRuns bool
 }
 
@@ -230,14 +227,14 @@ func judge(s Setup, runs []stressscen.RunOutcome, t stressscen.Tally) judgement 
 		if len(parts) > 0 {
 			what += "; so far " + strings.Join(parts, ", ")
 		}
-		return judgement{verdict: report.Interrupted, summary: what, status: fmt.Sprintf("Interrupted: %d of %d runs finished", t.Runs-t.Interrupted, s.Runs)}
+		return judgement{verdict: report.Interrupted, summary: what, progress: report.Progress{Finished: t.Runs - t.Interrupted, Planned: s.Runs, Unit: "runs"}}
 	case t.Runs == 0:
 		return judgement{verdict: report.Error, summary: "no run happened"}
 	case failed > 0:
 		return judgement{verdict: report.Fail, summary: fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), countRuns: true}
 	case t.Errors > 0:
 		return judgement{verdict: report.Error, summary: fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
-			firstRun(runs, func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError }))}
+			firstRun(runs, func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError })), countRuns: true}
 	}
 	what := fmt.Sprintf("all %d runs passed", t.Runs)
 	if t.Runs == 1 {
@@ -301,7 +298,7 @@ func fillStressTimes(r *report.Result, runs []stressscen.RunOutcome) {
 			work = append(work, ms(o.Run.ElapsedMs))
 		}
 	}
-	tab := r.AddTable("wall time per run (process start to exit)", "runs", "count", "median", "min", "max")
+	tab := r.AddTable("wall time per run (process start to exit)", "runs", "count", "median (ms)", "min (ms)", "max (ms)")
 	for _, row := range []struct {
 		label string
 		d     []time.Duration
@@ -316,20 +313,8 @@ func fillStressTimes(r *report.Result, runs []stressscen.RunOutcome) {
 			continue
 		}
 		sort.Slice(row.d, func(i, j int) bool { return row.d[i] < row.d[j] })
-		tab.AddRow(row.label, fmt.Sprint(len(row.d)), roundDuration(words.Median(row.d)), roundDuration(row.d[0]), roundDuration(row.d[len(row.d)-1]))
+		tab.AddRow(row.label, fmt.Sprint(len(row.d)), report.Millis(words.Median(row.d)), report.Millis(row.d[0]), report.Millis(row.d[len(row.d)-1]))
 	}
-}
-
-func roundDuration(d time.Duration) string {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(100 * time.Millisecond).String()
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Microsecond).String()
 }
 
 // sortedCounts renders a name -> count map as "a 3, b 1", largest first.

@@ -27,22 +27,23 @@ func TestFillStressVerdicts(t *testing.T) {
 		status  string // the checklist's
 		summary []string
 	}{
-		{"all passed", []stressscen.RunOutcome{passed(0), passed(1), passed(2), passed(3)}, report.Pass, "Passed (4/4)",
+		{"all passed", []stressscen.RunOutcome{passed(0), passed(1), passed(2), passed(3)}, report.Pass, "Passed (4/4 runs)",
 			[]string{"all 4 runs passed", "1098304"}},
-		{"one run passed", []stressscen.RunOutcome{passed(0)}, report.Pass, "Passed", []string{"the run passed"}},
+		{"one run passed", []stressscen.RunOutcome{passed(0)}, report.Pass, "Passed (1/1 run)", []string{"the run passed"}},
 		{"crashes by signal", []stressscen.RunOutcome{passed(0), crashed(1, "SIGSEGV"), crashed(2, "SIGSEGV"), crashed(3, "fatal error: concurrent map writes")},
-			report.Fail, "Failed (1/4)", []string{"3 of 4 runs failed", "SIGSEGV 2", "fatal error: concurrent map writes 1"}},
+			report.Fail, "Failed (3/4 runs failed)", []string{"3 of 4 runs failed", "SIGSEGV 2", "fatal error: concurrent map writes 1"}},
 		{"wrong and hung", []stressscen.RunOutcome{passed(0), {Index: 1, Kind: stressscen.RunWrong, Detail: "1 of 6 sums wrong"}, {Index: 2, Kind: stressscen.RunHung}, {Index: 3, Kind: stressscen.RunError}},
-			report.Fail, "Failed (1/4)", []string{"1 gave a wrong result", "1 hung", "1 failed to run"}},
+			report.Fail, "Failed (3/4 runs failed)", []string{"1 gave a wrong result", "1 hung", "1 failed to run"}},
 		{"errors only", []stressscen.RunOutcome{passed(0), {Index: 1, Kind: stressscen.RunError, Detail: "exited with status 3: no device"}},
-			report.Error, "Error", []string{"1 of 2 runs could not run", "run 2: exited with status 3: no device"}},
-		{"nothing ran", nil, report.Error, "Error", []string{"no run"}},
+			report.Error, "Error (1/2 runs errored): 1 of 2 runs could not run: run 2: exited with status 3: no device",
+			[]string{"1 of 2 runs could not run", "run 2: exited with status 3: no device"}},
+		{"nothing ran", nil, report.Error, "Error (1/1 run errored): no run happened", []string{"no run"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("stress-threads", "miotool stress-threads --cache=unlocked --runs 4", time.Unix(0, 0))
 			Fill(r, setup, tt.runs, time.Unix(10, 0))
 			// The checklist's status: the verdict's word, and the runs
-			// that passed of those run when there are several.
+			// that gave it of those run when there are several.
 			if status := r.ChecklistRow()[3]; r.Verdict != tt.verdict || status != tt.status {
 				t.Errorf("verdict %s status %q; want %s %q", r.Verdict, status, tt.verdict, tt.status)
 			}
@@ -89,10 +90,10 @@ func TestFillStressNotesAndTimes(t *testing.T) {
 		}
 	}
 	times := r.Tables[1]
-	if got := strings.Join(times.Rows[0].Cells, " "); got != "completed 2 2s 1s 3s" {
+	if got := strings.Join(times.Rows[0].Cells, " "); got != "completed 2 2000.000 1000.000 3000.000" {
 		t.Errorf("completed times %q", got)
 	}
-	if got := strings.Join(times.Rows[1].Cells, " "); got != "all 4 550ms 100ms 3s" {
+	if got := strings.Join(times.Rows[1].Cells, " "); got != "all 4 550.000 100.000 3000.000" {
 		t.Errorf("all times %q", got)
 	}
 	if n, _ := r.Counter("runs with a model replaced"); n != 1 {

@@ -129,8 +129,8 @@ func TestStressRunsFreshProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verdict != report.Pass || r.ChecklistRow()[3] != "Passed (2/2)" || r.Backend != "sim" || !strings.Contains(r.Summary, "every sum 4186116") {
-		t.Errorf("verdict %s status %q backend %q summary %q", r.Verdict, r.Status, r.Backend, r.Summary)
+	if r.Verdict != report.Pass || r.ChecklistRow()[3] != "Passed (2/2 runs)" || r.Backend != "sim" || !strings.Contains(r.Summary, "every sum 4186116") {
+		t.Errorf("verdict %s status %q backend %q summary %q", r.Verdict, r.ChecklistRow()[3], r.Backend, r.Summary)
 	}
 	if n, _ := r.Counter("passed"); n != 2 {
 		t.Errorf("passed counter %d, want 2", n)

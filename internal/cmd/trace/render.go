@@ -45,15 +45,15 @@ func fill(r *report.Result, res *trace.Result, j trace.Judgement, rules *trace.R
 	}
 	good += res.CapturesOmitted
 	if ran := res.Ran(); ran > 0 {
-		r.Cases = report.Cases{Passed: min(good, ran), Total: ran}
+		r.Cases = report.Cases{Passed: min(good, ran), Total: ran, Unit: "captures"}
 	}
 	r.Count("captures", int64(res.Ran()))
 	r.Count("refused", int64(refused))
 	r.Count("hazards", int64(len(res.Hazards)))
 	r.Count("calls during captures", int64(calls))
 	r.Count("processes", int64(len(res.Processes)+res.ProcessesOmitted))
-	r.Count("exit status", int64(res.Exit.Code))
-	r.Status = status(res, j)
+	r.Count("exit code", int64(res.Exit.Code))
+	r.Detail = detail(res, j)
 }
 
 // observed names the runtimes the trace saw the program use, and how.
@@ -84,57 +84,60 @@ func exitShort(e trace.Exit) string {
 	return fmt.Sprintf("program exit %d", e.Code)
 }
 
-// status is the checklist's Status cell: the verdict's word, the first
+// detail is what the checklist status says after its count (the word and
+// the count are the result's, report.Result.ChecklistStatus): the first
 // culprit or failure, and how the program ended.
-func status(res *trace.Result, j trace.Judgement) string {
-	word := reportVerdict(j.Verdict).Status()
+func detail(res *trace.Result, j trace.Judgement) string {
 	switch {
 	case j.Verdict == trace.NothingToCheck:
-		return word + ": no capture began; " + exitShort(res.Exit)
+		return "no capture began; " + exitShort(res.Exit)
 	case j.Culprit != nil:
-		return fmt.Sprintf("%s: %s refused (%d); %s", word, trace.BaseName(j.Culprit.Name), int(j.Culprit.Result), exitShort(res.Exit))
+		return fmt.Sprintf("%s refused (%d); %s", trace.BaseName(j.Culprit.Name), int(j.Culprit.Result), exitShort(res.Exit))
 	case j.Capture != nil && j.Capture.End != nil && !j.Capture.End.StreamGone:
-		return fmt.Sprintf("%s: end capture %d; %s", word, int(j.Capture.End.Result), exitShort(res.Exit))
+		return fmt.Sprintf("end capture %d; %s", int(j.Capture.End.Result), exitShort(res.Exit))
 	case j.Capture != nil && j.Capture.End == nil:
-		return fmt.Sprintf("%s: a capture never ended; %s", word, exitShort(res.Exit))
+		return "a capture never ended; " + exitShort(res.Exit)
 	case j.HazardsFailed:
-		return fmt.Sprintf("%s: %d %s (--strict); %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
+		return fmt.Sprintf("%d %s (--strict); %s", len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
 	case len(res.Hazards) > 0:
-		return fmt.Sprintf("%s with %d %s; %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
+		return fmt.Sprintf("with %d %s; %s", len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
 	}
-	return word + "; " + exitShort(res.Exit)
+	return exitShort(res.Exit)
 }
 
 func programTable(r *report.Result, res *trace.Result) {
-	t := r.AddTable("program", "program", "exit", "wall time", "processes observed")
+	t := r.AddTable("program", "program", "exit", "wall time (ms)", "processes observed")
 	t.AddRow(report.JoinCommandLine(append([]string{res.Program}, res.Args...)), "the program "+res.Exit.Describe(),
-		res.Exit.Wall.Round(time.Millisecond).String(), fmt.Sprint(len(res.Processes)+res.ProcessesOmitted))
+		report.Millis(res.Exit.Wall), fmt.Sprint(len(res.Processes)+res.ProcessesOmitted))
 }
 
-// at is a time as the tables show it: seconds after the first event.
-func at(res *trace.Result, t int64) string {
-	return fmt.Sprintf("+%.3fs", time.Duration(t-res.Start).Seconds())
-}
+// at is a time as the tables show it: milliseconds after the first event,
+// in a column whose title ends in "(ms)".
+func at(res *trace.Result, t int64) string { return report.Millis(time.Duration(t - res.Start)) }
 
-func codeText(c hip.Code, api hip.Dialect) string {
-	return fmt.Sprintf("%d %s", int(c), c.Name(api))
-}
+// codeText is a runtime's status as every table writes one: its name and
+// its code, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)".
+func codeText(c hip.Code, api hip.Dialect) string { return codeCell(c, api).Text }
 
-// endText is how a capture ended, as the capture table says it.
-func endText(c *trace.Capture) string {
+// codeCell is codeText with the code for the JSON records.
+func codeCell(c hip.Code, api hip.Dialect) report.Cell { return report.CodeCell(c.Name(api), int(c)) }
+
+// endCell is how a capture ended, as the capture table says it, with the
+// code its end returned for the records (none where it did not end).
+func endCell(c *trace.Capture) report.Cell {
 	switch {
 	case !c.Ran():
-		return fmt.Sprintf("never began: %s returned %s", trace.BaseName(c.BeginName), codeText(c.BeginResult, c.API))
+		return report.TextCell(fmt.Sprintf("never began: %s returned %s", trace.BaseName(c.BeginName), codeText(c.BeginResult, c.API)))
 	case c.End == nil:
-		return "never ended"
+		return report.TextCell("never ended")
 	case c.End.StreamGone:
-		return "its stream was destroyed while it captured"
+		return report.TextCell("its stream was destroyed while it captured")
 	}
-	s := codeText(c.End.Result, c.API)
+	cell := codeCell(c.End.Result, c.API)
 	if c.End.TID != c.TID {
-		s += fmt.Sprintf(" (ended by thread %d)", c.End.TID)
+		cell.Text += fmt.Sprintf(", ended by thread %d", c.End.TID)
 	}
-	return s
+	return cell
 }
 
 // threadsText counts the threads that made calls during a capture.
@@ -185,7 +188,7 @@ func captureTable(r *report.Result, res *trace.Result) {
 	for _, c := range res.Captures {
 		devices[[2]string{string(c.API), fmt.Sprint(c.Device)}] = true
 	}
-	columns := []string{"#", "begun by (pid/thread)", "stream", "mode", "began", "end capture",
+	columns := []string{"#", "begun by (pid/thread)", "stream", "mode", "began (ms)", "end capture",
 		"calls during it", "threads", "refused", "hazards", "calls by name"}
 	if len(devices) > 1 {
 		columns = slices.Insert(columns, 2, "device")
@@ -199,13 +202,14 @@ func captureTable(r *report.Result, res *trace.Result) {
 			continue
 		}
 		listed++
-		cells := []string{fmt.Sprint(c.ID), fmt.Sprintf("%d/%d", c.PID, c.TID), fmt.Sprintf("%#x", c.Stream), c.Mode.String(),
-			at(res, c.Begin), endText(c), fmt.Sprint(c.Calls), threadsText(c), fmt.Sprint(len(c.Refused) + c.RefusedOmitted),
-			fmt.Sprint(hazards[c]), topCalls(c, 3)}
+		cells := []report.Cell{report.TextCell(fmt.Sprint(c.ID)), report.TextCell(fmt.Sprintf("%d/%d", c.PID, c.TID)),
+			report.TextCell(fmt.Sprintf("%#x", c.Stream)), report.TextCell(c.Mode.String()), report.TextCell(at(res, c.Begin)), endCell(c),
+			report.TextCell(fmt.Sprint(c.Calls)), report.TextCell(threadsText(c)), report.TextCell(fmt.Sprint(len(c.Refused) + c.RefusedOmitted)),
+			report.TextCell(fmt.Sprint(hazards[c])), report.TextCell(topCalls(c, 3))}
 		if len(devices) > 1 {
-			cells = slices.Insert(cells, 2, deviceCell(c))
+			cells = slices.Insert(cells, 2, report.TextCell(deviceCell(c)))
 		}
-		t.AddRow(cells...)
+		t.AddCells("", cells...)
 	}
 	if n := unlisted + res.CapturesOmitted; n > 0 {
 		r.Note("%d more %s ended with success, nothing refused: counted, not listed", n, words.Plural(n, "capture", "captures"))
@@ -326,8 +330,8 @@ func refusedTable(r *report.Result, res *trace.Result, j trace.Judgement) {
 			case call.Consequence():
 				role = "reports an earlier refusal"
 			}
-			t.AddFlaggedRow(role, fmt.Sprint(c.ID), trace.BaseName(call.Name), threadText(call, c), streamText(call.Stream),
-				codeText(call.Result, call.API), callerChain(call.Callers, callerFrames))
+			t.AddCells(role, report.TextCell(fmt.Sprint(c.ID)), report.TextCell(trace.BaseName(call.Name)), report.TextCell(threadText(call, c)),
+				report.TextCell(streamText(call.Stream)), codeCell(call.Result, call.API), report.TextCell(callerChain(call.Callers, callerFrames)))
 		}
 	}
 	if omitted > 0 {

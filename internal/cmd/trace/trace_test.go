@@ -249,7 +249,7 @@ func TestFill(t *testing.T) {
 		t.Errorf("%d capture rows, want %d (the failing one, the hazard's and clean ones up to the bound)", len(caps.Rows), captureRows)
 	}
 	for col, want := range map[string]string{"#": "1", "begun by (pid/thread)": "7/485", "stream": "0x356a1150", "mode": "global",
-		"began": "+1.000s", "end capture": "901 CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "calls during it": "5", "threads": "2",
+		"began (ms)": "1000.000", "end capture": "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)", "calls during it": "5", "threads": "2",
 		"refused": "2", "hazards": "0", "calls by name": "cuLaunchKernel 3, cuCtxSynchronize 1, cuStreamEndCapture 1"} {
 		if got := cell(t, caps, 0, col); got != want {
 			t.Errorf("capture 1 %s: %q, want %q", col, got, want)
@@ -266,7 +266,7 @@ func TestFill(t *testing.T) {
 		t.Errorf("roles %q, %q", refused.Rows[0].Flag, refused.Rows[1].Flag)
 	}
 	for col, want := range map[string]string{"capture": "1", "call": "cuCtxSynchronize", "thread": "512 (another thread)", "stream": "-",
-		"result":  "900 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+		"result":  "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900)",
 		"callers": "libcudart.so.13(cudaDeviceSynchronize) ← libc10_cuda.so(c10::cuda::device_synchronize) ← libtorch_python.so(THCPModule_cudaSynchronize)"} {
 		if got := cell(t, refused, 0, col); got != want {
 			t.Errorf("culprit %s: %q, want %q", col, got, want)
@@ -277,7 +277,7 @@ func TestFill(t *testing.T) {
 	}
 	hz := table(t, r, "hazards")
 	for col, want := range map[string]string{"capture": "2", "call": "cuStreamQuery", "succeeded because": "the capture was begun in relaxed mode",
-		"rule": "query-other-stream/global/other/global", "global mode would": "return 900 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; end capture 901 CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+		"rule": "query-other-stream/global/other/global", "global mode would": "return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900); end capture CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)",
 		"basis": "measured", "rules table": "configs/rules/h200-cuda.yaml", "callers": "prog(worker_query)"} {
 		if got := cell(t, hz, 0, col); got != want {
 			t.Errorf("hazard %s: %q, want %q", col, got, want)
@@ -298,7 +298,7 @@ func TestFill(t *testing.T) {
 		t.Errorf("a CUDA-only trace notes the HIP interposer:\n%s", notes)
 	}
 	row := r.ChecklistRow()
-	if want := fmt.Sprintf("Failed: cuCtxSynchronize refused (900); program exit 0 (%d/%d)", captureRows+6, captureRows+7); row[3] != want {
+	if want := fmt.Sprintf("Failed (1/%d captures failed): cuCtxSynchronize refused (900); program exit 0", captureRows+7); row[3] != want {
 		t.Errorf("checklist status %q", row[3])
 	}
 	if r.Backend != "cuda" || !strings.Contains(r.BackendReason, "CUPTI") {
@@ -306,22 +306,22 @@ func TestFill(t *testing.T) {
 	}
 }
 
-func TestStatus(t *testing.T) {
+func TestDetail(t *testing.T) {
 	clean := &trace.Capture{ID: 1, End: &trace.Ending{}, ByName: map[string]int{}, ByThread: map[int]int{}}
 	cases := []struct {
 		name string
 		res  *trace.Result
 		want string
 	}{
-		{"pass", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Captures: []*trace.Capture{clean}}, "Passed; program exit 0"},
-		{"nothing", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: 2}}, "Skipped: no capture began; program exit 2"},
+		{"pass", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Captures: []*trace.Capture{clean}}, "program exit 0"},
+		{"nothing", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: 2}}, "no capture began; program exit 2"},
 		{"crash", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: -1, Signal: syscall.SIGSEGV},
-			Captures: []*trace.Capture{{ID: 1, ByName: map[string]int{}, ByThread: map[int]int{}}}}, "Failed: a capture never ended; program killed by SIGSEGV"},
+			Captures: []*trace.Capture{{ID: 1, ByName: map[string]int{}, ByThread: map[int]int{}}}}, "a capture never ended; program killed by SIGSEGV"},
 		{"hung", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: -1, TimedOut: true, Timeout: time.Second, Signal: syscall.SIGKILL},
-			Captures: []*trace.Capture{clean}}, "Failed; program hung (watchdog 1s)"},
+			Captures: []*trace.Capture{clean}}, "program hung (watchdog 1s)"},
 	}
 	for _, c := range cases {
-		if got := status(c.res, trace.Judge(c.res, false)); got != c.want {
+		if got := detail(c.res, trace.Judge(c.res, false)); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -348,23 +348,23 @@ func TestTraceJUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Suites []struct {
-			Tests    int `xml:"tests,attr"`
-			Failures int `xml:"failures,attr"`
-			Cases    []struct {
-				Name    string `xml:"name,attr"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-					Text    string `xml:",chardata"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
+		XMLName  xml.Name
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+				Text    string `xml:",chardata"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
 	}
 	if err := xml.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	if len(doc.Suites) != 1 || doc.Suites[0].Tests != 1 || doc.Suites[0].Failures != 1 || doc.Suites[0].Cases[0].Failure == nil ||
-		!strings.Contains(doc.Suites[0].Cases[0].Failure.Text, "cuCtxSynchronize from thread 512") {
+	if doc.XMLName.Local != "testsuite" || doc.Tests != 1 || doc.Failures != 1 || len(doc.Cases) != 1 || doc.Cases[0].Failure == nil ||
+		!strings.Contains(doc.Cases[0].Failure.Text, "cuCtxSynchronize from thread 512") ||
+		!strings.HasPrefix(doc.Cases[0].Failure.Message, "Failed (") {
 		t.Errorf("JUnit:\n%s", data)
 	}
 	t.Run("against junit-10.xsd", func(t *testing.T) { testutil.ValidateJUnit(t, data) })
