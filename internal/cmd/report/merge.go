@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *co
 		Use:   "merge RESULT.json...",
 		Short: "Merge the suite results of several hosts into one Testing Checklist",
 		Long: `merge reads suite results written by "miotool report --suite ... --format
-json" (schema miotool/suite/v3; v2 and v1 files are read too), typically one per
+json" (schema miotool/suite/v4; v3, v2 and v1 files are read too), typically one per
 host of a fleet, and single checks' results ("miotool capture --format json"),
 each a suite of one check on its host, and prints one table: a check that ran on several hosts is one row
 whose Devices cell lists every device, with the host after a device name that
@@ -31,11 +32,20 @@ more than one host has ("NVIDIA H200 (sm_90) on node07"), and whose status
 counts the runs of all hosts. --format json writes the merged result in the same schema, so merged
 results can be merged again.
 
+A run made on another backend or dialect than its check's command asks for
+(--backend, --dialect: a --dialect cuda check merged from a HIP host) is not
+compared: the check is an ERROR that says what ran where. Shards of one split run
+(report --suite --shard) must all be there, each once.
+
 Exit status: 0 when every check met its expectation on every host, 1 when one
-did not, 2 when a file cannot be read or is not a suite result, when a result
-ran nothing (no checks, or none with a run: it passed nothing), or when a suite
-run appears twice (the same file given twice, or a run already inside a merged
-result), which would count its runs twice.`,
+did not, 3 when a check could not be compared or a file says miotool failed,
+130 or 143 when an input was interrupted (the merge holds what finished, and
+says which file), 2 when a file cannot be read or is not a suite result, when
+a number in it is out of range or a run's verdict contradicts its exit code
+(naming the file and the field), when a result ran nothing (no checks, or none
+with a run: it passed nothing), when a suite run appears twice (the same file
+given twice, or a run already inside a merged result), which would count its
+runs twice, or when a shard is missing or given twice.`,
 		Example: `  # One table from a Slurm job array's results (scripts/slurm-suite.sh)
   miotool report merge results/*.json --format markdown
 
@@ -80,5 +90,12 @@ func (o *ReportMergeOptions) Run(context.Context) (*cli.Outcome, error) {
 	if err != nil {
 		return nil, cli.UsageErrorf("merge: %v", err)
 	}
-	return cli.Suite(merged), nil
+	out := cli.Suite(merged)
+	if merged.Verdict() == report.Interrupted {
+		// The merge itself was not interrupted: say why it exits as a
+		// run a signal stopped does.
+		out = out.WithMessage(&cli.ExitError{Code: merged.ExitCode(),
+			Err: fmt.Errorf("merge: an input was interrupted (%s): the merged result is INTERRUPTED and holds what finished", merged.Interrupted)})
+	}
+	return out, nil
 }

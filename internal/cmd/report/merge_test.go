@@ -59,6 +59,33 @@ func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
 	skipped := passedSuite("hostC")
 	skipped.Checks[0].Runs, skipped.Checks[0].Skip = nil, "needs a GPU"
 	allSkipped := suiteFile(t, dir, "all-skipped.json", skipped)
+	// Numbers miotool cannot have written, and a verdict its exit code
+	// contradicts.
+	edited := func(name, old, replacement string) string {
+		data, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte(old)) {
+			t.Fatalf("%s lacks %q", a, old)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, bytes.Replace(data, []byte(old), []byte(replacement), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	huge := edited("huge.json", `"duration_ms": 1000`, `"duration_ms": 1e308`)
+	contradicts := edited("contradicts.json", `"exit_code": 0,
+          "met"`, `"exit_code": 1,
+          "met"`)
+	shard := func(name string, index int) string {
+		s := passedSuite(name)
+		s.Shard = &report.Shard{Index: index, Count: 3, Split: report.ShardChecks}
+		s.Checks[0].Shard = index
+		return suiteFile(t, dir, name+".json", s)
+	}
+	shard1, shard3, shard1Again := shard("shard1", 1), shard("shard3", 3), shard("shard1-again", 1)
 
 	merge := func(args ...string) (int, string, string) {
 		cmd := exec.Command(bin, append([]string{"report", "merge", "--format", "json"}, args...)...)
@@ -101,6 +128,10 @@ func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
 		{"a result with no checks", []string{empty}, []string{empty + ": the suite result has no checks"}},
 		{"a result with no checks beside a good one", []string{a, empty}, []string{empty + ": the suite result has no checks"}},
 		{"a result whose checks were all skipped", []string{allSkipped}, []string{allSkipped + ": no check of the suite result ran"}},
+		{"a duration out of range", []string{huge, b}, []string{huge + ": reading suite result: check 1 (rules-match) run 1: duration_ms: 1e+308 is out of range"}},
+		{"a verdict its exit code contradicts", []string{contradicts, b}, []string{contradicts + ": reading suite result: check 1 (rules-match) run 1: exit_code: 1 contradicts the verdict PASS"}},
+		{"a shard missing", []string{shard1, shard3}, []string{"shard 2/3 of small (checks) is missing (given: 1/3 " + shard1 + ", 3/3 " + shard3 + ")"}},
+		{"a shard twice", []string{shard1, shard1Again, shard3}, []string{shard1 + " and " + shard1Again + " are both shard 1/3 of small (checks)"}},
 	} {
 		code, out, errOut := merge(tc.files...)
 		if code != 2 {
@@ -115,5 +146,21 @@ func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
 				t.Errorf("%s: stderr lacks %q:\n%s", tc.name, w, errOut)
 			}
 		}
+	}
+}
+
+// A merge with an interrupted input exits as an interrupted run does (130)
+// and says why on stderr, since the merge itself was not interrupted.
+func TestReportMergeSaysWhyItExitsAsInterrupted(t *testing.T) {
+	bin := cmdtest.BuildMiotool(t)
+	dir := t.TempDir()
+	stopped := passedSuite("hostB")
+	stopped.Interrupted = "interrupted by SIGINT"
+	a, b := suiteFile(t, dir, "hostA.json", passedSuite("hostA")), suiteFile(t, dir, "hostB.json", stopped)
+	r := cmdtest.RunBinary(t, bin, dir, cmdtest.Env(dir), time.Minute, "report", "merge", a, b)
+	if r.Code != report.ExitInterrupted ||
+		!strings.Contains(r.Stderr, "merge: an input was interrupted ("+b+": interrupted by SIGINT): the merged result is INTERRUPTED and holds what finished") ||
+		!strings.Contains(r.Stdout, "INTERRUPTED - "+b+": interrupted by SIGINT before the suite finished") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
 	}
 }

@@ -62,10 +62,14 @@ check's arguments and --format json), so a crash or a hang is an ERROR of that
 check, not the end of the suite.
 
 The output is the Testing Checklist of a pull request (Test | Command |
-Devices | Status) with statuses such as "Passed", "Fails as expected" or the
-check's own, e.g. "Fails with --reclaim=lazy, passes with --reclaim=worker";
-a count in brackets is the sub-tests of one run ("(24/24)"), repetitions are
-counted in runs (", 20/20 runs"). --format json writes the miotool/suite/v3
+Devices | Status), every row naming the devices it ran on, with one wording per
+outcome: "Passed (24/24)", "Fails as expected (20/20 runs failed)", "Failed
+(1/20 runs failed; expected PASS)", "Error (1/1 run errored; expected PASS):
+<why>", "Interrupted (2 of 20 runs finished): <why>", "Not run (<why>)", and
+after a colon what the check found ("Passed (24/24): Fails with
+--reclaim=lazy (global), passes with --reclaim=worker"). A count without a unit
+is the sub-tests of one run; runs are counted as runs. --format json writes the
+miotool/suite/v4
 document that "report merge" reads; --junit FILE also writes JUnit XML for CI
 systems, --export-markdown FILE and --export-json FILE the Markdown and the
 JSON, beside the --format view on standard output.
