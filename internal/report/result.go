@@ -347,8 +347,6 @@ type Result struct {
 	Shard *Shard
 }
 
-
-
 // ExitCode is the exit status the result stands for: ExitStatus when
 // set, else its verdict's code.
 func (r *Result) ExitCode() int {

@@ -883,121 +883,17 @@ func MergeSuitesWith(results []*SuiteResult, sources []string, opts MergeOptions
 	if err != nil {
 		return nil, err
 	}
-	first := results[0]
-	m := &SuiteResult{
-		Schema:  SuiteSchemaVersion,
-		RunID:   NewRunID(),
-		Title:   first.Title,
-		File:    first.File,
-		Sources: slices.Clone(sources),
+	g := &merger{
+		m: &SuiteResult{Schema: SuiteSchemaVersion, RunID: NewRunID(), Title: results[0].Title, File: results[0].File,
+			Sources: slices.Clone(sources)},
+		index: map[string]*SuiteCheck{}, mergedFrom: map[string]string{}, runFrom: map[string]string{},
 	}
-	var names []string
-	var end time.Time
-	index := map[string]*SuiteCheck{}
-	mergedFrom := map[string]string{} // run id -> the file it came from
-	runFrom := map[string]string{}    // a run's identity -> the file it came from
 	for i, r := range results {
-		switch {
-		case r.Shard != nil && len(r.ownChecks()) == 0:
-			// A shard with no checks of its own (more shards than
-			// checks) is a part of its set all the same.
-		case len(r.Checks) == 0:
-			return nil, fmt.Errorf("%s: the suite result has no checks; it passed nothing, so it is not merged", sources[i])
-		case !r.ran():
-			return nil, fmt.Errorf("%s: no check of the suite result ran (%d checks, none with a run); it passed nothing, so it is not merged", sources[i], len(r.Checks))
-		}
-		for _, ref := range r.runs() {
-			if prev, dup := mergedFrom[ref.RunID]; dup {
-				what := fmt.Sprintf("%s and %s hold", prev, sources[i])
-				if prev == sources[i] {
-					what = sources[i] + " holds twice"
-				}
-				return nil, fmt.Errorf("%s the same suite run (run id %s, %s): merging it again would count its runs twice", what, ref.RunID, ref.describe())
-			}
-			mergedFrom[ref.RunID] = sources[i]
-			if ref.File == "" {
-				ref.File = sources[i]
-			}
-			ref.Hosts = slices.Clone(ref.Hosts)
-			ref.Options.Variants = slices.Clone(ref.Options.Variants)
-			m.MergedRuns = append(m.MergedRuns, ref)
-		}
-		if !slices.Contains(names, r.Suite) {
-			names = append(names, r.Suite)
-		}
-		if r.Title != m.Title {
-			m.Title = ""
-		}
-		if r.File != m.File {
-			m.File = ""
-		}
-		if !r.Started.IsZero() {
-			if m.Started.IsZero() || r.Started.Before(m.Started) {
-				m.Started = r.Started
-			}
-			if e := r.Started.Add(r.Duration); e.After(end) {
-				end = e
-			}
-		}
-		if r.Failure != "" {
-			// A run that miotool itself failed is an ERROR merged too.
-			why := sources[i] + ": " + r.Failure
-			if m.Failure != "" {
-				why = m.Failure + "; " + why
-			}
-			m.Failure = why
-		}
-		if r.Interrupted != "" {
-			// A merge of an interrupted run is incomplete too.
-			why := sources[i] + ": " + r.Interrupted
-			if m.Interrupted != "" {
-				why = m.Interrupted + "; " + why
-			}
-			m.Interrupted = why
-		}
-		for _, n := range r.Notes {
-			m.Notes = append(m.Notes, sources[i]+": "+n)
-		}
-		fallbackHost := strings.TrimSuffix(filepath.Base(sources[i]), filepath.Ext(sources[i]))
-		for _, h := range r.Hosts {
-			if !slices.Contains(m.Hosts, h) {
-				m.Hosts = append(m.Hosts, h)
-			}
-		}
-		for _, c := range r.Checks {
-			key := c.key()
-			mc, ok := index[key]
-			if !ok {
-				mc = &SuiteCheck{Name: c.Name, Command: c.Command, Variant: c.Variant, Env: slices.Clone(c.Env), Expect: c.Expect, Skip: c.Skip, Shard: c.Shard}
-				index[key] = mc
-				m.Checks = append(m.Checks, mc)
-			}
-			if mc.Skip == "" && len(mc.Runs) == 0 {
-				mc.Skip = c.Skip
-			}
-			for _, run := range c.Runs {
-				if run.Host == "" {
-					run.Host = fallbackHost
-					if !slices.Contains(m.Hosts, fallbackHost) {
-						m.Hosts = append(m.Hosts, fallbackHost)
-					}
-				}
-				// A run is one process: its host, repetition, place in the
-				// order and start name it. Met twice, it would count twice.
-				id := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s", key, run.Host, run.Iteration, run.Order, run.Started.Format(time.RFC3339Nano))
-				if prev, dup := runFrom[id]; dup {
-					what, twice := fmt.Sprintf("%s and %s both hold", prev, sources[i]), ""
-					if prev == sources[i] {
-						what, twice = sources[i]+" holds", " twice"
-					}
-					return nil, fmt.Errorf("%s run %d of %s on %s (order %d, started %s)%s: merging it would count the same run twice",
-						what, run.Iteration, c.Test(), run.Host, run.Order, run.Started.Format(time.RFC3339Nano), twice)
-				}
-				runFrom[id] = sources[i]
-				mc.Runs = append(mc.Runs, run)
-			}
+		if err := g.add(r, sources[i]); err != nil {
+			return nil, err
 		}
 	}
+	m := g.m
 	for _, c := range m.Checks {
 		if len(c.Runs) > 0 {
 			c.Skip = "" // it ran somewhere
@@ -1013,10 +909,152 @@ func MergeSuitesWith(results []*SuiteResult, sources []string, opts MergeOptions
 	if tool {
 		m.Tool = m.MergedRuns[0].Tool
 	}
-	m.Suite = strings.Join(names, " + ")
+	m.Suite = strings.Join(g.names, " + ")
 	m.MissingShards = missing
 	if !m.Started.IsZero() {
-		m.Duration = end.Sub(m.Started)
+		m.Duration = g.end.Sub(m.Started)
 	}
 	return m, nil
+}
+
+// merger is a merge under way: the result so far and what it has taken.
+type merger struct {
+	m          *SuiteResult
+	names      []string
+	end        time.Time
+	index      map[string]*SuiteCheck // a check's key -> its merged check
+	mergedFrom map[string]string      // run id -> the file it came from
+	runFrom    map[string]string      // a run's identity -> the file it came from
+}
+
+// add merges r, read from source.
+func (g *merger) add(r *SuiteResult, source string) error {
+	switch {
+	case r.Shard != nil && len(r.ownChecks()) == 0:
+		// A shard with no checks of its own (more shards than
+		// checks) is a part of its set all the same.
+	case len(r.Checks) == 0:
+		return fmt.Errorf("%s: the suite result has no checks; it passed nothing, so it is not merged", source)
+	case !r.ran():
+		return fmt.Errorf("%s: no check of the suite result ran (%d checks, none with a run); it passed nothing, so it is not merged", source, len(r.Checks))
+	}
+	if err := g.addSuiteRuns(r, source); err != nil {
+		return err
+	}
+	g.addHeader(r, source)
+	fallbackHost := strings.TrimSuffix(filepath.Base(source), filepath.Ext(source))
+	for _, c := range r.Checks {
+		if err := g.addCheck(c, source, fallbackHost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addSuiteRuns takes the suite runs r holds, refusing one already taken.
+func (g *merger) addSuiteRuns(r *SuiteResult, source string) error {
+	for _, ref := range r.runs() {
+		if prev, dup := g.mergedFrom[ref.RunID]; dup {
+			what := fmt.Sprintf("%s and %s hold", prev, source)
+			if prev == source {
+				what = source + " holds twice"
+			}
+			return fmt.Errorf("%s the same suite run (run id %s, %s): merging it again would count its runs twice", what, ref.RunID, ref.describe())
+		}
+		g.mergedFrom[ref.RunID] = source
+		if ref.File == "" {
+			ref.File = source
+		}
+		ref.Hosts = slices.Clone(ref.Hosts)
+		ref.Options.Variants = slices.Clone(ref.Options.Variants)
+		g.m.MergedRuns = append(g.m.MergedRuns, ref)
+	}
+	return nil
+}
+
+// addHeader takes what r says of itself: its name, title, file, times,
+// hosts, failure, interruption and notes, the last three prefixed with
+// its file.
+func (g *merger) addHeader(r *SuiteResult, source string) {
+	m := g.m
+	if !slices.Contains(g.names, r.Suite) {
+		g.names = append(g.names, r.Suite)
+	}
+	if r.Title != m.Title {
+		m.Title = ""
+	}
+	if r.File != m.File {
+		m.File = ""
+	}
+	if !r.Started.IsZero() {
+		if m.Started.IsZero() || r.Started.Before(m.Started) {
+			m.Started = r.Started
+		}
+		if e := r.Started.Add(r.Duration); e.After(g.end) {
+			g.end = e
+		}
+	}
+	// A run that miotool itself failed is an ERROR merged too, and a
+	// merge of an interrupted run is incomplete too.
+	m.Failure = joinWhy(m.Failure, source, r.Failure)
+	m.Interrupted = joinWhy(m.Interrupted, source, r.Interrupted)
+	for _, n := range r.Notes {
+		m.Notes = append(m.Notes, source+": "+n)
+	}
+	for _, h := range r.Hosts {
+		if !slices.Contains(m.Hosts, h) {
+			m.Hosts = append(m.Hosts, h)
+		}
+	}
+}
+
+// joinWhy is so far with "source: why" after it, so far alone when why is
+// empty.
+func joinWhy(soFar, source, why string) string {
+	if why == "" {
+		return soFar
+	}
+	why = source + ": " + why
+	if soFar != "" {
+		why = soFar + "; " + why
+	}
+	return why
+}
+
+// addCheck takes c's runs into the merged check of the same key,
+// refusing a run already taken; a run without a host takes fallbackHost.
+func (g *merger) addCheck(c *SuiteCheck, source, fallbackHost string) error {
+	m := g.m
+	key := c.key()
+	mc, ok := g.index[key]
+	if !ok {
+		mc = &SuiteCheck{Name: c.Name, Command: c.Command, Variant: c.Variant, Env: slices.Clone(c.Env), Expect: c.Expect, Skip: c.Skip, Shard: c.Shard}
+		g.index[key] = mc
+		m.Checks = append(m.Checks, mc)
+	}
+	if mc.Skip == "" && len(mc.Runs) == 0 {
+		mc.Skip = c.Skip
+	}
+	for _, run := range c.Runs {
+		if run.Host == "" {
+			run.Host = fallbackHost
+			if !slices.Contains(m.Hosts, fallbackHost) {
+				m.Hosts = append(m.Hosts, fallbackHost)
+			}
+		}
+		// A run is one process: its host, repetition, place in the
+		// order and start name it. Met twice, it would count twice.
+		id := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s", key, run.Host, run.Iteration, run.Order, run.Started.Format(time.RFC3339Nano))
+		if prev, dup := g.runFrom[id]; dup {
+			what, twice := fmt.Sprintf("%s and %s both hold", prev, source), ""
+			if prev == source {
+				what, twice = source+" holds", " twice"
+			}
+			return fmt.Errorf("%s run %d of %s on %s (order %d, started %s)%s: merging it would count the same run twice",
+				what, run.Iteration, c.Test(), run.Host, run.Order, run.Started.Format(time.RFC3339Nano), twice)
+		}
+		g.runFrom[id] = source
+		mc.Runs = append(mc.Runs, run)
+	}
+	return nil
 }
