@@ -101,13 +101,15 @@ Exit status: 0 the model ranked the solvers; 4 the model does not cover the
 problem; 2 a bad problem, arch or model directory; 3 a model that fails to
 load or its self-tests.`,
 		Example: `  # MI300 (gfx942), ResNet-50's 3x3 layer, from the models of an installed ROCm
+  # (without one, give --model-dir, or use --arch miotool below)
   miotool heuristic --arch gfx942 -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 
   # The same from a directory of MIOpen model files, backward data in FP16, with the features
   miotool heuristic --model-dir /opt/rocm/share/miopen/db --arch gfx942 --direction B --dtype FP16 \
       -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --verbose
 
-  # A stride TunaNet does not cover, as a PR checklist row
+  # A stride TunaNet does not cover, as a PR checklist row (ROCm's gfx90a model:
+  # an installed ROCm or --model-dir)
   miotool heuristic --arch gfx90a -n 1 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -u 2 -v 1 --format markdown
 
   # miotool's own model and solvers (no ROCm needed)

@@ -84,8 +84,9 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
   # Measure a GPU and keep the result as a new reference
   miotool rules --backend cuda --write-expect h200.yaml
 
-  # Only the allocation and free cells, as a table for a pull request
-  miotool rules --action malloc,free --format markdown`,
+  # Only the allocation and free cells, compared, as a table for a pull request
+  # (without --expect nothing is compared: SKIP, exit 4)
+  miotool rules --backend sim --action malloc,free --expect configs/rules/h200-cuda.yaml --format markdown`,
 		Args: cobra.NoArgs,
 		RunE: cli.DeviceRunE(f, opts, runF),
 	}
