@@ -173,13 +173,8 @@ func (o *ReportOptions) Validate() error {
 		return cli.UsageErrorf("report: give a suite file with --suite FILE, or merge results with `miotool report merge`")
 	case o.Repeat < 1:
 		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
-	case o.CPULoad < 0:
-		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
-	case o.CPULoad > maxCPULoadPerCore*o.NumCPU():
-		// Thousands of spinning workers starve the checks themselves: the
-		// suite would look hung rather than loaded.
-		return cli.UsageErrorf("--cpu-load %d: want at most %d busy workers (%d per CPU core, %d cores here)",
-			o.CPULoad, maxCPULoadPerCore*o.NumCPU(), maxCPULoadPerCore, o.NumCPU())
+	case cli.CheckCPULoad(o.CPULoad, o.NumCPU()) != nil:
+		return cli.CheckCPULoad(o.CPULoad, o.NumCPU())
 	case o.Timeout < 0:
 		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
 	case o.Seed != 0 && !o.Shuffle:
@@ -187,9 +182,6 @@ func (o *ReportOptions) Validate() error {
 	}
 	return o.validateSuiteFlags()
 }
-
-// maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
-const maxCPULoadPerCore = 4
 
 // Run runs the suite and writes its result.
 func (o *ReportOptions) Run() error {
