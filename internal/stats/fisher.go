@@ -151,7 +151,7 @@ func Power(pa, pb float64, n int, alpha float64) float64 {
 // exact test at level alpha, with n runs of each build, has at least the
 // given power when build A fails at rate pa and build B at pb. 1.36%
 // (3 of 220) against 0% needs 343 runs per build for the test to show it
-// half the time (power 0.5) and 489 for four times in five (0.8).
+// half the time (power 0.5) and 492 for four times in five (0.8).
 //
 // The exact test's power has small saw-teeth in n (the discrete critical
 // value steps), so the search doubles n until the power is reached and then
@@ -183,7 +183,7 @@ func RunsToShow(pa, pb, alpha, power float64, limit int) (n int, ok bool) {
 }
 
 // About is n to two significant figures, as a count that is an estimate
-// reads: 343 is about 340, 489 about 490, 12345 about 12000.
+// reads: 343 is about 340, 492 about 490, 12345 about 12000.
 func About(n int) int {
 	if n < 100 {
 		return n
