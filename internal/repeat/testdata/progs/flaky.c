@@ -12,7 +12,15 @@
  *   handler  its own SIGSEGV handler (which says so on standard error and
  *            re-raises with the default action), then segv
  *   at:LIST  segv on the runs listed (at:17,80,150), abort on those with an
- *            a after them (at:3a,5); PERMILLE and SEED are not read
+ *            a after them (at:3a,5), hang on those with an h; the other
+ *            runs pass; PERMILLE and SEED are not read
+ *   at:env   at: with the list FLAKY_AT holds (blanks or commas between
+ *            the runs): one command line, two
+ *            builds told apart by their environment, as two library
+ *            paths tell them apart
+ * A run that hangs and finds FLAKY_GATE in its environment first opens
+ * that FIFO for writing (which waits for a reader) and writes a line to
+ * it: a test that reads the FIFO knows the run is hanging, with no sleep.
  * A run fails with probability PERMILLE/1000 (default 1000), decided by
  * SEED (default 1) and the run's number (MIOTOOL_REPEAT_RUN), so that the
  * same runs fail every time. A run that does not fail exits 0.
@@ -47,7 +55,24 @@ static void own_handler(int sig)
 	raise(sig);
 }
 
-static int listed(const char *list, long run, int *abort_it)
+__attribute__((noinline)) void wait_forever(long run)
+{
+	fprintf(stderr, "flaky: run %ld waiting forever\n", run);
+	const char *gate = getenv("FLAKY_GATE");
+	if (gate && *gate) {
+		FILE *f = fopen(gate, "w");
+		if (f) {
+			fprintf(f, "run %ld hangs as process %ld\n", run, (long)getpid());
+			fclose(f);
+		}
+	}
+	for (;;)
+		pause();
+}
+
+/* listed reports whether run is in list, and what it does there: 's' segv,
+ * 'a' abort, 'h' hang. */
+static int listed(const char *list, long run, char *what)
 {
 	const char *p = list;
 	while (*p) {
@@ -55,14 +80,14 @@ static int listed(const char *list, long run, int *abort_it)
 		long v = strtol(p, &end, 10);
 		if (end == p)
 			return 0;
-		int a = *end == 'a';
-		if (a)
-			end++;
+		char w = 's';
+		if (*end == 'a' || *end == 'h')
+			w = *end++;
 		if (v == run) {
-			*abort_it = a;
+			*what = w;
 			return 1;
 		}
-		p = *end == ',' ? end + 1 : end;
+		p = *end == ',' || *end == ' ' ? end + 1 : end;
 	}
 	return 0;
 }
@@ -76,10 +101,15 @@ int main(int argc, char **argv)
 	const char *mode = argv[1];
 	long run = flaky_run();
 	if (strncmp(mode, "at:", 3) == 0) {
-		int abort_it = 0;
-		if (listed(mode + 3, run, &abort_it)) {
-			if (abort_it)
+		char what = 0;
+		const char *list = mode + 3;
+		if (strcmp(list, "env") == 0)
+			list = getenv("FLAKY_AT") ? getenv("FLAKY_AT") : "";
+		if (listed(list, run, &what)) {
+			if (what == 'a')
 				model_cache_insert(run);
+			if (what == 'h')
+				wait_forever(run);
 			model_cache_predict(run);
 		}
 		return 0;
@@ -101,11 +131,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flaky: run %ld: wrong sum 1425636 (want 1098304)\n", run);
 		return 3;
 	}
-	if (strcmp(mode, "hang") == 0) {
-		fprintf(stderr, "flaky: run %ld waiting forever\n", run);
-		for (;;)
-			pause();
-	}
+	if (strcmp(mode, "hang") == 0)
+		wait_forever(run);
 	if (strcmp(mode, "handler") == 0) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
