@@ -193,6 +193,33 @@ func TestPythonThroughCtypes(t *testing.T) {
 	}
 }
 
+// TestCacheRaceOnTheHost runs the GPU section's model-cache race without
+// a GPU: forced, every run crashes in model_predict, from a Python thread;
+// with the fix's lock, forced too, none does.
+func TestCacheRaceOnTheHost(t *testing.T) {
+	k := repeattest.Shared(t)
+	py := repeattest.Python(t)
+	prog := []string{py, "-X", "faulthandler", k.RaceScript, k.CacheRace, "2"}
+	env := append(os.Environ(), "CACHE_RACE_HOST_ONLY=1", "CACHE_RACE_FORCE=1", "CACHE_RACE_JITTER_US=0")
+	f := run(t, Options{Builds: []Build{{Label: "fixed", Program: prog, Path: py}, {Label: "unfixed", Program: prog, Path: py}},
+		Runs: 3, Jobs: 2, Env: env, Many: func(ctx context.Context, n, jobs int, spec func(int) childproc.Spec, done func(int, childproc.Result, error)) int {
+			return DefaultMany(ctx, n, jobs, func(i int) childproc.Spec {
+				s := spec(i)
+				if b, _ := slot(i, 2); b == 0 {
+					s.Env = append(s.Env, "CACHE_RACE_LOCKED=1")
+				}
+				return s
+			}, done)
+		}})
+	fixed, unfixed := f.Builds[0], f.Builds[1]
+	if fixed.Passed != 3 || unfixed.Signals["SIGSEGV"] != 3 {
+		t.Fatalf("fixed: %d passed; unfixed: crashes %v; want 3 passed and 3 SIGSEGV", fixed.Passed, unfixed.Signals)
+	}
+	if g := unfixed.Groups; len(g) != 1 || len(g[0].Python) == 0 || !strings.HasPrefix(g[0].Python[0], "predict (cache_race.py:") {
+		t.Errorf("unfixed groups %+v: want one, at predict in cache_race.py", g)
+	}
+}
+
 // recordingMany runs the children through DefaultMany and records each
 // one's spec, in the order they were asked for.
 type recordingMany struct {

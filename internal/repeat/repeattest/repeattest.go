@@ -1,8 +1,10 @@
 // Package repeattest builds the programs the repeat tests run, with gcc:
 // flaky, which passes, fails, crashes or hangs on the runs its seed picks
-// (internal/repeat/testdata/progs/flaky.c), and libflaky, the same crash in
-// a library that crash_ctypes.py calls through ctypes. Only tests import
-// it; the repeat package's tests and the repeat command's share it.
+// (internal/repeat/testdata/progs/flaky.c), libflaky, the same crash in a
+// library that crash_ctypes.py calls through ctypes, and libcache_race,
+// the model-cache race of the GPU section (testdata/gpu), which
+// cache_race.py drives from two Python threads. Only tests import it; the
+// repeat package's tests and the repeat command's share it.
 package repeattest
 
 import (
@@ -30,22 +32,28 @@ type Kit struct {
 	Flaky string
 	// Library is libflaky.so, and Script crash_ctypes.py, which loads it.
 	Library, Script string
+	// CacheRace is libcache_race.so, and RaceScript cache_race.py.
+	CacheRace, RaceScript string
 }
 
-// Source is the folder of the programs' source.
+// Source is the folder of the programs' source, testdata: progs/ the
+// test programs, gpu/ the GPU section's.
 func Source(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(testutil.ModuleRoot(t), "internal", "repeat", "testdata", "progs")
+	return filepath.Join(testutil.ModuleRoot(t), "internal", "repeat", "testdata")
 }
 
 // Build compiles the kit from src into dir with gcc.
 func Build(ctx context.Context, gcc, src, dir string) (*Kit, error) {
+	progs, gpu := filepath.Join(src, "progs"), filepath.Join(src, "gpu")
 	k := &Kit{Dir: dir, Flaky: filepath.Join(dir, "flaky"), Library: filepath.Join(dir, "libflaky.so"),
-		Script: filepath.Join(src, "crash_ctypes.py")}
+		Script: filepath.Join(progs, "crash_ctypes.py"), CacheRace: filepath.Join(dir, "libcache_race.so"),
+		RaceScript: filepath.Join(gpu, "cache_race.py")}
 	warn := []string{"-std=gnu11", "-O0", "-g", "-Wall", "-Wextra", "-Werror"}
 	for _, s := range [][]string{
-		{"-rdynamic", "-o", k.Flaky, filepath.Join(src, "flaky.c")},
-		{"-shared", "-fPIC", "-o", k.Library, filepath.Join(src, "flakylib.c")},
+		{"-rdynamic", "-o", k.Flaky, filepath.Join(progs, "flaky.c")},
+		{"-shared", "-fPIC", "-o", k.Library, filepath.Join(progs, "flakylib.c")},
+		{"-shared", "-fPIC", "-o", k.CacheRace, filepath.Join(gpu, "cache_race.c"), "-ldl", "-pthread"},
 	} {
 		args := append(append([]string{}, warn...), s...)
 		if out, err := exec.CommandContext(ctx, gcc, args...).CombinedOutput(); err != nil {
