@@ -65,7 +65,9 @@ func Compare(before, after stats.Count, confidence float64) Comparison {
 	alpha := 1 - confidence
 	c := Comparison{Before: before, After: after, Confidence: confidence,
 		P: stats.FisherGreater(before, after), Better: after.Rate() < before.Rate()}
-	c.Shown = stats.Significant(c.P, alpha) && c.Better
+	// A significant p needs the unfixed build's count above its share of
+	// the failures, so a shown difference is always an improvement.
+	c.Shown = stats.Significant(c.P, alpha)
 	if c.Better && !c.Shown {
 		if n, ok := stats.RunsToShow(before.Rate(), after.Rate(), alpha, 0.5, RunsLimit); ok {
 			c.Half = n
