@@ -80,25 +80,34 @@ func readBaseline(path string, program []string, build buildinfo.Info) (*baselin
 		return nil, fmt.Errorf("it ran another program, %s (`%s`), where this run runs %s: a baseline is the same test on the unfixed build",
 			theirs, report.JoinCommandLine(b.Program), mine)
 	}
-	if !slices.Equal(program, b.Program) {
-		b.Flags = append(b.Flags, fmt.Sprintf("the baseline ran `%s`, this run `%s`", report.JoinCommandLine(b.Program), report.JoinCommandLine(program)))
-	}
-	if mine := versionText(build); b.Version != mine {
-		b.Flags = append(b.Flags, fmt.Sprintf("the baseline was run by miotool %s, this run by %s: how runs are told apart may differ", orUnknown(b.Version), mine))
-	}
-	if sh := set[settingShard]; sh != "" {
-		b.Flags = append(b.Flags, fmt.Sprintf("the baseline is shard %s: it holds that shard's runs only", sh))
-	}
-	switch r.Verdict {
-	case report.Interrupted:
-		b.Flags = append(b.Flags, fmt.Sprintf("the baseline was interrupted: its counts are its %d finished runs", runs))
-	case report.Error:
-		b.Flags = append(b.Flags, "some of the baseline's runs could not start: its counts are those that finished")
-	}
+	b.Flags = flags(b, r, set, program, build, runs)
 	if rows := runsRows(r); len(rows) > 0 {
 		b.Row = rows[len(rows)-1]
 	}
 	return b, nil
+}
+
+// flags are what to know of baseline b beside this run: another command
+// line for the same program, another miotool, a shard's runs, an
+// interrupted run or one some of whose runs could not start.
+func flags(b *baseline, r *report.Result, set map[string]string, program []string, build buildinfo.Info, runs int64) []string {
+	var out []string
+	if !slices.Equal(program, b.Program) {
+		out = append(out, fmt.Sprintf("the baseline ran `%s`, this run `%s`", report.JoinCommandLine(b.Program), report.JoinCommandLine(program)))
+	}
+	if mine := versionText(build); b.Version != mine {
+		out = append(out, fmt.Sprintf("the baseline was run by miotool %s, this run by %s: how runs are told apart may differ", orUnknown(b.Version), mine))
+	}
+	if sh := set[settingShard]; sh != "" {
+		out = append(out, fmt.Sprintf("the baseline is shard %s: it holds that shard's runs only", sh))
+	}
+	switch r.Verdict {
+	case report.Interrupted:
+		out = append(out, fmt.Sprintf("the baseline was interrupted: its counts are its %d finished runs", runs))
+	case report.Error:
+		out = append(out, "some of the baseline's runs could not start: its counts are those that finished")
+	}
+	return out
 }
 
 func orUnknown(s string) string {

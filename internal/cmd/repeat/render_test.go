@@ -82,3 +82,17 @@ func TestEndings(t *testing.T) {
 		t.Error("shellSignal(3) names a signal")
 	}
 }
+
+func TestProgressLabel(t *testing.T) {
+	one := []repeat.Build{{Label: "This build"}}
+	if got := progressLabel(one, repeat.Progress{Ended: 40, Total: 220, Finished: []int{40}, NotPassed: []int{3}}); got != "repeat: 3 failed (7.5%)" {
+		t.Errorf("label %q", got)
+	}
+	if got := progressLabel(one, repeat.Progress{Ended: 1, Total: 220, Finished: []int{0}, NotPassed: []int{0}}); got != "repeat: 0 failed" {
+		t.Errorf("label before any run finished %q", got)
+	}
+	two := []repeat.Build{{Label: "Patched"}, {Label: "Unpatched"}}
+	if got := progressLabel(two, repeat.Progress{Ended: 80, Total: 440, Finished: []int{40, 40}, NotPassed: []int{0, 2}}); got != "repeat: 0 failed (0%), unpatched 2 failed (5%)" {
+		t.Errorf("label %q", got)
+	}
+}
