@@ -118,8 +118,9 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 
   # miotool's own pre-fix reclaim under the trace: FAIL naming cuStreamQuery
   miotool trace -- miotool --backend cuda capture --mode=global --reclaim=lazy`,
-		Args: programArgs,
-		RunE: cli.RunE(f, opts, runF),
+		Args:              programArgs,
+		ValidArgsFunction: completeProgram(opts.Environ),
+		RunE:              cli.RunE(f, opts, runF),
 	}
 	// A flag miotool does not know is most often the program's, given
 	// without -- before it.
@@ -170,6 +171,22 @@ func headlineSummary(res *trace.Result, j trace.Judgement) string {
 	}
 	n := len(res.Hazards)
 	return fmt.Sprintf("%s (--strict; %d %s)", j.Summary, n, words.Plural(n, "hazard", "hazards"))
+}
+
+// completeProgram completes what follows --: the program, as a shell
+// completes a command (the executables on $PATH, or files where the word
+// has a slash), then the program's own arguments, as files.
+func completeProgram(environ func() []string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		dash := cmd.ArgsLenAtDash()
+		switch {
+		case dash < 0:
+			return []cobra.Completion{"--"}, cobra.ShellCompDirectiveNoFileComp
+		case len(args) > dash || strings.Contains(toComplete, "/"):
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return trace.Executables(environ(), toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // programArgs checks that the program follows --, and only it.
