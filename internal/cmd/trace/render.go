@@ -91,13 +91,20 @@ func status(res *trace.Result, j trace.Judgement) string {
 	switch {
 	case j.Verdict == trace.NothingToCheck:
 		return word + ": no capture began; " + exitShort(res.Exit)
+	case j.Verdict == trace.CouldNotObserve:
+		return word + ": the program could not be observed; " + exitShort(res.Exit)
+	case j.Capture == nil && res.Ran() == 0 && j.Verdict == trace.Fail:
+		if res.Unobserved() != "" {
+			return word + ": the program could not be observed; " + exitShort(res.Exit)
+		}
+		return word + ": no capture began; " + exitShort(res.Exit)
 	case j.Culprit != nil:
 		return fmt.Sprintf("%s: %s refused (%d); %s", word, trace.BaseName(j.Culprit.Name), int(j.Culprit.Result), exitShort(res.Exit))
 	case j.Capture != nil && j.Capture.End != nil && !j.Capture.End.StreamGone:
 		return fmt.Sprintf("%s: end capture %d; %s", word, int(j.Capture.End.Result), exitShort(res.Exit))
 	case j.Capture != nil && j.Capture.End == nil:
 		return fmt.Sprintf("%s: a capture never ended; %s", word, exitShort(res.Exit))
-	case j.HazardsFailed:
+	case j.StrictFailed:
 		return fmt.Sprintf("%s: %d %s (--strict); %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
 	case len(res.Hazards) > 0:
 		return fmt.Sprintf("%s with %d %s; %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))

@@ -312,7 +312,10 @@ func TestStatus(t *testing.T) {
 		want string
 	}{
 		{"pass", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Captures: []*trace.Capture{clean}}, "Passed; program exit 0"},
-		{"nothing", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: 2}}, "Skipped: no capture began; program exit 2"},
+		{"nothing", &trace.Result{Processes: []*trace.Process{{PID: 1}}}, "Skipped: no capture began; program exit 0"},
+		{"nothing, and the program failed", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: 2}}, "Failed: no capture began; program exit 2"},
+		{"not observed", &trace.Result{}, "Error: the program could not be observed; program exit 0"},
+		{"not observed, and the program failed", &trace.Result{Exit: trace.Exit{Code: 1}}, "Failed: the program could not be observed; program exit 1"},
 		{"crash", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: -1, Signal: syscall.SIGSEGV},
 			Captures: []*trace.Capture{{ID: 1, ByName: map[string]int{}, ByThread: map[int]int{}}}}, "Failed: a capture never ended; program killed by SIGSEGV"},
 		{"hung", &trace.Result{Processes: []*trace.Process{{PID: 1}}, Exit: trace.Exit{Code: -1, TimedOut: true, Timeout: time.Second, Signal: syscall.SIGKILL},
