@@ -333,6 +333,8 @@ func TestJudge(t *testing.T) {
 			"the program's CUDA calls were not observed (process 7): libcupti could not be loaded; tried libcupti.so.13; " + CUPTIInstall},
 		{"work outside the capture is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{escaped()}}, false, Pass,
 			"1 capture ended with success, nothing refused; 1 call enqueued work outside a capture, the first: cuLaunchKernel from thread 485 (launch_side) enqueued work into stream 0x77, which was not capturing, during the global-mode capture begun by thread 485 on stream 0x356a1150: the graph does not hold it"},
+		{"work outside the capture alone fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{escaped()}}, true, Fail,
+			"the graph does not hold it (--strict: 1 call outside a capture)"},
 		{"work outside the capture fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{escaped(), hc}, Hazards: []Hazard{h}}, true, Fail,
 			"cuLaunchKernel from thread 485 (launch_side) enqueued work into stream 0x77, which was not capturing, during the global-mode capture begun by thread 485 on stream 0x356a1150: the graph does not hold it (--strict: 1 hazard, 1 call outside a capture)"},
 		{"an empty capture is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture {
