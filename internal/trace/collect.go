@@ -510,22 +510,7 @@ func (c *collector) call(e Event) {
 	}
 	base := BaseName(e.Name)
 	for _, cp := range counted {
-		cp.Calls++
-		cp.ByName[base]++
-		if _, ok := cp.ByThread[e.TID]; ok || len(cp.ByThread) < c.limits.Threads {
-			cp.ByThread[e.TID]++
-		} else {
-			cp.OtherThreads++
-		}
-		if (base == "cuEventRecord" || base == "cuEventRecordWithFlags" || base == "hipEventRecord") &&
-			e.Result == hip.Success && e.Stream == cp.Stream && e.Event != 0 {
-			if cp.capturedEvents == nil {
-				cp.capturedEvents = map[uint64]bool{}
-			}
-			if len(cp.capturedEvents) < 4096 {
-				cp.capturedEvents[e.Event] = true
-			}
-		}
+		c.count(cp, e, base)
 	}
 	if call.Refused() {
 		for _, cp := range broken {
@@ -537,17 +522,45 @@ func (c *collector) call(e Event) {
 		if call.Outside {
 			c.keepOutside(cp, call)
 		}
-		a, ok := actionFor(call, cp)
-		switch {
-		case !ok:
-		case c.guarded(call, cp, a):
-			cp.Guarded++
-			cp.GuardedByName[base]++
-		default:
-			judged := *call
-			judged.Action = a
-			c.keepCandidate(cp, &judged)
+		c.judgeSucceeded(cp, call, base)
+	}
+}
+
+// count counts a call made during capture cp, and an event it recorded
+// into the capturing stream.
+func (c *collector) count(cp *Capture, e Event, base string) {
+	cp.Calls++
+	cp.ByName[base]++
+	if _, ok := cp.ByThread[e.TID]; ok || len(cp.ByThread) < c.limits.Threads {
+		cp.ByThread[e.TID]++
+	} else {
+		cp.OtherThreads++
+	}
+	if (base == "cuEventRecord" || base == "cuEventRecordWithFlags" || base == "hipEventRecord") &&
+		e.Result == hip.Success && e.Stream == cp.Stream && e.Event != 0 {
+		if cp.capturedEvents == nil {
+			cp.capturedEvents = map[uint64]bool{}
 		}
+		if len(cp.capturedEvents) < 4096 {
+			cp.capturedEvents[e.Event] = true
+		}
+	}
+}
+
+// judgeSucceeded sorts a call that succeeded during capture cp and that
+// the rules tables govern: guarded by its own thread, or a candidate for
+// a hazard.
+func (c *collector) judgeSucceeded(cp *Capture, call *Call, base string) {
+	a, ok := actionFor(call, cp)
+	switch {
+	case !ok:
+	case c.guarded(call, cp, a):
+		cp.Guarded++
+		cp.GuardedByName[base]++
+	default:
+		judged := *call
+		judged.Action = a
+		c.keepCandidate(cp, &judged)
 	}
 }
 
