@@ -439,13 +439,13 @@ func anyPython(calls []*trace.Call) bool {
 	return slices.ContainsFunc(calls, func(c *trace.Call) bool { return c.Python.State != trace.PyNone })
 }
 
-// withPython adds the Python column after column at where the table has
-// it.
-func withPython(columns []string, at int, python bool) []string {
+// withPython adds the Python column, after the native callers, where the
+// table has it.
+func withPython(columns []string, python bool) []string {
 	if !python {
 		return columns
 	}
-	return slices.Insert(columns, at, "Python (innermost first)")
+	return append(columns, "Python (innermost first)")
 }
 
 // failedCaptures gives each failed capture a screen of its own, victim to
@@ -502,11 +502,11 @@ func failedScreen(r *report.Result, res *trace.Result, c *trace.Capture, j trace
 	rows = append(rows, endRow(res, c))
 	python := slices.ContainsFunc(rows, func(row screenRow) bool { return row.python.State != trace.PyNone })
 	t := r.AddTable(fmt.Sprintf("capture %d failed: who began it, its first refused call, what followed (← called from)", c.ID),
-		withPython([]string{"step", "call", "thread", "native callers"}, 3, python)...)
+		withPython([]string{"step", "call", "thread", "native callers"}, python)...)
 	for _, row := range rows {
 		cells := []string{row.step, row.call, row.thread, row.callers}
 		if python {
-			cells = slices.Insert(cells, 3, pythonCell(row.python))
+			cells = append(cells, pythonCell(row.python))
 		}
 		t.AddRow(cells...)
 	}
@@ -536,7 +536,7 @@ func refusedTable(r *report.Result, res *trace.Result, j trace.Judgement) {
 	if len(all) > 0 {
 		python := anyPython(all)
 		t := r.AddTable("refused calls (callers innermost first, ← called from)",
-			withPython([]string{"capture", "call", "thread", "stream", "result", "callers"}, 5, python)...)
+			withPython([]string{"capture", "call", "thread", "stream", "result", "callers"}, python)...)
 		t.FlagColumn = "role"
 		for _, c := range res.Captures {
 			// In the order they were made: threads' records arrive in any.
@@ -553,7 +553,7 @@ func refusedTable(r *report.Result, res *trace.Result, j trace.Judgement) {
 				cells := []string{fmt.Sprint(c.ID), trace.BaseName(call.Name), callThread(res, call, c), streamText(call.Stream),
 					codeText(call.Result, call.API), callerChain(call.Callers, callerFrames)}
 				if python {
-					cells = slices.Insert(cells, 5, pythonCell(call.Python))
+					cells = append(cells, pythonCell(call.Python))
 				}
 				t.AddFlaggedRow(role, cells...)
 			}
@@ -575,7 +575,7 @@ func hazardTable(r *report.Result, res *trace.Result) {
 	}
 	python := anyPython(calls)
 	t := r.AddTable("hazards (calls a global-mode capture would not survive)", withPython([]string{"capture", "call", "thread",
-		"succeeded because", "rule", "global mode would", "basis", "rules table", "callers"}, 8, python)...)
+		"succeeded because", "rule", "global mode would", "basis", "rules table", "callers"}, python)...)
 	for _, h := range res.Hazards {
 		basis := string(h.Would.Basis)
 		if basis == "" {
@@ -585,7 +585,7 @@ func hazardTable(r *report.Result, res *trace.Result) {
 		cells := []string{fmt.Sprint(h.Capture.ID), trace.BaseName(h.Call.Name), callThread(res, h.Call, h.Capture), h.Because(),
 			h.Strict.String(), would, basis, h.Table, callerChain(h.Call.Callers, callerFrames)}
 		if python {
-			cells = slices.Insert(cells, 8, pythonCell(h.Call.Python))
+			cells = append(cells, pythonCell(h.Call.Python))
 		}
 		t.AddRow(cells...)
 	}
@@ -603,13 +603,13 @@ func outsideTable(r *report.Result, res *trace.Result) {
 	if len(all) > 0 {
 		python := anyPython(all)
 		t := r.AddTable("work outside the capture (enqueued during it into a stream that was not capturing; no graph holds it)",
-			withPython([]string{"capture", "call", "thread", "stream", "callers"}, 4, python)...)
+			withPython([]string{"capture", "call", "thread", "stream", "callers"}, python)...)
 		for _, c := range res.Captures {
 			for _, call := range c.Outside {
 				cells := []string{fmt.Sprint(c.ID), trace.BaseName(call.Name), callThread(res, call, c), streamText(call.Stream),
 					callerChain(call.Callers, callerFrames)}
 				if python {
-					cells = slices.Insert(cells, 4, pythonCell(call.Python))
+					cells = append(cells, pythonCell(call.Python))
 				}
 				t.AddRow(cells...)
 			}
