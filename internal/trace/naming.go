@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // commLength is how many bytes of a thread's OS name the kernel keeps.
@@ -44,7 +45,10 @@ func (r *Result) inheritedName(pid int, name string) bool {
 // has no Python name and its own OS name (`"pt_nccl_watchdg"`); "" where
 // neither says anything.
 func ThreadNames(r *Result, pid int, osName string, py PyStack) string {
-	own := osName != "" && !r.inheritedName(pid, osName)
+	// The OS keeps 15 bytes of a name: a Python name cut there (as
+	// CPython 3.14 names its threads) says nothing more.
+	cut := len(osName) == commLength && strings.HasPrefix(py.ThreadName, osName)
+	own := osName != "" && !r.inheritedName(pid, osName) && !cut
 	switch {
 	case py.ThreadName != "" && own && osName != py.ThreadName:
 		return fmt.Sprintf("%q (OS name %q)", py.ThreadName, osName)

@@ -103,6 +103,7 @@ func TestThreadNames(t *testing.T) {
 		{"python3.12", pyStack("metrics"), `"metrics"`},
 		{"metrics", pyStack("metrics"), `"metrics"`},
 		{"pt_io", pyStack("loader"), `"loader" (OS name "pt_io")`},
+		{"Thread-2 (_pin_", pyStack("Thread-2 (_pin_memory_loop)"), `"Thread-2 (_pin_memory_loop)"`},
 		{"pt_nccl_watchdg", PyStack{State: PyNative}, `"pt_nccl_watchdg"`},
 		{"python3", PyStack{State: PyUnavailable}, ``},
 		{"", PyStack{}, ``},

@@ -67,19 +67,27 @@ func miotoolName(path string) bool {
 }
 
 // NestedTrace says whether the traced program is itself `miotool trace`:
-// miotool with trace as its command (before any --), or a process the
-// observer loaded into that is a miotool while the trace saw no capture
-// (the inner trace's observer reports to the inner trace, not to this
-// one). Such a run cannot be observed from outside.
+// its command line (or a shell command string in it, sh -c "miotool trace
+// -- prog") names a miotool followed by trace before any --, and the
+// program is a miotool or the observer loaded into one. The inner trace's
+// observer reports to the inner trace, not to this one: such a run cannot
+// be observed from outside.
 func NestedTrace(r *Result) bool {
 	if !miotoolName(r.Program) && !miotoolName(r.Path) && !r.miotoolObserved() {
 		return false
 	}
-	for _, a := range r.Args {
-		if a == "--" {
-			break
-		}
-		if a == "trace" {
+	var words []string
+	for _, a := range append([]string{r.Program}, r.Args...) {
+		words = append(words, strings.Fields(a)...)
+	}
+	inMiotool := false
+	for _, w := range words {
+		switch {
+		case w == "--":
+			inMiotool = false
+		case miotoolName(w):
+			inMiotool = true
+		case inMiotool && w == "trace":
 			return true
 		}
 	}
@@ -97,11 +105,18 @@ func (r *Result) miotoolObserved() bool {
 	return false
 }
 
-// innerProgram is what follows the nested trace's --, e.g. "python3 x.py".
+// innerProgram is what the nested trace runs: the words after the --
+// that follows its trace, e.g. "python3 x.py".
 func innerProgram(args []string) string {
-	for i, a := range args {
-		if a == "--" && i+1 < len(args) {
-			return strings.Join(args[i+1:], " ")
+	var words []string
+	for _, a := range args {
+		words = append(words, strings.Fields(a)...)
+	}
+	seen := false
+	for i, w := range words {
+		seen = seen || w == "trace"
+		if seen && w == "--" && i+1 < len(words) {
+			return strings.Join(words[i+1:], " ")
 		}
 	}
 	return ""
