@@ -164,6 +164,11 @@ func TestCollectorKeepsBoundedCaptures(t *testing.T) {
 	if len(c.captures) > 4 || r.Ran() != 10 || len(r.Failing()) != 1 {
 		t.Errorf("kept %d, ran %d, failing %d", len(c.captures), r.Ran(), len(r.Failing()))
 	}
+	// Their end records name no graph, so they say nothing of its nodes:
+	// no capture is taken for an empty one.
+	if n := len(r.Empty()); n != 0 {
+		t.Errorf("%d captures read as empty from end records that do not say", n)
+	}
 }
 
 func frames(names ...string) []Frame {

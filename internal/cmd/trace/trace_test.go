@@ -500,7 +500,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from t
 //	python3 internal/cmd/trace/testdata/golden/record.py OBSERVER \
 //	    internal/cmd/trace/testdata/golden/NAME.records -- python3 prog.py
 //
-// where OBSERVER is the library `miotool -v trace -- true` names; then run
+// where OBSERVER is the library `miotool --verbose trace -- true` names; then run
 // `go test ./internal/cmd/trace -run TestGolden -update`, read
 // NAME.golden, and commit both.
 func TestGolden(t *testing.T) {

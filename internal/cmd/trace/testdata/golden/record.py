@@ -9,7 +9,7 @@ this script's own), passes the program's standard streams through, and
 writes to OUT.records every record the observer sent, in the order they
 arrived, after the facts of the run that the records do not hold ("#!"
 lines: the program, the file that ran, how it ended). OBSERVER is the
-library `miotool -v trace -- true` names (or one `go test` built). Exits
+library `miotool --verbose trace -- true` names (or one `go test` built). Exits
 with the program's status.
 
 Then `go test ./internal/cmd/trace -run TestGolden -update` writes
