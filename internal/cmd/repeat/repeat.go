@@ -27,7 +27,6 @@ import (
 type RepeatOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
-	Context     context.Context
 	CommandLine string
 	Build       buildinfo.Info
 	Now         func() time.Time
@@ -162,22 +161,7 @@ INTERRUPTED with the statistics of every run that finished.`,
   # Both builds run by run, the unfixed one through its own library path
   miotool repeat --runs 400 --against 'env LD_LIBRARY_PATH=/opt/unpatched python3 test_threads.py' -- python3 test_threads.py`,
 		Args: programArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			r, err := opts.Run(opts.Context)
-			if err != nil {
-				return err
-			}
-			return finish(opts, r)
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	// A flag miotool does not know is most often the program's, given
 	// without -- before it.
@@ -226,10 +210,6 @@ func programArgs(cmd *cobra.Command, args []string) error {
 // else SHARD_INDEX and TOTAL_SHARDS) and the --env assignments.
 func (o *RepeatOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	o.Global = f.Global
-	o.Context = cmd.Context()
-	if o.Context == nil {
-		o.Context = f.Context
-	}
 	o.CommandLine = f.CommandLine()
 	o.Program, o.Args = args[0], args[1:]
 	compared := o.Baseline != "" || o.Against != ""
@@ -439,10 +419,20 @@ func (o *RepeatOptions) validateShard() error {
 	return nil
 }
 
-// Run makes the runs and returns the judged result. An error is a failure
-// of the tool; every way the runs end, an interruption included, is a
-// result.
-func (o *RepeatOptions) Run(ctx context.Context) (*report.Result, error) {
+// Run makes the runs and returns the judged result for the runner to
+// write (see Repeat).
+func (o *RepeatOptions) Run(ctx context.Context) (*cli.Outcome, error) {
+	r, err := o.Repeat(ctx)
+	if r == nil {
+		return nil, err
+	}
+	return cli.Single(r), err
+}
+
+// Repeat makes the runs and returns the judged result. An error is a
+// failure of the tool; every way the runs end, an interruption included,
+// is a result.
+func (o *RepeatOptions) Repeat(ctx context.Context) (*report.Result, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -488,24 +478,8 @@ func (o *RepeatOptions) Run(ctx context.Context) (*report.Result, error) {
 	}
 	r := report.New("repeat", o.CommandLine, start)
 	render(r, set, facts, j, o.baseline)
-	if in := cli.Interrupted(ctx); facts.Interrupted && in != nil {
-		r.ExitStatus = cli.ExitCodeOf(in)
-	}
 	r.Finish(r.Verdict, r.Summary, o.Now())
 	return r, nil
-}
-
-// finish hands the result to the renderer and ends as an interruption
-// when one stopped the runs (130 for SIGINT, 143 for SIGTERM), the result
-// having said so.
-func finish(o *RepeatOptions, r *report.Result) error {
-	err := cli.RenderResult(o.IO, o.Global.Format, r)
-	if r.Verdict == report.Interrupted {
-		if in := cli.Interrupted(o.Context); in != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
-			return in
-		}
-	}
-	return err
 }
 
 // progressLabel is the bar's label: the failures so far and their rate.
