@@ -3,6 +3,7 @@ package rules_test
 import (
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"miotool/internal/hip"
 )
@@ -39,6 +40,7 @@ type fakeDevice struct {
 
 func newFake() *fakeDevice {
 	return &fakeDevice{
+		next:      uintptr(hip.StreamLegacy), // no handle it makes is the legacy stream's
 		modes:     map[int]hip.CaptureMode{},
 		capturing: map[hip.Stream]bool{},
 		inCapture: map[hip.Event]bool{},
@@ -173,6 +175,43 @@ func (f *fakeDevice) Free(p hip.DevPtr) error {
 	}
 	return f.release(uintptr(p))
 }
+func (f *fakeDevice) HostAlloc(n int) ([]byte, error) {
+	if err := f.record("HostAlloc", ""); err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	f.track(b, "pinned host memory")
+	return b, nil
+}
+func (f *fakeDevice) HostFree(b []byte) error {
+	if err := f.record("HostFree", ""); err != nil {
+		return err
+	}
+	return f.release(hostKey(b))
+}
+func (f *fakeDevice) HostRegister(b []byte) error {
+	if err := f.record("HostRegister", ""); err != nil {
+		return err
+	}
+	f.track(b, "host registration")
+	return nil
+}
+func (f *fakeDevice) HostUnregister(b []byte) error {
+	if err := f.record("HostUnregister", ""); err != nil {
+		return err
+	}
+	return f.release(hostKey(b))
+}
+
+// hostKey names host memory in the leak check by its address.
+func hostKey(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func (f *fakeDevice) track(b []byte, kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.live[hostKey(b)] = kind
+}
+
 func (f *fakeDevice) Memset(hip.DevPtr, byte, int) error { return f.record("MemsetD8", "") }
 func (f *fakeDevice) MemsetAsync(hip.DevPtr, byte, int, hip.Stream) error {
 	return nil
@@ -198,8 +237,16 @@ func (f *fakeDevice) ModuleGetFunction(hip.Module, string) (hip.Function, error)
 	f.next++ // functions belong to their module: nothing to release
 	return hip.Function(f.next), nil
 }
-func (f *fakeDevice) ModuleUnload(m hip.Module) error { return f.release(uintptr(m)) }
-func (f *fakeDevice) LaunchKernel(hip.Function, hip.Dim3, hip.Dim3, uint32, hip.Stream, ...hip.KernelArg) error {
+func (f *fakeDevice) ModuleUnload(m hip.Module) error {
+	if err := f.record("ModuleUnload", ""); err != nil {
+		return err
+	}
+	return f.release(uintptr(m))
+}
+func (f *fakeDevice) LaunchKernel(_ hip.Function, _, _ hip.Dim3, _ uint32, s hip.Stream, _ ...hip.KernelArg) error {
+	if s == hip.StreamLegacy {
+		return f.record("LaunchKernel", "legacy")
+	}
 	return nil
 }
 func (f *fakeDevice) LaunchHostFunc(hip.Stream, func()) error { return nil }

@@ -84,6 +84,12 @@ func (d *Device) ModuleGetFunction(h hip.Module, name string) (hip.Function, err
 // its kernels keep their own reference to the twins.
 func (d *Device) ModuleUnload(h hip.Module) error {
 	const op = "ModuleUnload"
+	if err := d.alive(op); err != nil {
+		return err
+	}
+	if err := d.guardDevice(op, ActionModuleUnload); err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.alive(op); err != nil {
