@@ -26,14 +26,19 @@ type fakeDevice struct {
 	modes     map[int]hip.CaptureMode // per OS thread
 	capturing map[hip.Stream]bool
 	inCapture map[hip.Event]bool // recorded while its stream captured
+	flags     map[hip.Stream]hip.StreamFlags
 	beginTid  int
-	during    []call
-	live      map[uintptr]string // what exists, for the leak check
+	// beginFlags are the flags of the last stream a capture began on.
+	beginFlags hip.StreamFlags
+	during     []call
+	live       map[uintptr]string // what exists, for the leak check
 
 	// refuse, when set, may answer a recorded call with a code.
 	refuse func(c call, beginTid int) hip.Code
 	// failStreamCreate makes stream creation fail with ErrOutOfMemory.
 	failStreamCreate bool
+	// failUnregister makes HostUnregister fail, capture or not.
+	failUnregister bool
 	// block, when set, makes DeviceSynchronize wait until it is closed.
 	block chan struct{}
 }
@@ -44,6 +49,7 @@ func newFake() *fakeDevice {
 		modes:     map[int]hip.CaptureMode{},
 		capturing: map[hip.Stream]bool{},
 		inCapture: map[hip.Event]bool{},
+		flags:     map[hip.Stream]hip.StreamFlags{},
 		live:      map[uintptr]string{},
 	}
 }
@@ -124,11 +130,22 @@ func (f *fakeDevice) Props() hip.Props {
 }
 func (f *fakeDevice) Dialect() hip.Dialect { return hip.DialectCUDA }
 
-func (f *fakeDevice) StreamCreate(hip.StreamFlags) (hip.Stream, error) {
+func (f *fakeDevice) StreamCreate(flags hip.StreamFlags) (hip.Stream, error) {
 	if f.failStreamCreate {
 		return 0, &hip.Error{Op: "StreamCreate", Code: hip.ErrOutOfMemory, Dialect: hip.DialectCUDA}
 	}
-	return hip.Stream(f.handle("stream")), nil
+	s := hip.Stream(f.handle("stream"))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flags[s] = flags
+	return s, nil
+}
+
+// captureFlags are the flags of the stream the last capture began on.
+func (f *fakeDevice) captureFlags() hip.StreamFlags {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.beginFlags
 }
 func (f *fakeDevice) StreamDestroy(s hip.Stream) error { return f.release(uintptr(s)) }
 func (f *fakeDevice) StreamQuery(s hip.Stream) error {
@@ -200,6 +217,9 @@ func (f *fakeDevice) HostUnregister(b []byte) error {
 	if err := f.record("HostUnregister", ""); err != nil {
 		return err
 	}
+	if f.failUnregister {
+		return &hip.Error{Op: "HostUnregister", Code: hip.ErrHostMemoryNotRegistered, Dialect: hip.DialectCUDA}
+	}
 	return f.release(hostKey(b))
 }
 
@@ -256,6 +276,7 @@ func (f *fakeDevice) StreamBeginCapture(s hip.Stream, _ hip.CaptureMode) error {
 	defer f.mu.Unlock()
 	f.capturing[s] = true
 	f.beginTid = syscall.Gettid()
+	f.beginFlags = f.flags[s]
 	return nil
 }
 func (f *fakeDevice) StreamEndCapture(s hip.Stream) (hip.Graph, error) {
