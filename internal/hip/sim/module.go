@@ -58,6 +58,9 @@ func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
 // ModuleGetFunction returns the entry point called name.
 func (d *Device) ModuleGetFunction(h hip.Module, name string) (hip.Function, error) {
 	const op = "ModuleGetFunction"
+	if name == "" {
+		return 0, d.newErr(op, hip.ErrInvalidValue, "kernel name is empty")
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.alive(op); err != nil {
