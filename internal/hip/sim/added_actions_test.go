@@ -88,6 +88,13 @@ type addedState struct {
 
 func TestLegacyStream(t *testing.T) {
 	d := newDevice(t, hip.DialectCUDA, 2)
+	// The first handle a device gives out is not the legacy stream's, and
+	// the legacy stream has a queue of its own: created streams are spread
+	// over the device's queues as if it were not there.
+	s := must1[hip.Stream](t)(d.StreamCreate(0))
+	if s == hip.StreamLegacy {
+		t.Fatal("a created stream got the legacy stream's handle")
+	}
 	k := loadKernels(t, d, 0)
 	x := must1[hip.DevPtr](t)(d.Malloc(64))
 	must(t, d.LaunchKernel(k.poke, hip.D1(1), hip.D1(1), 0, hip.StreamLegacy, x, int32(8)))
@@ -99,14 +106,10 @@ func TestLegacyStream(t *testing.T) {
 	}
 	wantCode(t, "destroying the legacy stream", d.StreamDestroy(hip.StreamLegacy), hip.ErrInvalidHandle)
 	wantCode(t, "a capture on the legacy stream", d.StreamBeginCapture(hip.StreamLegacy, hip.CaptureModeGlobal), hip.ErrStreamCaptureUnsupported)
-	// The legacy stream has a queue of its own: created streams are spread
-	// over the device's queues as if it were not there.
-	s := must1[hip.Stream](t)(d.StreamCreate(0))
-	if q := must1[int](t)(d.StreamQueue(s)); q != 0 {
-		t.Fatalf("the first stream created sits on queue %d, want 0", q)
-	}
-	if s == hip.StreamLegacy {
-		t.Fatal("a created stream got the legacy stream's handle")
+	s2 := must1[hip.Stream](t)(d.StreamCreate(0))
+	q1, q2 := must1[int](t)(d.StreamQueue(s)), must1[int](t)(d.StreamQueue(s2))
+	if q1 != 0 || q2 != 1 {
+		t.Fatalf("the first two streams sit on queues %d and %d, want 0 and 1", q1, q2)
 	}
 }
 
