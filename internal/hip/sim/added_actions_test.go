@@ -106,10 +106,12 @@ func TestLegacyStream(t *testing.T) {
 	}
 	wantCode(t, "destroying the legacy stream", d.StreamDestroy(hip.StreamLegacy), hip.ErrInvalidHandle)
 	wantCode(t, "a capture on the legacy stream", d.StreamBeginCapture(hip.StreamLegacy, hip.CaptureModeGlobal), hip.ErrStreamCaptureUnsupported)
-	s2 := must1[hip.Stream](t)(d.StreamCreate(0))
-	q1, q2 := must1[int](t)(d.StreamQueue(s)), must1[int](t)(d.StreamQueue(s2))
-	if q1 != 0 || q2 != 1 {
-		t.Fatalf("the first two streams sit on queues %d and %d, want 0 and 1", q1, q2)
+	var queues []int
+	for _, h := range []hip.Stream{s, must1[hip.Stream](t)(d.StreamCreate(0)), must1[hip.Stream](t)(d.StreamCreate(0))} {
+		queues = append(queues, must1[int](t)(d.StreamQueue(h)))
+	}
+	if queues[0] != 0 || queues[1] != 1 || queues[2] != 0 {
+		t.Fatalf("three streams sit on queues %v, want [0 1 0]", queues)
 	}
 }
 
