@@ -99,3 +99,33 @@ func TestSimulatorActionsAreTheMatrixActions(t *testing.T) {
 		}
 	}
 }
+
+// The simulator says how it knows each CUDA row, and the committed file
+// decides: a row of a cell the H200 measured is not marked inferred, and
+// a row of a cell it has not measured (the file lacks it) is not marked
+// measured. Folding a measurement into the file and changing the action's
+// line of the simulator's table go together.
+func TestSimulatorProvenanceFollowsTheH200File(t *testing.T) {
+	exp, err := rules.ReadExpectation(filepath.Join(moduleRoot(t), "configs/rules/h200-cuda.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := sim.Rules(hip.DialectCUDA)
+	for _, k := range rules.Matrix() {
+		a, err := sim.ParseAction(string(k.Action))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := tab.Lookup(sim.Key{Action: a, ThreadMode: k.Mode, CaptureMode: k.Capture, SameThread: !k.Other})
+		if !ok {
+			t.Fatalf("the simulator has no CUDA row for %s", k)
+		}
+		want, measured := exp.Cells[k]
+		switch {
+		case measured && want.Basis == rules.BasisMeasured && r.Provenance == sim.ProvenanceInferred:
+			t.Errorf("%s: measured on the H200 (line %d), but the simulator's row says %s", k, want.Line, r.Provenance)
+		case !measured && r.Provenance == sim.ProvenanceMeasured:
+			t.Errorf("%s: the simulator's row says measured, but %s has no such cell", k, exp.Name)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"miotool/internal/hip"
+	"miotool/internal/hip/sim"
 )
 
 func TestHostMemory(t *testing.T) {
@@ -30,54 +31,65 @@ func TestHostMemory(t *testing.T) {
 }
 
 // Each call of pinned host memory and module unload meets the capture
-// rules: from another thread in global mode during a global capture it is
-// refused on CUDA and invalidates the capture; HIP refuses the host-memory
-// calls but not module unload.
+// rules: from another thread in global mode during a global capture it
+// answers what the device's rule table says (refused and invalidating the
+// capture, or allowed), and outside a capture it is allowed. The table's
+// values are held to configs/rules by internal/rules; here the device
+// applies them. HIP's rows, from its source, refuse the host-memory calls
+// and not module unload, so every guard is seen refusing.
 func TestAddedActionsMeetTheCaptureRules(t *testing.T) {
+	alloc := func(d hip.Device, _ *addedState) error { _, err := d.HostAlloc(64); return err }
+	free := func(d hip.Device, st *addedState) error { return d.HostFree(st.pinned) }
+	register := func(d hip.Device, st *addedState) error { return d.HostRegister(st.pages) }
+	unregister := func(d hip.Device, st *addedState) error { return d.HostUnregister(st.registered) }
+	unload := func(d hip.Device, st *addedState) error { return d.ModuleUnload(st.module) }
+	refusals := map[hip.Dialect]int{}
 	for _, tc := range []struct {
-		dialect hip.Dialect
-		name    string
-		act     func(d hip.Device, st *addedState) error
-		want    hip.Code
+		action sim.Action
+		act    func(d hip.Device, st *addedState) error
 	}{
-		{hip.DialectCUDA, "HostAlloc", func(d hip.Device, _ *addedState) error { _, err := d.HostAlloc(64); return err }, 900},
-		{hip.DialectCUDA, "HostFree", func(d hip.Device, st *addedState) error { return d.HostFree(st.pinned) }, 900},
-		{hip.DialectCUDA, "HostRegister", func(d hip.Device, st *addedState) error { return d.HostRegister(st.pages) }, 900},
-		{hip.DialectCUDA, "HostUnregister", func(d hip.Device, st *addedState) error { return d.HostUnregister(st.registered) }, 900},
-		{hip.DialectCUDA, "ModuleUnload", func(d hip.Device, st *addedState) error { return d.ModuleUnload(st.module) }, 900},
-		{hip.DialectHIP, "HostAlloc", func(d hip.Device, _ *addedState) error { _, err := d.HostAlloc(64); return err }, 900},
-		{hip.DialectHIP, "HostUnregister", func(d hip.Device, st *addedState) error { return d.HostUnregister(st.registered) }, 900},
-		{hip.DialectHIP, "ModuleUnload", func(d hip.Device, st *addedState) error { return d.ModuleUnload(st.module) }, 0},
+		{sim.ActionHostAlloc, alloc}, {sim.ActionHostFree, free}, {sim.ActionHostRegister, register},
+		{sim.ActionHostUnregister, unregister}, {sim.ActionModuleUnload, unload},
 	} {
-		t.Run(string(tc.dialect)+"/"+tc.name, func(t *testing.T) {
-			d := newDevice(t, tc.dialect, 0)
-			k := loadKernels(t, d, 0)
-			st := &addedState{pages: make([]byte, 4096), registered: make([]byte, 4096)}
-			st.pinned = must1[[]byte](t)(d.HostAlloc(64))
-			must(t, d.HostRegister(st.registered))
-			st.module = must1[hip.Module](t)(d.ModuleLoad(k.source()))
-			a := must1[hip.Stream](t)(d.StreamCreate(hip.StreamNonBlocking))
-			capT, othT := startThread(t), startThread(t)
-			capT.do(t, "begin", func() {
-				must(t, d.StreamBeginCapture(a, hip.CaptureModeGlobal))
-				must(t, d.LaunchKernel(k.tiny, hip.D1(1), hip.D1(1), 0, a))
-			})
-			var err error
-			othT.do(t, tc.name, func() { err = tc.act(d, st) })
-			wantCode(t, tc.name+" from another thread", err, tc.want)
-			var endErr error
-			capT.do(t, "end", func() { _, endErr = d.StreamEndCapture(a) })
-			wantEnd := hip.Success
-			if tc.want != 0 {
-				wantEnd = hip.ErrStreamCaptureInvalidated
+		for _, dialect := range []hip.Dialect{hip.DialectCUDA, hip.DialectHIP} {
+			rule, _ := sim.Rules(dialect).Lookup(sim.Key{Action: tc.action, ThreadMode: hip.CaptureModeGlobal, CaptureMode: hip.CaptureModeGlobal})
+			if rule.Refused {
+				refusals[dialect]++
 			}
-			wantCode(t, "end capture", endErr, wantEnd)
+			t.Run(string(dialect)+"/"+tc.action.String(), func(t *testing.T) {
+				d := newDevice(t, dialect, 0)
+				k := loadKernels(t, d, 0)
+				st := &addedState{pages: make([]byte, 4096), registered: make([]byte, 4096)}
+				st.pinned = must1[[]byte](t)(d.HostAlloc(64))
+				must(t, d.HostRegister(st.registered))
+				st.module = must1[hip.Module](t)(d.ModuleLoad(k.source()))
+				a := must1[hip.Stream](t)(d.StreamCreate(hip.StreamNonBlocking))
+				capT, othT := startThread(t), startThread(t)
+				capT.do(t, "begin", func() {
+					must(t, d.StreamBeginCapture(a, hip.CaptureModeGlobal))
+					must(t, d.LaunchKernel(k.tiny, hip.D1(1), hip.D1(1), 0, a))
+				})
+				var err error
+				othT.do(t, tc.action.String(), func() { err = tc.act(d, st) })
+				wantCode(t, tc.action.String()+" from another thread", err, rule.Code)
+				var endErr error
+				capT.do(t, "end", func() { _, endErr = d.StreamEndCapture(a) })
+				wantEnd := hip.Success
+				if rule.Refused {
+					wantEnd = hip.ErrStreamCaptureInvalidated
+				}
+				wantCode(t, "end capture", endErr, wantEnd)
 
-			// Outside a capture every one is allowed.
-			if err := tc.act(d, st); tc.want != 0 && err != nil {
-				t.Fatalf("%s outside a capture: %v", tc.name, err)
-			}
-		})
+				// Outside a capture it is allowed (a refused call left
+				// its target as it was).
+				if err := tc.act(d, st); rule.Refused && err != nil {
+					t.Fatalf("%s outside a capture: %v", tc.action, err)
+				}
+			})
+		}
+	}
+	if refusals[hip.DialectHIP] != 4 {
+		t.Errorf("HIP's rows refuse %d of the five calls from another global-mode thread, want the four of host memory", refusals[hip.DialectHIP])
 	}
 }
 
@@ -119,13 +131,21 @@ func TestLegacyStream(t *testing.T) {
 // stream captures, and invalidates that capture only; a non-blocking
 // capture does not mind. HIP minds neither.
 func TestLegacyStreamWorkDuringCapture(t *testing.T) {
+	// CUDA's rows are documented, not measured: what the device does is
+	// its table's (a refusal that invalidates), which the first case
+	// needs to be seen.
+	blocking, _ := sim.Rules(hip.DialectCUDA).Lookup(sim.Key{Action: sim.ActionLegacyStreamLaunchBlockingCapture,
+		ThreadMode: hip.CaptureModeRelaxed, CaptureMode: hip.CaptureModeRelaxed})
+	if !blocking.Refused || blocking.Effect != sim.EffectInvalidate {
+		t.Fatalf("CUDA's row of legacy-stream work against a blocking capture: %+v; the test needs a refusal that invalidates", blocking)
+	}
 	for _, tc := range []struct {
 		dialect  hip.Dialect
 		flags    hip.StreamFlags
 		want     hip.Code
 		otherEnd hip.Code // the non-blocking capture begun beside it
 	}{
-		{hip.DialectCUDA, 0, hip.ErrStreamCaptureImplicit, hip.Success},
+		{hip.DialectCUDA, 0, blocking.Code, hip.Success},
 		{hip.DialectCUDA, hip.StreamNonBlocking, hip.Success, hip.Success},
 		{hip.DialectHIP, 0, hip.Success, hip.Success},
 	} {
