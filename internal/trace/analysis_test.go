@@ -435,6 +435,13 @@ func TestActionFor(t *testing.T) {
 		{Call{Name: "cuMemsetD8_v2"}, rules.SyncMemset},
 		{Call{Name: "hipMemcpyDtoH"}, rules.SyncMemcpy},
 		{Call{Name: "cuCtxSynchronize_v2"}, rules.DeviceSync},
+		{Call{Name: "cuMemHostAlloc"}, rules.HostAlloc},
+		{Call{Name: "cuMemAllocHost_v2"}, rules.HostAlloc},
+		{Call{Name: "hipHostMalloc"}, rules.HostAlloc},
+		{Call{Name: "cuMemFreeHost"}, rules.HostFree},
+		{Call{Name: "cuMemHostRegister_v2"}, rules.HostRegister},
+		{Call{Name: "hipHostUnregister"}, rules.HostUnregister},
+		{Call{Name: "cuModuleUnload"}, rules.ModuleUnload},
 		{Call{Name: "cuLaunchKernel", Stream: 0xa}, ""},
 	}
 	for _, c := range cases {

@@ -645,6 +645,16 @@ func actionFor(call *Call, cp *Capture) (rules.Action, bool) {
 		return rules.SyncMemcpy, true
 	case "cuCtxSynchronize", "hipDeviceSynchronize":
 		return rules.DeviceSync, true
+	case "cuMemHostAlloc", "cuMemAllocHost", "hipHostMalloc", "hipHostAlloc", "hipExtHostAlloc", "hipMallocHost", "hipMemAllocHost":
+		return rules.HostAlloc, true
+	case "cuMemFreeHost", "hipHostFree", "hipFreeHost":
+		return rules.HostFree, true
+	case "cuMemHostRegister", "hipHostRegister":
+		return rules.HostRegister, true
+	case "cuMemHostUnregister", "hipHostUnregister":
+		return rules.HostUnregister, true
+	case "cuModuleUnload", "hipModuleUnload":
+		return rules.ModuleUnload, true
 	}
 	return "", false
 }

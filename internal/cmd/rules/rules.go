@@ -80,7 +80,10 @@ on the capturing thread. Every cell uses fresh streams and is cleaned up fully.
 
 Actions: query and synchronize of the capturing stream, of B, of an event
 recorded inside the capture and of evB; malloc; free of p; synchronous memset
-and host-to-device copy; device synchronize; end capture from another thread.
+and host-to-device copy; device synchronize; end capture from another thread;
+pinned host allocation and its free; host registration and unregistration;
+module unload; a launch on the legacy default stream, beside a non-blocking
+and a blocking capture.
 
 With --expect the measurement is compared with an expectation file, or a
 table miotool ships, by name: h200-cuda (the NVIDIA H200 measurements,
@@ -88,7 +91,7 @@ configs/rules/h200-cuda.yaml in the source) or hip (the HIP runtime's rules,
 configs/rules/hip.yaml); any differing cell fails
 the check (exit 1). The result says how many cells it compared of how many it
 measured: a file that covers fewer cells passes for those only ("compared 1 of
-243"), and a run that compared nothing (no --expect, or a file with none of the
+369"), and a run that compared nothing (no --expect, or a file with none of the
 measured cells) is SKIP (exit 4), a measurement rather than a check.
 --write-expect writes the measurement in that format, once every cell has been
 measured; it may not name the expectation file or the config file.

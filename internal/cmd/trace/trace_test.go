@@ -234,10 +234,8 @@ func TestFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := trace.Judge(res, false)
 	r := report.New("trace", "miotool trace -- python3 'train step.py'", time.Unix(0, 0))
-	fill(r, res, j, rulesTables)
-	r.Finish(reportVerdict(j.Verdict), headlineSummary(res, j), time.Unix(5, 0))
+	judged(r, res, false, rulesTables, time.Unix(5, 0))
 
 	if r.Verdict != report.Fail || !strings.HasPrefix(r.Summary, "cuCtxSynchronize from thread 512 (cudaDeviceSynchronize ← c10::cuda::device_synchronize) invalidated the global-mode capture begun by thread 485 of process 7 on stream 0x356a1150; end capture 901") {
 		t.Errorf("headline %s - %s", r.Verdict, r.Summary)
@@ -393,25 +391,17 @@ func TestTraceJUnit(t *testing.T) {
 }
 
 // TestHeadline: each trace verdict is the result's verdict of the same
-// word, and hazards that alone failed a trace name the flag that made
-// them fail and how many there were.
+// word, and one that could not observe the program is an ERROR.
 func TestHeadline(t *testing.T) {
-	two := &trace.Result{Hazards: make([]trace.Hazard, 2)}
-	cases := []struct {
-		j       trace.Judgement
-		verdict report.Verdict
-		summary string
+	for _, c := range []struct {
+		v    trace.Verdict
+		want report.Verdict
 	}{
-		{trace.Judgement{Verdict: trace.Pass, Summary: "1 capture ended with success"}, report.Pass, "1 capture ended with success"},
-		{trace.Judgement{Verdict: trace.Fail, Summary: "x invalidated"}, report.Fail, "x invalidated"},
-		{trace.Judgement{Verdict: trace.Fail, Summary: "q succeeded only because", HazardsFailed: true}, report.Fail, "q succeeded only because (--strict; 2 hazards)"},
-		{trace.Judgement{Verdict: trace.NothingToCheck, Summary: "no capture began"}, report.Skip, "no capture began"},
-		{trace.Judgement{Verdict: trace.Interrupted, Summary: "interrupted"}, report.Interrupted, "interrupted"},
-		{trace.Judgement{Verdict: "MAYBE"}, report.Error, ""},
-	}
-	for _, c := range cases {
-		if v, s := reportVerdict(c.j.Verdict), headlineSummary(two, c.j); v != c.verdict || s != c.summary {
-			t.Errorf("%s %q: got %s %q, want %s %q", c.j.Verdict, c.j.Summary, v, s, c.verdict, c.summary)
+		{trace.Pass, report.Pass}, {trace.Fail, report.Fail}, {trace.NothingToCheck, report.Skip},
+		{trace.Interrupted, report.Interrupted}, {trace.CouldNotObserve, report.Error}, {"MAYBE", report.Error},
+	} {
+		if got := reportVerdict(c.v); got != c.want {
+			t.Errorf("%s: %s, want %s", c.v, got, c.want)
 		}
 	}
 }
