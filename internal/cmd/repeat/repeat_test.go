@@ -288,7 +288,7 @@ func TestVerdicts(t *testing.T) {
 			"0 of 220 runs failed: below 1.35% at 95% confidence", "Passed: 220 runs, 0 crashes"},
 		{"a run failed: FAIL with its interval", []string{"--runs", "220", "--jobs", "4", "--", k.Flaky, "at:17,80a,150"}, 1, report.Fail,
 			"3 of 220 runs failed (1.36%, 95% interval 0.28%–3.93%): 3 crashes — 2× SIGSEGV, 1× SIGABRT", "Failed: 220 runs, 3 crashes — 2× SIGSEGV, 1× SIGABRT"},
-		{"an exit status and a hang", []string{"--runs", "6", "--timeout", "300ms", "--", k.Flaky, "at:2h"}, 1, report.Fail,
+		{"an exit status and a hang", []string{"--runs", "6", "--timeout", "5s", "--", k.Flaky, "at:2h"}, 1, report.Fail,
 			"1 of 6 runs failed", "1 hung"},
 		{"the fix shown against the unfixed build run beside it", []string{"--runs", "10", "--jobs", "2", "--against", k.Flaky + " segv 1000", "--", k.Flaky, "pass"},
 			0, report.Pass, "improvement shown at 95% confidence: 0 of 10 runs failed, against 10 of 10 unpatched", "Passed: Patched 0 of 10, Unpatched 10 of 10"},
