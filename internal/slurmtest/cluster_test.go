@@ -327,6 +327,17 @@ func (c *cluster) running(name string) bool {
 type process struct {
 	pid     int
 	cmdline string
+	environ []string
+}
+
+// getenv is the value of the variable name in p's environment.
+func (p process) getenv(name string) string {
+	for _, kv := range p.environ {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // processes are the live processes whose environment names this
@@ -349,7 +360,8 @@ func (c *cluster) processes() []process {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, process{pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
+		out = append(out, process{pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")),
+			strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")})
 	}
 	return out
 }

@@ -23,8 +23,8 @@ const jobLimit = 5 * time.Minute
 // on the simulator: the merged checklist of an array's tasks holds every
 // check of a one-host run with the same verdicts and every task's result;
 // a task that Slurm stops while a check runs keeps its result, which shows
-// that check as interrupted and the checks after it as not run: nothing
-// lost, nothing green.
+// that check as interrupted and the checks after it as not run, and a task
+// stopped before it started is named missing: nothing lost, nothing green.
 func TestSlurmSuite(t *testing.T) {
 	c := startCluster(t)
 	root := testutil.ModuleRoot(t)
@@ -63,7 +63,7 @@ func TestSlurmSuite(t *testing.T) {
 		}
 	})
 
-	t.Run("a task Slurm stops keeps its result", func(t *testing.T) {
+	t.Run("a task Slurm stops keeps its result; one that never ran is named", func(t *testing.T) {
 		// A check that runs until its 613 s deadline, between two quick
 		// ones, one at a time.
 		suiteFile := filepath.Join(c.dir, "stopped.yaml")
@@ -82,21 +82,36 @@ checks:
     expect: PASS
 `), 0o644))
 		began := time.Now()
+		// Two tasks, each with the node to itself: while one runs, the
+		// other waits in the queue.
 		s := c.submit(t, root, map[string]string{"MIOTOOL": bin, "SUITE": suiteFile, "GPUS": "0",
-			"REPORT_FLAGS": "--backend sim --jobs 1"}, "hosts", "1")
-		c.findProcess(t, jobLimit, "replay", "--deadline", "613s")
-		c.run(t, "scancel", s.array+"_1")
+			"REPORT_FLAGS": "--backend sim --jobs 1"}, "hosts", "2")
+		running := c.findProcess(t, jobLimit, "replay", "--deadline", "613s").getenv("SLURM_ARRAY_TASK_ID")
+		waiting := map[string]string{"1": "2", "2": "1"}[running]
+		if waiting == "" {
+			t.Fatalf("the stopped check runs in task %q", running)
+		}
+		c.run(t, "scancel", s.array+"_"+waiting)
+		c.run(t, "scancel", s.array+"_"+running)
 		merge := c.waitJob(t, s.merge, jobLimit)
 		t.Logf("submitted, stopped and merged in %v", time.Since(began).Round(time.Millisecond))
-		if j := c.jobState(t, s.array+"_1"); j.State != "CANCELLED" {
-			t.Errorf("the stopped task: %s, exit %s", j.State, j.ExitCode)
+		for _, task := range []string{running, waiting} {
+			if j := c.jobState(t, s.array+"_"+task); j.State != "CANCELLED" {
+				t.Errorf("task %s: %s, exit %s", task, j.State, j.ExitCode)
+			}
 		}
-		// The merge's exit status is the merged verdict's: interrupted.
-		if merge.State != "FAILED" || merge.ExitCode != "130:0" {
-			t.Errorf("merge job %s: %s, exit %s, want FAILED with exit 130 (interrupted)\n%s", s.merge, merge.State, merge.ExitCode,
+		// A task is missing: the merge exits 2 and says which, above the
+		// checklist of the task that ran.
+		if merge.State != "FAILED" || merge.ExitCode != "2:0" {
+			t.Errorf("merge job %s: %s, exit %s, want FAILED with exit 2 (a task is missing)\n%s", s.merge, merge.State, merge.ExitCode,
 				readFile(t, filepath.Join(s.dir, "merge.log")))
 		}
-		log := readFile(t, filepath.Join(s.dir, "task-1.log"))
+		md := readFile(t, filepath.Join(s.dir, "checklist.md"))
+		wantTop := "**Missing: 1 of 2 hosts left no result; this checklist holds only the others.**\n- task " + waiting + " of 2 (see "
+		if !strings.HasPrefix(md, wantTop) || !strings.Contains(md, "### Suite stopped: INTERRUPTED") || !strings.Contains(md, "| Interrupted after ") {
+			t.Errorf("checklist.md, want it to start %q:\n%s", wantTop, md)
+		}
+		log := readFile(t, filepath.Join(s.dir, "task-"+running+".log"))
 		if !strings.Contains(log, "exit 143, result in ") {
 			t.Errorf("task log:\n%s", log)
 		}
@@ -116,10 +131,6 @@ checks:
 		}
 		if !after.NotRun() || after.Met() {
 			t.Errorf("after: %+v", after.Runs)
-		}
-		md := readFile(t, filepath.Join(s.dir, "checklist.md"))
-		if !strings.Contains(md, "### Suite stopped: INTERRUPTED") || !strings.Contains(md, "| Interrupted after ") {
-			t.Errorf("checklist.md:\n%s", md)
 		}
 	})
 }
