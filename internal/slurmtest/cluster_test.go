@@ -68,8 +68,9 @@ func startCluster(t *testing.T) *cluster {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: slurmd starts each job as the user who submitted it (CI runs .ci/run as root)")
 	}
-	// munged wants the folders on its socket's path open to everyone,
-	// which t.TempDir's are not.
+	// Every process of the cluster runs as root: munged is told (--force)
+	// to start although a folder on its socket's path is closed to
+	// others, as TMPDIR is under go test and the mutation check.
 	dir, err := os.MkdirTemp("", "miotool-slurm-")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func startCluster(t *testing.T) *cluster {
 		"TMPDIR=" + filepath.Join(dir, "tmp"), "SLURM_CONF=" + c.conf, "LANG=C",
 	}
 
-	c.start(t, "munged", "munged", "-F", "--key-file="+keyFile, "--socket="+socket,
+	c.start(t, "munged", "munged", "-F", "--force", "--key-file="+keyFile, "--socket="+socket,
 		"--pid-file="+filepath.Join(dir, "run", "munged.pid"), "--seed-file="+filepath.Join(dir, "munge", "seed"),
 		"--log-file="+filepath.Join(dir, "log", "munged.log"))
 	c.await(t, "munged's socket", func() bool { _, err := os.Stat(socket); return err == nil })
