@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,17 +37,15 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	var caught atomic.Pointer[Interruption]
-	// settled is set once the exit status is decided and the result is
-	// written to say it: a signal after that is too late to change either.
-	var settled atomic.Bool
+	state := &interruptState{cancel: cancel}
 	go func() {
 		select {
 		case sig := <-sigs:
+			// A second signal ends the process at once, as if miotool
+			// did not catch it; one that comes after the exit status is
+			// settled changes nothing.
 			signal.Stop(sigs)
-			in := &Interruption{Signal: sig}
-			caught.Store(in)
-			cancel(in)
+			state.catch(&Interruption{Signal: sig})
 		case <-ctx.Done():
 		}
 	}()
@@ -63,13 +60,15 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	defer signal.Stop(pipes)
 	defer handleQuit(f.IOStreams.ErrOut)()
 	defer func() {
-		// Whatever the command made of it, a run the user stopped ends
-		// with the signal's status.
-		if in := caught.Load(); in != nil && !settled.Load() {
+		// Whatever the command made of it (a panic included), a run the
+		// user stopped before its status was settled ends with the
+		// signal's status.
+		if in := state.unsettled(); in != nil {
 			code = in.ExitCode()
 		}
 	}()
 	f.Context = ctx
+	f.interrupts = state
 	f.Args = args
 
 	ios := f.IOStreams
@@ -101,8 +100,7 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	}
 	code = ExitCodeOf(err)
 	var why error = err
-	settled.Store(true)
-	if in := caught.Load(); in != nil {
+	if in := state.settle(); in != nil {
 		code, why = in.ExitCode(), in
 	}
 	if p := out.pending; p != nil {

@@ -105,6 +105,14 @@ type document interface {
 	// reports false when the document cannot say it and must not be
 	// written.
 	settle(code int, why error) bool
+	// fail makes the document say that the run failed with err, which
+	// came beside it: an ERROR, whose exit status is err's.
+	fail(err error)
+	// interrupt makes the document say that in stopped the run: what
+	// was measured stays, the verdict is INTERRUPTED (unless the run
+	// said so itself, in its own words) and the exit status the
+	// signal's.
+	interrupt(in *Interruption)
 	// render writes the document in format f.
 	render(w io.Writer, f report.Format, opts report.Options) error
 	junit(w io.Writer) error
@@ -247,6 +255,29 @@ func (d resultDocument) settle(code int, why error) bool {
 	return true
 }
 
+func (d resultDocument) fail(err error) {
+	r := d.r
+	code := ExitCodeOf(err)
+	if r.Verdict != report.Interrupted {
+		r.Verdict, r.Status, r.Summary = report.Error, "", oneLineErr(exitErrorOf(err))
+	}
+	r.ExitStatus = 0
+	if code != r.Verdict.ExitCode() {
+		r.ExitStatus = code
+	}
+}
+
+func (d resultDocument) interrupt(in *Interruption) {
+	r := d.r
+	if r.Verdict != report.Interrupted {
+		r.Verdict, r.Status, r.Summary = report.Interrupted, "", in.Error()
+	}
+	r.ExitStatus = 0
+	if code := in.ExitCode(); code != r.Verdict.ExitCode() {
+		r.ExitStatus = code
+	}
+}
+
 func (d resultDocument) render(w io.Writer, f report.Format, opts report.Options) error {
 	return report.Render(w, f, d.r, opts)
 }
@@ -302,6 +333,21 @@ func (d suiteDocument) settle(code int, why error) bool {
 		s.ExitStatus = code
 	}
 	return true
+}
+
+func (d suiteDocument) fail(err error) {
+	d.s.Failure = oneLineErr(exitErrorOf(err))
+}
+
+func (d suiteDocument) interrupt(in *Interruption) {
+	s := d.s
+	if s.Interrupted == "" && s.Verdict() != report.Interrupted {
+		s.Interrupted = in.Error()
+	}
+	s.ExitStatus = 0
+	if code := in.ExitCode(); code != s.Verdict().ExitCode() {
+		s.ExitStatus = code
+	}
 }
 
 func (d suiteDocument) render(w io.Writer, f report.Format, opts report.Options) error {

@@ -20,7 +20,6 @@ import (
 type RulesOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
-	Context     context.Context
 	CommandLine string
 	OpenDevice  cli.OpenFunc
 	Now         func() time.Time
@@ -88,18 +87,7 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
   # Only the allocation and free cells, as a table for a pull request
   miotool rules --action malloc,free --format markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.DeviceRunE(f, opts, runF),
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
@@ -117,9 +105,8 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 }
 
 // Complete reads the global options and the actions --action names.
-func (o *RulesOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *RulesOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	o.Global = f.Global
-	o.Context = cmd.Context()
 	o.CommandLine = f.CommandLine()
 	o.DialectSet = cmd.Flags().Changed("dialect")
 	o.Actions = nil
@@ -153,20 +140,25 @@ func (o *RulesOptions) Validate() error {
 	return nil
 }
 
-// Run measures the matrix and writes the result. An interruption stops
-// the probe at once: the cells measured so far are the INTERRUPTED
-// result, with the signal's exit status in it, and nothing is written to
-// --write-expect. A probe that stopped leaves the device to the process's
-// exit, since a cell it abandoned may still run (see rules.Probe).
-func (o *RulesOptions) Run() error {
-	start := o.Now()
-	dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
-	if err != nil {
-		r := cli.OpenFailedResult("rules", o.CommandLine, start, o.Now(), o.Global.Backend, sel, err)
-		return cli.RenderResult(o.IO, o.Global.Format, r)
-	}
-	r := cli.StartResult("rules", o.CommandLine, start, sel, dev)
-	o.Verbosef("backend %s (%s) on %s", sel.Chosen, cli.SelectionReason(sel), dev.Props())
+// Device opens the selected backend's device with the simulator's dialect.
+func (o *RulesOptions) Device() cli.DeviceRequest {
+	return cli.DeviceRequest{Check: "rules", Open: func(check string, start time.Time) (hip.Device, *report.Result, func()) {
+		dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
+		if err != nil {
+			return nil, cli.OpenFailedResult(check, o.CommandLine, start, o.Now(), o.Global.Backend, sel, err), nil
+		}
+		return dev, cli.StartResult(check, o.CommandLine, start, sel, dev), nil
+	}}
+}
+
+// RunOn measures the matrix on d and judges it. An interruption stops the
+// probe at once: the cells measured so far are the INTERRUPTED result, and
+// nothing is written to --write-expect. A probe that stopped leaves the
+// device to the process's exit, since a cell it abandoned may still run
+// (see rules.Probe).
+func (o *RulesOptions) RunOn(ctx context.Context, d *cli.Device) (*report.Result, error) {
+	start, r, dev := d.Result.Started, d.Result, d.Device
+	o.Verbosef("backend %s (%s) on %s", r.Backend, r.BackendReason, dev.Props())
 	if p := dev.Props(); p.Backend != string(hip.BackendSim) && o.DialectSet && o.Dialect != dev.Dialect() {
 		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", o.Dialect, p.Backend, dev.Dialect())
 	}
@@ -175,22 +167,20 @@ func (o *RulesOptions) Run() error {
 		update(n, total)
 		o.Verbosef("cell %d of %d measured", n, total)
 	}
-	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: progress})
+	m, probeErr := rules.Probe(ctx, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: progress})
 	done()
-	interrupted := cli.Interrupted(o.Context)
 	why := ""
-	if interrupted != nil {
-		why = cli.InterruptedReason(o.Context).Error()
-		r.ExitStatus = cli.ExitCodeOf(interrupted)
+	if ctx.Err() != nil {
+		why = cli.InterruptedReason(ctx).Error()
 	}
-	if probeErr == nil {
-		defer dev.Close()
+	if probeErr != nil {
+		d.LeaveOpen()
 	}
 	fill(r, m, o.expectation, rules.Summarize(m, o.expectation), probeErr, why, o.Now())
 
 	if o.WriteExpect != "" {
 		switch {
-		case interrupted != nil || probeErr != nil:
+		case why != "" || probeErr != nil:
 			r.Note("--write-expect %s: not written, since the probe did not measure every cell", o.WriteExpect)
 		default:
 			if n, err := writeExpectation(o, m, start); err != nil {
@@ -200,11 +190,7 @@ func (o *RulesOptions) Run() error {
 			}
 		}
 	}
-	err = cli.RenderResult(o.IO, o.Global.Format, r)
-	if interrupted != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
-		return interrupted
-	}
-	return err
+	return r, nil
 }
 
 // writeExpectation writes the valid measured cells and returns their
