@@ -210,6 +210,9 @@ func (f *Factory) Finish(out *Outcome, runErr error) error {
 	in := f.settle()
 	if runErr != nil {
 		out.doc.fail(runErr)
+		if out.err == nil {
+			out.err = exitErrorOf(runErr) // said on stderr as it is
+		}
 	}
 	if in != nil {
 		out.doc.interrupt(in)
@@ -220,7 +223,7 @@ func (f *Factory) Finish(out *Outcome, runErr error) error {
 		failCode = code // interrupted it stays, whatever else went wrong
 	}
 	if werr := f.IOStreams.writeDocument(f.Global.Format, out.doc, failCode); werr != nil {
-		return werr
+		return &resultExit{werr}
 	}
 	if code == ExitOK {
 		return nil
@@ -228,9 +231,23 @@ func (f *Factory) Finish(out *Outcome, runErr error) error {
 	if out.err != nil {
 		ee := *out.err
 		ee.Code = code
-		return &ee
+		return &resultExit{&ee}
 	}
-	return out.doc.exitError()
+	return &resultExit{out.doc.exitError()}
+}
+
+// resultExit is how a command that wrote its result ends: its status is
+// the result's, which a signal after the status was settled does not
+// change.
+type resultExit struct{ err error }
+
+func (e *resultExit) Error() string { return e.err.Error() }
+func (e *resultExit) Unwrap() error { return e.err }
+
+// isResultExit reports whether err ends a command that wrote its result.
+func isResultExit(err error) bool {
+	var re *resultExit
+	return errors.As(err, &re)
 }
 
 // interruptState is what Main and the runner share about the signal that
@@ -243,11 +260,17 @@ type interruptState struct {
 	cancel  context.CancelCauseFunc
 }
 
+// caughtHook, when set (tests), is told each signal catch handled.
+var caughtHook func(took bool)
+
 // catch records in and cancels the run, unless the status is settled; it
 // reports whether it did.
-func (s *interruptState) catch(in *Interruption) bool {
+func (s *interruptState) catch(in *Interruption) (took bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if caughtHook != nil {
+		defer func() { caughtHook(took) }()
+	}
 	if s.settled {
 		return false
 	}

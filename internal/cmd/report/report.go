@@ -136,7 +136,7 @@ Suite file (YAML):
 func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	o.Global = f.Global
 	o.ConfigUsed = f.ConfigUsed
-	o.spellings = suiteSpellings(cmd.Root())
+	o.spellings = SuiteSpellings(cmd.Root())
 	o.variants = nil
 	for _, e := range o.Env {
 		if e == "" {

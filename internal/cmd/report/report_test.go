@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/report"
@@ -258,7 +259,9 @@ func TestReportJSONReadsBack(t *testing.T) {
 	s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass,
 		Runs: []report.SuiteRun{{Host: "h", Iteration: 1, Order: 1, Verdict: report.Pass}}}}
 	ios, _, out, _ := cli.Test()
-	if err := cli.RenderSuite(ios, report.JSON, s); err != nil {
+	f := cli.NewFactory(ios, buildinfo.Info{})
+	f.Global.Format = report.JSON
+	if err := f.Finish(cli.Suite(s), nil); err != nil {
 		t.Fatal(err)
 	}
 	back, err := report.ReadSuiteJSON(out)

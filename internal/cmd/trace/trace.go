@@ -24,15 +24,14 @@ import (
 type TraceOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
-	Context     context.Context
 	CommandLine string
 	Now         func() time.Time
 	Verbosef    func(format string, args ...any)
 	// Environ is the program's environment (os.Environ).
 	Environ func() []string
-	// Run traces a program (trace.Run) and BuildObserver builds the
-	// observer (trace.Build); tests replace them.
-	Run           func(context.Context, trace.Options) (*trace.Result, error)
+	// TraceProgram traces a program (trace.Run) and BuildObserver builds
+	// the observer (trace.Build); tests replace them.
+	TraceProgram  func(context.Context, trace.Options) (*trace.Result, error)
 	BuildObserver func(context.Context, trace.BuildOptions) (string, error)
 
 	Timeout  time.Duration
@@ -50,7 +49,7 @@ const usageLine = "miotool trace [flags] -- PROGRAM [ARGS...]"
 // NewCmdTrace builds `miotool trace`; runF, when set, replaces the run function.
 func NewCmdTrace(f *cli.Factory, runF func(*TraceOptions) error) *cobra.Command {
 	opts := &TraceOptions{IO: f.IOStreams, Now: f.Now, Verbosef: f.Verbosef, Environ: os.Environ,
-		Run: trace.Run, BuildObserver: trace.Build}
+		TraceProgram: trace.Run, BuildObserver: trace.Build}
 	cmd := &cobra.Command{
 		Use:   "trace [flags] -- PROGRAM [ARGS...]",
 		Short: "Run any program and name the call that broke its stream capture: thread, stream, library",
@@ -120,18 +119,7 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
   # miotool's own pre-fix reclaim under the trace: FAIL naming cuStreamQuery
   miotool trace -- miotool --backend cuda capture --mode=global --reclaim=lazy`,
 		Args: programArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.RunTrace()
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	// A flag miotool does not know is most often the program's, given
 	// without -- before it.
@@ -203,10 +191,6 @@ func programArgs(cmd *cobra.Command, args []string) error {
 // Complete reads the global options and the program.
 func (o *TraceOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	o.Global = f.Global
-	o.Context = cmd.Context()
-	if o.Context == nil {
-		o.Context = f.Context
-	}
 	o.CommandLine = f.CommandLine()
 	o.Program, o.Args = args[0], args[1:]
 	return nil
@@ -257,13 +241,9 @@ func interruptSignal(ctx context.Context) func() syscall.Signal {
 	}
 }
 
-// RunTrace builds the observer when none is given, runs the program under
-// it, and writes the judged result.
-func (o *TraceOptions) RunTrace() error {
-	ctx := o.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+// Run builds the observer when none is given, runs the program under it,
+// and judges what the observer saw.
+func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	start := o.Now()
 	r := report.New("trace", o.CommandLine, start)
 	observer := o.Observer
@@ -272,11 +252,11 @@ func (o *TraceOptions) RunTrace() error {
 		var err error
 		observer, err = o.BuildObserver(ctx, trace.BuildOptions{})
 		if err != nil {
-			return o.buildFailed(ctx, r, err)
+			return cli.Single(o.buildFailed(ctx, r, err)), nil
 		}
 	}
 	o.Verbosef("trace observer: %s", observer)
-	res, err := o.Run(ctx, trace.Options{
+	res, err := o.TraceProgram(ctx, trace.Options{
 		Program: o.Program, Args: o.Args, Env: o.Environ(),
 		Stdin: o.IO.In, Stdout: o.IO.Out, Stderr: o.IO.ErrOut,
 		Timeout: o.Timeout, Observer: observer, InterruptSignal: interruptSignal(ctx),
@@ -284,24 +264,24 @@ func (o *TraceOptions) RunTrace() error {
 	if err != nil {
 		var ue *trace.UsageError
 		if errors.As(err, &ue) {
-			return cli.UsageError(err)
+			return nil, cli.UsageError(err)
 		}
-		return fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
 	rules, err := trace.BuiltinRules()
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
 	j := trace.Judge(res, o.Strict)
 	fill(r, res, j, rules)
 	r.Finish(reportVerdict(j.Verdict), headlineSummary(res, j), o.Now())
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	return cli.Single(r), nil
 }
 
 // buildFailed is the result of a trace whose observer could not be built:
 // SKIP when there is no compiler (exit 4, with what to install),
 // INTERRUPTED when miotool was, ERROR when the compiler failed.
-func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err error) error {
+func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err error) *report.Result {
 	var nc *trace.NoCompilerError
 	var be *trace.BuildError
 	switch {
@@ -320,5 +300,5 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 		r.Finish(report.Error, fmt.Sprintf("the trace observer: %v: %s", err, prebuiltHint), o.Now())
 	}
 	r.Note("the program was not started: %s", report.JoinCommandLine(append([]string{o.Program}, o.Args...)))
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	return r
 }

@@ -32,9 +32,11 @@ func withRun(runF func(*TraceOptions) error) func(*cli.Factory) *cobra.Command {
 // faked runs the trace with fake observer builds and runs.
 func faked(build func(context.Context, trace.BuildOptions) (string, error),
 	run func(context.Context, trace.Options) (*trace.Result, error)) func(*cli.Factory) *cobra.Command {
-	return withRun(func(o *TraceOptions) error {
-		o.BuildObserver, o.Run = build, run
-		return o.RunTrace()
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command {
+		return cli.AddOutputFlags(f, NewCmdTrace(f, func(o *TraceOptions) error {
+			o.BuildObserver, o.TraceProgram = build, run
+			return f.Finish(o.Run(f.Context))
+		}))
 	})
 }
 
