@@ -229,13 +229,52 @@ type job struct {
 
 var endedStates = []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
 
-// jobState reads a job's state and exit code (for an array job, of its
-// first task).
+// jobState reads a job's state and exit code.
 func (c *cluster) jobState(t *testing.T, id string) job {
 	t.Helper()
-	out := c.run(t, "scontrol", "-o", "show", "job", id)
+	return parseJob(strings.Split(c.run(t, "scontrol", "-o", "show", "job", id), "\n")[0])
+}
+
+// taskStates reads the state of each task of an array job, by task id. A
+// task cancelled while it waited is listed in the array's own record.
+func (c *cluster) taskStates(t *testing.T, array string) map[string]job {
+	t.Helper()
+	out := c.run(t, "scontrol", "-o", "show", "job", array)
+	tasks := map[string]job{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		for _, field := range strings.Fields(line) {
+			if ids, ok := strings.CutPrefix(field, "ArrayTaskId="); ok {
+				for _, id := range taskIDs(ids) {
+					tasks[id] = parseJob(line)
+				}
+			}
+		}
+	}
+	return tasks
+}
+
+// taskIDs are the ids scontrol lists as "3", "2-3" or "1,4-5" (tasks
+// that wait share one record), each on its own.
+func taskIDs(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(strings.Trim(s, "[]"), ",") {
+		lo, hi, isRange := strings.Cut(strings.Split(part, "%")[0], "-")
+		a, errA := strconv.Atoi(lo)
+		b, errB := strconv.Atoi(hi)
+		if !isRange || errA != nil || errB != nil {
+			out = append(out, part)
+			continue
+		}
+		for i := a; i <= b; i++ {
+			out = append(out, strconv.Itoa(i))
+		}
+	}
+	return out
+}
+
+func parseJob(line string) job {
 	var j job
-	for _, field := range strings.Fields(strings.Split(out, "\n")[0]) {
+	for _, field := range strings.Fields(line) {
 		if v, ok := strings.CutPrefix(field, "JobState="); ok {
 			j.State = v
 		}
