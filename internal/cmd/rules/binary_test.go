@@ -84,6 +84,8 @@ func TestRulesBinaryBadInput(t *testing.T) {
 		{"spin negative", []string{"--spin", "-1s"}, "miotool: --spin -1s: want a positive duration up to 10s"},
 		{"unknown action", []string{"--action", "mallocc"}, `miotool: --action: unknown action "mallocc"`},
 		{"unknown dialect", []string{"--dialect", "opencl"}, `miotool: invalid argument "opencl" for "--dialect" flag`},
+		{"a table of another runtime", []string{"--dialect", "hip", "--expect", h200Expectations(t)},
+			"miotool: --expect " + h200Expectations(t) + " holds cuda rules, but the device speaks hip"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := cmdtest.Snapshot(t, u.all()...)
