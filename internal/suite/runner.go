@@ -157,14 +157,9 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		return nil, err
 	}
 	jobs := max(opts.Jobs, 1)
-	var shardNote string
-	if !opts.Shard.Whole() {
-		if err := CheckShard(f, opts.Shard); err != nil {
-			return nil, err
-		}
-		plan := PlanShard(f, opts.Shard, opts.Durations, opts.DurationsFrom)
-		shardNote = plan.Note(f)
-		f = f.only(plan.Checks)
+	f, shardNotes, err := shardPart(f, opts)
+	if err != nil {
+		return nil, err
 	}
 
 	res := report.NewSuiteResult(f.Name, now())
@@ -176,9 +171,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	for _, v := range opts.Variants {
 		res.Options.Variants = append(res.Options.Variants, v.Label)
 	}
-	if shardNote != "" {
-		res.Notes = append(res.Notes, shardNote)
-	}
+	res.Notes = append(res.Notes, shardNotes...)
 	for _, p := range f.Programs() {
 		res.Notes = append(res.Notes, "other code than miotool's, as the user allowed: "+p)
 	}
@@ -265,6 +258,19 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	res.Duration = now().Sub(res.Started)
 	return res, runErr
+}
+
+// shardPart is the part of f that opts' shard runs, and the note that
+// names it; f itself, and no note, for the whole suite.
+func shardPart(f *File, opts Options) (*File, []string, error) {
+	if opts.Shard.Whole() {
+		return f, nil, nil
+	}
+	if err := CheckShard(f, opts.Shard); err != nil {
+		return nil, nil, err
+	}
+	plan := PlanShard(f, opts.Shard, opts.Durations, opts.DurationsFrom)
+	return f.only(plan.Checks), []string{plan.Note(f)}, nil
 }
 
 // removeScratchDB removes a suite run's scratch find-db folder, and the
