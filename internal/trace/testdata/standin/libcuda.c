@@ -29,6 +29,9 @@ struct CUevent_st {
 struct CUgraph_st {
     int nodes;
 };
+struct CUgraphExec_st {
+    struct CUgraph_st *graph;
+};
 
 /* ---- CUPTI's side: what the stand-in libcupti registers ---- */
 
@@ -317,4 +320,62 @@ EXPORT mt_CUresult cuDeviceGetAttribute(int *pi, mt_CUdevice_attribute attrib, m
                 : attrib == MT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
                                                                             : 0,
           OK));
+}
+
+/* ---- graphs, built node by node or captured, instantiated, launched ---- */
+
+EXPORT mt_CUresult cuStreamIsCapturing(mt_CUstream s, mt_CUstreamCaptureStatus *status) {
+    mt_cuStreamQuery_params p = {s};
+    CALL(29, "cuStreamIsCapturing", p, (*status = s ? (mt_CUstreamCaptureStatus)s->status : NONE, OK));
+}
+
+static mt_CUresult get_nodes(mt_CUgraph g, mt_CUgraphNode *nodes, size_t *n) {
+    if (!g || !n)
+        return INVALID_VALUE;
+    if (nodes)
+        for (int i = 0; i < g->nodes && (size_t)i < *n; i++)
+            nodes[i] = (mt_CUgraphNode)(uintptr_t)(i + 1);
+    *n = (size_t)g->nodes;
+    return OK;
+}
+
+EXPORT mt_CUresult cuGraphGetNodes(mt_CUgraph g, mt_CUgraphNode *nodes, size_t *n) {
+    struct { mt_CUgraph hGraph; mt_CUgraphNode *nodes; size_t *numNodes; } p = {g, nodes, n};
+    CALL(30, "cuGraphGetNodes", p, get_nodes(g, nodes, n));
+}
+
+EXPORT mt_CUresult cuGraphCreate(mt_CUgraph *g, unsigned int flags) {
+    struct { mt_CUgraph *phGraph; unsigned int flags; } p = {g, flags};
+    CALL(31, "cuGraphCreate", p, (*g = calloc(1, sizeof **g), OK));
+}
+
+/* The kernel's parameters are not looked at: a node is counted. */
+EXPORT mt_CUresult cuGraphAddKernelNode(mt_CUgraphNode *node, mt_CUgraph g, const mt_CUgraphNode *deps, size_t ndeps,
+                                        const void *params) {
+    struct { mt_CUgraphNode *phGraphNode; mt_CUgraph hGraph; const mt_CUgraphNode *dependencies; size_t numDependencies;
+             const void *nodeParams; } p = {node, g, deps, ndeps, params};
+    CALL(32, "cuGraphAddKernelNode_v2", p, (*node = (mt_CUgraphNode)(uintptr_t)++g->nodes, OK));
+}
+
+static mt_CUresult instantiate(mt_CUgraphExec *exec, mt_CUgraph g) {
+    if (!g)
+        return INVALID_VALUE;
+    *exec = calloc(1, sizeof **exec);
+    (*exec)->graph = g;
+    return OK;
+}
+
+EXPORT mt_CUresult cuGraphInstantiateWithFlags(mt_CUgraphExec *exec, mt_CUgraph g, unsigned long long flags) {
+    struct { mt_CUgraphExec *phGraphExec; mt_CUgraph hGraph; unsigned long long flags; } p = {exec, g, flags};
+    CALL(33, "cuGraphInstantiateWithFlags", p, instantiate(exec, g));
+}
+
+EXPORT mt_CUresult cuGraphLaunch(mt_CUgraphExec exec, mt_CUstream s) {
+    mt_cuGraphLaunch_params p = {exec, s};
+    CALL(34, "cuGraphLaunch", p, locked(enqueue, s));
+}
+
+EXPORT mt_CUresult cuGraphExecDestroy(mt_CUgraphExec exec) {
+    struct { mt_CUgraphExec hGraphExec; } p = {exec};
+    CALL(35, "cuGraphExecDestroy", p, (free(exec), OK));
 }
