@@ -424,7 +424,17 @@ static void mt_chain_injection(void) {
     mt_note("inject", "chained", msg);
 }
 
-MT_EXPORT int InitializeInjection(void) {
+/* This copy's own entry points: inside the library, their exported names
+ * are bound to the first copy's when another copy of the observer was
+ * loaded first. */
+static int mt_initialize(void);
+MT_EXPORT int InitializeInjection(void) __attribute__((alias("mt_initialize")));
+static mt_CUptiResult mt_subscribe_hook(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+                                        void *userdata);
+MT_EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+                                        void *userdata) __attribute__((alias("mt_subscribe_hook")));
+
+static int mt_initialize(void) {
     static atomic_int done;
     if (atomic_exchange(&done, 1))
         return 1;
@@ -433,7 +443,7 @@ MT_EXPORT int InitializeInjection(void) {
         /* The driver loaded another copy of the observer than the one the
          * program preloaded: that one reports. */
         int (*first)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
-        return first && first != InitializeInjection ? first() : 1;
+        return first && first != mt_initialize ? first() : 1;
     }
     if (mt_tracing)
         mt_subscribe();
@@ -445,7 +455,7 @@ MT_EXPORT int InitializeInjection(void) {
  * reach this one first: CUPTI's answer goes back unchanged, and a refusal
  * while the trace holds CUPTI's one subscription is told to miotool, who
  * tells the user. */
-MT_EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+static mt_CUptiResult mt_subscribe_hook(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
                                         void *userdata) {
     static _Atomic(void *) real_slot;
     mt_cuptiSubscribe_fn real = (mt_cuptiSubscribe_fn)atomic_load(&real_slot);
@@ -459,8 +469,8 @@ MT_EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, m
         for (size_t i = 0; !real && i < sizeof sonames / sizeof sonames[0]; i++)
             if ((h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD)))
                 real = (mt_cuptiSubscribe_fn)dlsym(h, "cuptiSubscribe");
-        if (real == cuptiSubscribe)
-            real = NULL;
+        if (real == mt_subscribe_hook || real == cuptiSubscribe)
+            real = NULL; /* never this one, nor the first copy's */
         if (real)
             atomic_store(&real_slot, (void *)real);
     }

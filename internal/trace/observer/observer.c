@@ -63,9 +63,12 @@
 
 /* What miotool looks for in a library before it runs a program with it (an
  * allocated section survives strip), and what a second copy of the
- * observer in the same process finds first (see mt_init_process). */
-MT_EXPORT const char miotool_observer[] __attribute__((section(".miotool_observer"), used)) =
+ * observer in the same process finds first (see mt_init_process). The
+ * exported name is an alias: inside this library, the exported name would
+ * be bound to the first copy's, the hidden one is this copy's own. */
+static const char mt_marker[] __attribute__((section(".miotool_observer"), used)) =
     "miotool-observer wire=" MT_WIRE " source=" MT_SOURCE_ID;
+extern const char miotool_observer[sizeof mt_marker] __attribute__((alias("mt_marker"), visibility("default")));
 
 atomic_int mt_active;
 int mt_tracing;
@@ -723,7 +726,7 @@ static void mt_hello(const char *kind) {
     mt_start(&r, kind, mt_now());
     mt_put_u(&r, (unsigned long long)getppid());
     mt_put_str(&r, mt_exe, sizeof mt_exe);
-    mt_put_str(&r, miotool_observer, 256);
+    mt_put_str(&r, mt_marker, 256);
     mt_send(&r);
 }
 
@@ -783,7 +786,7 @@ void mt_init_process(void) {
      * another miotool) loaded first does the reporting; this one stays
      * silent, so that no call is reported twice. */
     const void *first = dlsym(RTLD_DEFAULT, "miotool_observer");
-    mt_duplicate = first && first != (const void *)miotool_observer;
+    mt_duplicate = first && first != (const void *)mt_marker;
     mt_trace_addresses(mt_duplicate ? NULL : getenv("MIOTOOL_TRACE_SOCKET"));
     mt_tracing = mt_naddr > 0;
     /* Load the unwinder now, not inside the first refused call. */

@@ -138,15 +138,13 @@ static stream_t a, b;
 
 static void say(const char *what, status_t r) { printf("%s: %s %u\n", scenario, what, (unsigned)r); }
 
-/* Runs fn on a thread of its own, named "worker" (the trace names a
- * thread by its OS name). */
 static void on_thread(void *(*fn)(void *)) {
     pthread_t t;
     pthread_create(&t, NULL, fn, NULL);
-    pthread_setname_np(t, "worker");
     pthread_join(t, NULL);
 }
 
+/* Named as PyTorch names its threads, so that the trace can name it. */
 EXPORTED void *worker_synchronize(void *unused) {
     (void)unused;
     pthread_setname_np(pthread_self(), "syncer");

@@ -27,6 +27,7 @@ static CUresult native_result;
 
 static void *native_thread(void *unused) {
     (void)unused;
+    pthread_setname_np(pthread_self(), "native-sync");
     native_result = cuCtxSynchronize();
     return NULL;
 }
@@ -35,7 +36,6 @@ static void *native_thread(void *unused) {
 EXPORT CUresult native_refuse(void) {
     pthread_t t;
     pthread_create(&t, NULL, native_thread, NULL);
-    pthread_setname_np(t, "native-sync");
     pthread_join(t, NULL);
     return native_result;
 }
