@@ -364,6 +364,17 @@ func TestObserverTellsWorkOutsideTheCapture(t *testing.T) {
 				t.Errorf("the observer's own stream queries reported as %d calls of the program", n)
 			}
 		})
+		t.Run(rt.name+"/a stream that joined the capture", func(t *testing.T) {
+			o := k.observe(t, rt.prog(k), []string{"launch-joined"})
+			launches := o.calls(map[string]string{"hip": "hipLaunchKernel", "cuda": "cuLaunchKernel"}[rt.name])
+			begins, ends := o.records(kindBegin), o.records(kindEnd)
+			if len(launches) != 1 || len(begins) != 1 || len(ends) != 1 || launches[0].Stream == begins[0].Stream {
+				t.Fatalf("launches %+v, begins %+v", launches, begins)
+			}
+			if launches[0].Outside || ends[0].Result != 0 || ends[0].Nodes < 1 {
+				t.Errorf("a launch into a stream that joined the capture: %+v; end %+v", launches[0], ends[0])
+			}
+		})
 	}
 }
 

@@ -102,6 +102,9 @@ func TestPythonStacks(t *testing.T) {
 	lines := driveLines(t, x.drive)
 	for _, v := range pythonVersions {
 		t.Run(v, func(t *testing.T) {
+			// The versions run side by side: a regression that hangs the
+			// deadlock case costs one limit, not one per version.
+			t.Parallel()
 			py := python(t, v)
 			qualified := minor(v) >= 11
 			log := "log"
@@ -124,6 +127,20 @@ func TestPythonStacks(t *testing.T) {
 				if s[0].Python.Version != v || s[0].Python.ThreadName != "" || s[0].ThreadName == "" {
 					t.Errorf("version %q, threading name %q (read only with the GIL), OS name %q", s[0].Python.Version, s[0].Python.ThreadName, s[0].ThreadName)
 				}
+			})
+			t.Run("another thread, GIL released, PyGILState_Check off", func(t *testing.T) {
+				// PyGILState_Check answers 1 after a sub-interpreter was
+				// made: the public API must not be taken for safe then.
+				o := pyRun(t, k, x, py, x.drive, "released-subinterpreter")
+				s := o.calls("cuCtxSynchronize")
+				if len(s) != 1 || s[0].Python.ThreadName != "" {
+					t.Fatalf("refused synchronize: %+v (a threading name is read only with the GIL)", s)
+				}
+				want := "log"
+				if minor(v) == 13 {
+					want = "Metrics.log"
+				}
+				wantFrames(t, "released", s[0].Python, x.drive, lines, [][2]string{{"sync", want}, {"metrics_thread", "metrics_thread"}})
 			})
 			t.Run("another thread, GIL held", func(t *testing.T) {
 				o := pyRun(t, k, x, py, x.drive, "held")

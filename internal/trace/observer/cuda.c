@@ -307,7 +307,7 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
             mt_stream_gone(MT_API_CUDA, stream);
         break;
     }
-    if (!mt_any_capture() || mt_own_call)
+    if (!mt_any_capture())
         return;
     int outside = (info & MT_ENQUEUES) && result == 0 && mt_cuda_outside(stream);
     mt_call(MT_API_CUDA, cb->functionName, stream, mt_handle_at(cb->functionParams, (info >> 10) & 63), result,

@@ -52,6 +52,8 @@ status_t cuStreamEndCapture(mt_CUstream, mt_CUgraph *);
 status_t cuThreadExchangeStreamCaptureMode(mt_CUstreamCaptureMode *);
 status_t cuGraphDestroy(mt_CUgraph);
 status_t cuGraphCreate(mt_CUgraph *, unsigned int);
+status_t cuStreamWaitEvent(mt_CUstream, mt_CUevent, unsigned int);
+#define WAIT(s, e) cuStreamWaitEvent(s, e, 0)
 status_t cuGraphAddKernelNode(mt_CUgraphNode *, mt_CUgraph, const mt_CUgraphNode *, size_t, const void *);
 status_t cuGraphInstantiateWithFlags(mt_CUgraphExec *, mt_CUgraph, unsigned long long);
 status_t cuGraphLaunch(mt_CUgraphExec, mt_CUstream);
@@ -102,6 +104,8 @@ status_t hipStreamEndCapture(mt_hipStream_t, mt_hipGraph_t *);
 status_t hipThreadExchangeStreamCaptureMode(mt_hipStreamCaptureMode *);
 status_t hipGraphDestroy(mt_hipGraph_t);
 status_t hipGraphCreate(mt_hipGraph_t *, unsigned int);
+status_t hipStreamWaitEvent(mt_hipStream_t, mt_hipEvent_t, unsigned int);
+#define WAIT(s, e) hipStreamWaitEvent(s, e, 0)
 status_t hipGraphAddKernelNode(mt_hipGraphNode_t *, mt_hipGraph_t, const mt_hipGraphNode_t *, size_t, const void *);
 status_t hipGraphInstantiateWithFlags(mt_hipGraphExec_t *, mt_hipGraph_t, unsigned long long);
 status_t hipGraphLaunch(mt_hipGraphExec_t, mt_hipStream_t);
@@ -314,6 +318,20 @@ int main(int argc, char **argv) {
         say("begin", BEGIN(a, GLOBAL));
         say("launch", LAUNCH(a));
         say("launch into another stream", LAUNCH(b));
+        end_capture();
+    } else if (!strcmp(scenario, "launch-joined")) {
+        /* b joins a's capture by waiting on an event recorded in it (a
+         * fork), works, and a waits on b (the join): b's launch is inside
+         * the capture, though b is not the stream it began on. */
+        event_t fork_, join_;
+        EVENT(&fork_);
+        EVENT(&join_);
+        say("begin", BEGIN(a, GLOBAL));
+        RECORD(fork_, a);
+        say("b joins", WAIT(b, fork_));
+        say("launch into the joined stream", LAUNCH(b));
+        RECORD(join_, b);
+        say("a waits on b", WAIT(a, join_));
         end_capture();
     } else if (!strcmp(scenario, "graph-no-capture")) {
         graph_without_capture();

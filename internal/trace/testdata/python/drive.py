@@ -75,6 +75,15 @@ def main():
     begin()
     if scenario == "released":
         on_thread(metrics_thread, cuda, name="metrics")
+    elif scenario == "released-subinterpreter":
+        # A sub-interpreter turns PyGILState_Check off: it answers 1 on
+        # every thread from then on, the GIL held or not.
+        try:
+            import _xxsubinterpreters as interpreters
+        except ImportError:
+            import _interpreters as interpreters
+        interpreters.create()
+        on_thread(metrics_thread, cuda, name="metrics")
     elif scenario == "held":
         on_thread(metrics_thread, cuda_held, name="metrics")
     elif scenario == "query-released":

@@ -21,6 +21,7 @@
 struct CUstream_st {
     int status, mode, nodes;
     pid_t owner;
+    struct CUstream_st *origin; /* the capture it joined by waiting on one of its events */
 };
 struct CUevent_st {
     struct CUstream_st *captured_in;
@@ -107,13 +108,46 @@ static mt_CUresult device_sync(void *arg) {
     return invalidate(0) ? UNSUPPORTED : OK;
 }
 
+/* Work on a stream: a node of the capture it belongs to (its own, or the
+ * one it joined). */
 static mt_CUresult enqueue(void *arg) {
     struct CUstream_st *s = arg;
-    if (s && s->status == ACTIVE)
-        s->nodes++;
-    else if (s && s->status == INVALIDATED)
+    struct CUstream_st *capture = s && s->origin ? s->origin : s;
+    if (s && s->status == ACTIVE && capture->status == ACTIVE)
+        capture->nodes++;
+    else if (s && (s->status == INVALIDATED || capture->status == INVALIDATED))
         return INVALIDATED_ERR;
     return OK;
+}
+
+/* Streams that joined a capture, until it ends. */
+static struct CUstream_st *joined[MAX];
+
+/* A stream that waits on an event recorded in a capture joins it, as
+ * CUDA's cross-stream capture does: it captures until the capture ends. */
+static mt_CUresult wait_event(void *arg) {
+    mt_cuStreamWaitEvent_params *p = arg;
+    struct CUstream_st *s = p->hStream, *in = p->hEvent ? p->hEvent->captured_in : NULL;
+    struct CUstream_st *origin = in && in->origin ? in->origin : in;
+    if (origin && origin->status == ACTIVE && s && s != origin && s->status == NONE) {
+        for (int i = 0; i < MAX; i++)
+            if (!joined[i]) {
+                joined[i] = s;
+                s->status = ACTIVE;
+                s->origin = origin;
+                break;
+            }
+    }
+    return enqueue(s);
+}
+
+static void release_joined(struct CUstream_st *origin) {
+    for (int i = 0; i < MAX; i++)
+        if (joined[i] && joined[i]->origin == origin) {
+            joined[i]->status = NONE;
+            joined[i]->origin = NULL;
+            joined[i] = NULL;
+        }
 }
 
 /* ---- the driver API ---- */
@@ -170,6 +204,11 @@ static mt_CUresult record(void *arg) {
 EXPORT mt_CUresult cuEventRecord(mt_CUevent e, mt_CUstream s) {
     mt_cuEventRecord_params p = {e, s};
     CALL(13, "cuEventRecord", p, locked(record, &p));
+}
+
+EXPORT mt_CUresult cuStreamWaitEvent(mt_CUstream s, mt_CUevent e, unsigned int flags) {
+    mt_cuStreamWaitEvent_params p = {s, e, flags};
+    CALL(36, "cuStreamWaitEvent", p, locked(wait_event, &p));
 }
 
 EXPORT mt_CUresult cuEventQuery(mt_CUevent e) {
@@ -261,6 +300,7 @@ static mt_CUresult end(void *arg) {
     if (!s || s->status == NONE)
         return ILLEGAL_STATE;
     drop(s);
+    release_joined(s);
     int status = s->status;
     s->status = NONE;
     *p->phGraph = NULL;
