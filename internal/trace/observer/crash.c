@@ -185,7 +185,15 @@ static void mt_crash_handler(int sig, siginfo_t *si, void *context) {
     errno = saved;
 }
 
+/* The real signal functions, resolved at start-up: the program may call
+ * them from a signal handler, where dlsym is not safe. */
+static _Atomic(mt_signal_fn) mt_real_signal, mt_real_bsd_signal, mt_real_sysv_signal;
+
 void mt_crash_init(void) {
+    mt_sigaction_real();
+    atomic_store(&mt_real_signal, (mt_signal_fn)dlsym(RTLD_NEXT, "signal"));
+    atomic_store(&mt_real_bsd_signal, (mt_signal_fn)dlsym(RTLD_NEXT, "bsd_signal"));
+    atomic_store(&mt_real_sysv_signal, (mt_signal_fn)dlsym(RTLD_NEXT, "sysv_signal"));
     const char *socket = getenv("MIOTOOL_CRASH_SOCKET");
     if (!socket || !socket[0] || !mt_crash_address(socket))
         return;
@@ -232,7 +240,8 @@ MT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 
 /* signal() and its variants as glibc defines them, through the sigaction
  * above (glibc's own call sigaction inside libc, out of reach). */
-static sighandler_t mt_signal_as(int sig, sighandler_t handler, int flags, const char *name) {
+static sighandler_t mt_signal_as(int sig, sighandler_t handler, int flags, _Atomic(mt_signal_fn) *slot,
+                                 const char *name) {
     if (sig > 0 && sig < NSIG && atomic_load_explicit(&mt_watched[sig], memory_order_acquire)) {
         struct sigaction act, old;
         memset(&act, 0, sizeof act);
@@ -244,7 +253,11 @@ static sighandler_t mt_signal_as(int sig, sighandler_t handler, int flags, const
         sigaction(sig, &act, &old);
         return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
     }
-    mt_signal_fn real = (mt_signal_fn)dlsym(RTLD_NEXT, name);
+    mt_signal_fn real = atomic_load(slot);
+    if (!real) {
+        real = (mt_signal_fn)dlsym(RTLD_NEXT, name);
+        atomic_store(slot, real);
+    }
     if (!real) {
         errno = ENOSYS;
         return SIG_ERR;
@@ -252,12 +265,14 @@ static sighandler_t mt_signal_as(int sig, sighandler_t handler, int flags, const
     return real(sig, handler);
 }
 
-MT_EXPORT sighandler_t signal(int sig, sighandler_t handler) { return mt_signal_as(sig, handler, SA_RESTART, "signal"); }
+MT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+    return mt_signal_as(sig, handler, SA_RESTART, &mt_real_signal, "signal");
+}
 
 MT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) {
-    return mt_signal_as(sig, handler, SA_RESTART, "bsd_signal");
+    return mt_signal_as(sig, handler, SA_RESTART, &mt_real_bsd_signal, "bsd_signal");
 }
 
 MT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
-    return mt_signal_as(sig, handler, SA_RESETHAND | SA_NODEFER, "sysv_signal");
+    return mt_signal_as(sig, handler, SA_RESETHAND | SA_NODEFER, &mt_real_sysv_signal, "sysv_signal");
 }

@@ -95,10 +95,17 @@ static MT_TLS int mt_py_busy;
 
 #define MT_SYM(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
 
-/* Looks CPython up, once it is there; never from a signal handler. */
+/* Looks CPython up, once it is there (a program may load it late: at
+ * most once a second while it is not); never from a signal handler. */
 void mt_python_resolve(void) {
-    if (atomic_load_explicit(&py.state, memory_order_acquire) == 1)
+    static _Atomic unsigned long long last_try;
+    int state = atomic_load_explicit(&py.state, memory_order_acquire);
+    if (state == 1)
         return;
+    unsigned long long now = mt_now(), last = atomic_load(&last_try);
+    if (state == -1 && now - last < 1000000000ull)
+        return;
+    atomic_store(&last_try, now);
     pthread_mutex_lock(&mt_py_lock);
     if (atomic_load(&py.state) == 1) {
         pthread_mutex_unlock(&mt_py_lock);
