@@ -128,6 +128,28 @@ func TestPythonStacks(t *testing.T) {
 					t.Errorf("version %q, threading name %q (read only with the GIL), OS name %q", s[0].Python.Version, s[0].Python.ThreadName, s[0].ThreadName)
 				}
 			})
+			t.Run("another thread, GIL released, pinned offsets", func(t *testing.T) {
+				// 3.11 and 3.12 read at offsets pinned to their headers where
+				// a build does not export _Py_DumpTraceback.
+				if m := minor(v); m != 11 && m != 12 {
+					t.Skipf("CPython %s has no such fallback", v)
+				}
+				o := pyRun(t, k, x, py, x.drive, "released", obsEnv(EnvPython+"=offsets"))
+				s := o.calls("cuCtxSynchronize")
+				if len(s) != 1 {
+					t.Fatalf("refused synchronize: %+v", s)
+				}
+				wantFrames(t, "released", s[0].Python, x.drive, lines, [][2]string{{"sync", "Metrics.log"}, {"metrics_thread", "metrics_thread"}})
+				if n := len(s[0].Python.Frames); s[0].Python.Frames[n-1].Function != "Thread._bootstrap" {
+					t.Errorf("outermost frame %s, want Thread._bootstrap", s[0].Python.Frames[n-1])
+				}
+				o = pyRun(t, k, x, py, x.drive, "query-released", obsEnv(EnvPython+"=offsets"))
+				q := o.calls("cuStreamQuery")
+				if len(q) != 1 {
+					t.Fatalf("query: %+v", q)
+				}
+				wantFrames(t, "query", q[0].Python, x.drive, lines, [][2]string{{"query", "capture_step"}, {"main", "main"}})
+			})
 			t.Run("another thread, GIL released, PyGILState_Check off", func(t *testing.T) {
 				// PyGILState_Check answers 1 after a sub-interpreter was
 				// made: the public API must not be taken for safe then.

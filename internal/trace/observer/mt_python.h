@@ -92,6 +92,32 @@ typedef unsigned long (*mt_PyThread_get_thread_ident_fn)(void);
 #define MT_PY310_CODE_NAME 112
 #define MT_PY310_CODEUNIT 2 /* sizeof(_Py_CODEUNIT) */
 
+/* 3.11 and 3.12, where _Py_DumpTraceback is not exported (or
+ * MIOTOOL_TRACE_PYTHON=offsets asks): PyThreadState.cframe, its current
+ * interpreter frame, the frame chain, the code object. */
+#define MT_PY311_TSTATE_CFRAME 56
+#define MT_PY311_CFRAME_CURRENT 8
+#define MT_PY311_FRAME_CODE 32
+#define MT_PY311_FRAME_PREVIOUS 48
+#define MT_PY311_FRAME_PREV_INSTR 56
+#define MT_PY311_FRAME_OWNER 69
+#define MT_PY311_CODE_FILENAME 112
+#define MT_PY311_CODE_QUALNAME 128
+#define MT_PY311_CODE_FIRSTTRACEABLE 168
+#define MT_PY311_CODE_ADAPTIVE 184
+#define MT_PY312_TSTATE_CFRAME 56
+#define MT_PY312_CFRAME_CURRENT 0
+#define MT_PY312_FRAME_CODE 0
+#define MT_PY312_FRAME_PREVIOUS 8
+#define MT_PY312_FRAME_PREV_INSTR 56
+#define MT_PY312_FRAME_OWNER 70
+#define MT_PY312_CODE_FILENAME 112
+#define MT_PY312_CODE_QUALNAME 128
+#define MT_PY312_CODE_FIRSTTRACEABLE 176
+#define MT_PY312_CODE_ADAPTIVE 192
+#define MT_PY312_FRAME_OWNED_BY_CSTACK 3 /* a shim frame, not code */
+#define MT_PY_FRAME_OWNED_BY_GENERATOR 1
+
 /* 3.13: the debug offsets CPython publishes at the start of _PyRuntime for
  * profilers (Include/internal/pycore_runtime.h), as far as the observer
  * reads them; check/python_check.c holds each field to the real struct. */

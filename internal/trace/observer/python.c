@@ -16,7 +16,8 @@
  *   - otherwise, read-only, never allocating, taking no lock:
  *       3.10  the frame objects, at offsets pinned to 3.10's headers,
  *       3.11, 3.12  _Py_DumpTraceback (faulthandler's own writer) into a
- *             memfd, parsed back,
+ *             memfd, parsed back; where a build does not export it, the
+ *             interpreter frames at offsets pinned to the headers,
  *       3.13  the debug offsets CPython publishes for profilers at the
  *             start of _PyRuntime;
  *     and PyCode_Addr2Line (read-only) for lines. Memory is read with
@@ -26,7 +27,8 @@
  * A crash (signal_safe) takes only the read-only paths.
  *
  * MIOTOOL_TRACE_PYTHON=held reads frames only on threads that hold the
- * GIL; =off reads none.
+ * GIL; =off reads none; =offsets takes the pinned offsets on 3.11 and 3.12
+ * even where _Py_DumpTraceback is exported.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -86,7 +88,9 @@ static struct {
     mt_PyThread_get_thread_ident_fn thread_ident;
 } py;
 
-/* MIOTOOL_TRACE_PYTHON: 0 every path, 1 only with the GIL held, 2 off. */
+/* MIOTOOL_TRACE_PYTHON: 0 every path, 1 only with the GIL held, 2 off,
+ * 3 the pinned offsets on 3.11 and 3.12 even where faulthandler's writer
+ * is exported (a check of that fallback). */
 static int mt_py_mode;
 static pthread_mutex_t mt_py_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set while this thread reads its stack: a runtime call the public API
@@ -113,7 +117,11 @@ void mt_python_resolve(void) {
     }
     int saved = errno;
     const char *mode = getenv("MIOTOOL_TRACE_PYTHON");
-    mt_py_mode = mode && strcmp(mode, "held") == 0 ? 1 : mode && strcmp(mode, "off") == 0 ? 2 : 0;
+    mt_py_mode = !mode                        ? 0
+                 : strcmp(mode, "held") == 0    ? 1
+                 : strcmp(mode, "off") == 0     ? 2
+                 : strcmp(mode, "offsets") == 0 ? 3
+                                                : 0;
     if (!MT_SYM(this_thread_state, "PyGILState_GetThisThreadState") || !MT_SYM(is_initialized, "Py_IsInitialized")) {
         atomic_store(&py.state, -1); /* looked up again on the next record */
         errno = saved;
@@ -316,6 +324,65 @@ static const char *mt_py_walk_310(struct mt_pyframes *f, const char *ts) {
             line = py.addr2line((mt_PyCodeObject *)(uintptr_t)code, lasti < 0 ? -1 : lasti * MT_PY310_CODEUNIT);
         mt_py_frame(f, ftext, fl, line, ntext, nl);
         frame = back;
+    }
+    if (frame)
+        f->omitted++;
+    return NULL;
+}
+
+/* 3.11 and 3.12: interpreter frames, at offsets pinned to their headers. */
+struct mt_py_layout {
+    size_t tstate_cframe, cframe_current, code, previous, prev_instr, owner, filename, qualname, firsttraceable,
+        adaptive, ascii, compact;
+};
+static const struct mt_py_layout mt_py311 = {
+    MT_PY311_TSTATE_CFRAME,    MT_PY311_CFRAME_CURRENT,      MT_PY311_FRAME_CODE,    MT_PY311_FRAME_PREVIOUS,
+    MT_PY311_FRAME_PREV_INSTR, MT_PY311_FRAME_OWNER,         MT_PY311_CODE_FILENAME, MT_PY311_CODE_QUALNAME,
+    MT_PY311_CODE_FIRSTTRACEABLE, MT_PY311_CODE_ADAPTIVE,    MT_PY310_ASCII_SIZE,    MT_PY310_COMPACT_SIZE};
+static const struct mt_py_layout mt_py312 = {
+    MT_PY312_TSTATE_CFRAME,    MT_PY312_CFRAME_CURRENT,      MT_PY312_FRAME_CODE,    MT_PY312_FRAME_PREVIOUS,
+    MT_PY312_FRAME_PREV_INSTR, MT_PY312_FRAME_OWNER,         MT_PY312_CODE_FILENAME, MT_PY312_CODE_QUALNAME,
+    MT_PY312_CODE_FIRSTTRACEABLE, MT_PY312_CODE_ADAPTIVE,    MT_PY312_ASCII_SIZE,    MT_PY312_COMPACT_SIZE};
+
+static const char *mt_py_walk_311(struct mt_pyframes *f, const char *ts) {
+    const struct mt_py_layout *l = py.minor == 11 ? &mt_py311 : &mt_py312;
+    const char *cframe = NULL, *frame = NULL;
+    if (mt_peek(&cframe, ts + l->tstate_cframe, sizeof cframe) ||
+        mt_peek(&frame, cframe + l->cframe_current, sizeof frame))
+        return "the thread state could not be read";
+    for (int depth = 0; frame && depth < MT_PY_MAX_DEPTH; depth++) {
+        const char *code = NULL, *prev = NULL, *instr = NULL, *file = NULL, *name = NULL;
+        const void *type = NULL;
+        char owner = 0;
+        int first = 0;
+        if (mt_peek(&prev, frame + l->previous, sizeof prev) || mt_peek(&owner, frame + l->owner, sizeof owner))
+            return f->count ? NULL : "a frame could not be read";
+        if (py.minor == 12 && owner == MT_PY312_FRAME_OWNED_BY_CSTACK) {
+            frame = prev;
+            continue;
+        }
+        if (mt_peek(&code, frame + l->code, sizeof code) || mt_peek(&type, code + MT_PY_OB_TYPE, sizeof type) ||
+            type != py.code_type || mt_peek(&instr, frame + l->prev_instr, sizeof instr) ||
+            mt_peek(&first, code + l->firsttraceable, sizeof first) ||
+            mt_peek(&file, code + l->filename, sizeof file) || mt_peek(&name, code + l->qualname, sizeof name))
+            return f->count ? NULL : "a frame could not be read";
+        ptrdiff_t addrq = instr - (code + l->adaptive);
+        /* A frame not yet past its prologue is not one to show (as
+         * CPython's own frame walk skips it). */
+        if (owner != MT_PY_FRAME_OWNED_BY_GENERATOR && addrq < (ptrdiff_t)first * 2) {
+            frame = prev;
+            continue;
+        }
+        int line = 0;
+        if (py.minor == 12 && py.frame_line)
+            line = py.frame_line((mt_PyIFrame *)(uintptr_t)frame);
+        else if (py.addr2line && addrq < (1 << 28))
+            line = py.addr2line((mt_PyCodeObject *)(uintptr_t)code, addrq < 0 ? -1 : (int)addrq);
+        char ftext[MT_PY_FILE_MAX + 8], ntext[MT_PY_FUNC_MAX + 8];
+        size_t fl = mt_py_text(file, l->ascii, l->compact, ftext, sizeof ftext);
+        size_t nl = mt_py_text(name, l->ascii, l->compact, ntext, sizeof ntext);
+        mt_py_frame(f, ftext, fl, line, ntext, nl);
+        frame = prev;
     }
     if (frame)
         f->omitted++;
@@ -651,9 +718,12 @@ void mt_put_python(struct mt_rec *r, int signal_safe) {
     } else if (py.minor == 10) {
         f = mt_py_head(r, "frames", "", "");
         failed = mt_py_walk_310(&f, (const char *)ts);
-    } else if (py.minor <= 12 && py.dump) {
+    } else if (py.minor <= 12 && py.dump && mt_py_mode != 3) {
         f = mt_py_head(r, "frames", "", "");
         failed = mt_py_dump(&f, (const char *)ts);
+    } else if (py.minor <= 12) {
+        f = mt_py_head(r, "frames", "", "");
+        failed = mt_py_walk_311(&f, (const char *)ts);
     } else if (py.minor == 13 && py.debug) {
         f = mt_py_head(r, "frames", "", "");
         failed = mt_py_walk_313(&f, (const char *)ts);
@@ -662,9 +732,8 @@ void mt_put_python(struct mt_rec *r, int signal_safe) {
         num[mt_fmt_u(num, (unsigned)py.minor, 0)] = '\0';
         mt_cat(why, sizeof why, num);
         mt_py_not_held(why, sizeof why, ts,
-                       py.minor <= 12   ? " does not export _Py_DumpTraceback, and this thread does not hold the GIL"
-                       : py.minor == 13 ? " has no debug offsets in _PyRuntime, and this thread does not hold the GIL"
-                                        : ": frames of a thread that does not hold the GIL are read only on 3.10 to 3.13");
+                       py.minor == 13 ? " has no debug offsets in _PyRuntime, and this thread does not hold the GIL"
+                                      : ": frames of a thread that does not hold the GIL are read only on 3.10 to 3.13");
         failed = why;
     }
     if (failed) {

@@ -9,8 +9,8 @@
  *   gcc -std=gnu11 -fsyntax-only -Wall -Werror \
  *       -I ~/.pyenv/versions/3.13.0/include/python3.13 python_check.c
  *
- * and with -DMIOTOOL_MUST_FAIL it must fail, naming the 3.10 frame's f_back
- * or the 3.13 debug offsets' current_frame.
+ * and with -DMIOTOOL_MUST_FAIL it must fail, naming a misplaced offset of
+ * the version's frames.
  */
 #include <Python.h>
 #include <frameobject.h>
@@ -119,6 +119,32 @@ AT(MT_PY310_FRAME_BACK, offsetof(PyFrameObject, f_code))
 #endif
 #endif
 
+#if PY_MINOR_VERSION == 11 || PY_MINOR_VERSION == 12
+#include <internal/pycore_frame.h>
+#if PY_MINOR_VERSION == 11
+#define V(name) MT_PY311_##name
+#else
+#define V(name) MT_PY312_##name
+#endif
+AT(V(TSTATE_CFRAME), offsetof(PyThreadState, cframe))
+AT(V(CFRAME_CURRENT), offsetof(_PyCFrame, current_frame))
+AT(V(FRAME_CODE), offsetof(_PyInterpreterFrame, f_code))
+AT(V(FRAME_PREVIOUS), offsetof(_PyInterpreterFrame, previous))
+AT(V(FRAME_PREV_INSTR), offsetof(_PyInterpreterFrame, prev_instr))
+AT(V(FRAME_OWNER), offsetof(_PyInterpreterFrame, owner))
+AT(V(CODE_FILENAME), offsetof(PyCodeObject, co_filename))
+AT(V(CODE_QUALNAME), offsetof(PyCodeObject, co_qualname))
+AT(V(CODE_FIRSTTRACEABLE), offsetof(PyCodeObject, _co_firsttraceable))
+AT(V(CODE_ADAPTIVE), offsetof(PyCodeObject, co_code_adaptive))
+SAME_TYPE(__typeof__(((_PyInterpreterFrame *)0)->owner), char)
+SAME_TYPE(__typeof__(((PyCodeObject *)0)->_co_firsttraceable), int)
+AT(sizeof(_Py_CODEUNIT), 2)
+AT(MT_PY_FRAME_OWNED_BY_GENERATOR, FRAME_OWNED_BY_GENERATOR)
+#if PY_MINOR_VERSION == 12
+AT(MT_PY312_FRAME_OWNED_BY_CSTACK, FRAME_OWNED_BY_CSTACK)
+#endif
+#endif
+
 #if PY_MINOR_VERSION == 13
 /* The debug offsets, field by field, and where they are. */
 _Static_assert(offsetof(_PyRuntimeState, debug_offsets) == 0, "_PyRuntime begins with its debug offsets");
@@ -150,5 +176,5 @@ AT(offsetof(struct mt_py_debug_offsets, thread_state.current_frame), offsetof(_P
 #endif
 
 #if defined(MIOTOOL_MUST_FAIL) && PY_MINOR_VERSION != 10 && PY_MINOR_VERSION != 13
-AT(MT_PY_UNICODE_STATE, offsetof(PyASCIIObject, hash))
+AT(V(FRAME_PREVIOUS), offsetof(_PyInterpreterFrame, prev_instr))
 #endif

@@ -87,7 +87,7 @@ def main():
     elif scenario == "held":
         on_thread(metrics_thread, cuda_held, name="metrics")
     elif scenario == "query-released":
-        capture_step(cuda)
+        capture_step(cuda)  # line: main
     elif scenario == "query-held":
         capture_step(cuda_held)
     elif scenario == "native":
