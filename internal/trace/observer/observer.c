@@ -204,16 +204,28 @@ static int mt_socket(void) {
     }
 }
 
-/* Sends the record, newline-terminated, to addr. */
-static void mt_send_to(struct mt_rec *r, const struct sockaddr_un *addr, socklen_t len) {
+/* Sends the record, newline-terminated, to addr. patience: how many 10 ms
+ * waits a full queue gets before the record is given up (-1: waits as
+ * long as it takes). */
+static void mt_send_to(struct mt_rec *r, const struct sockaddr_un *addr, socklen_t len, int patience) {
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = mt_socket();
         if (fd < 0)
             return;
         ssize_t w;
-        do
-            w = sendto(fd, r->b, r->n, MSG_NOSIGNAL, (const struct sockaddr *)addr, len);
-        while (w < 0 && errno == EINTR);
+        int waited = 0;
+        for (;;) {
+            w = sendto(fd, r->b, r->n, MSG_NOSIGNAL | (patience >= 0 ? MSG_DONTWAIT : 0), (const struct sockaddr *)addr,
+                       len);
+            if (w >= 0)
+                break;
+            if (errno == EINTR)
+                continue;
+            if ((errno != EAGAIN && errno != EWOULDBLOCK) || patience < 0 || waited++ >= patience)
+                break;
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
         if (w >= 0 || (errno != EBADF && errno != ENOTSOCK))
             return; /* sent, or miotool is not listening: nothing to do */
         uint64_t key = atomic_load(&mt_sock);
@@ -232,10 +244,12 @@ void mt_send(struct mt_rec *r) {
         return;
     mt_terminate(r);
     for (int i = 0; i < mt_naddr; i++)
-        mt_send_to(r, &mt_addr[i], mt_addr_len[i]);
+        mt_send_to(r, &mt_addr[i], mt_addr_len[i], -1);
 }
 
-/* The crash handler's socket (MIOTOOL_CRASH_SOCKET): one address. */
+/* The crash handler's socket (MIOTOOL_CRASH_SOCKET): one address. A
+ * crash record waits for a full queue 2 s at most: a process must never
+ * hang in its crash because a reader stopped reading. */
 static struct sockaddr_un mt_crash_addr;
 static socklen_t mt_crash_addr_len;
 
@@ -243,7 +257,7 @@ void mt_send_crash(struct mt_rec *r);
 void mt_send_crash(struct mt_rec *r) {
     mt_terminate(r);
     if (mt_crash_addr_len)
-        mt_send_to(r, &mt_crash_addr, mt_crash_addr_len);
+        mt_send_to(r, &mt_crash_addr, mt_crash_addr_len, 200);
 }
 
 static socklen_t mt_set_addr(struct sockaddr_un *a, const char *path, size_t len) {
