@@ -3,8 +3,10 @@ package trace
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,4 +210,44 @@ func TestCrashWatchEnv(t *testing.T) {
 	if _, err := WatchCrashes(context.Background(), "/nonexistent/observer.so"); err == nil {
 		t.Error("a missing observer was accepted")
 	}
+}
+
+// TestCrashWithAReaderThatStoppedReading: a crash handler whose socket's
+// queue is full (its reader stopped reading) gives the record up after a
+// short wait: the program still dies of its signal, in its time.
+func TestCrashWithAReaderThatStoppedReading(t *testing.T) {
+	k, x := extras(t)
+	l := listenForTest(t)
+	// The listener reads as records arrive: a socket of the test's own,
+	// never read, is what a stuck reader looks like.
+	dir := filepath.Dir(l.path)
+	path := filepath.Join(dir, "stuck")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	filled := 0
+	for ; filled < 100000; filled++ {
+		if err := syscall.Sendto(fd, []byte("filler\n"), syscall.MSG_DONTWAIT, &syscall.SockaddrUnix{Name: path}); err != nil {
+			if err == syscall.EAGAIN {
+				break
+			}
+			t.Fatal(err)
+		}
+	}
+	if filled == 100000 {
+		t.Skip("the socket's queue never filled")
+	}
+	start := time.Now()
+	got := runFor(t, x.crashProg, []string{"segv"}, append(os.Environ(), "LD_PRELOAD="+k.observer, EnvCrashSocket+"="+path))
+	if got.signal != syscall.SIGSEGV {
+		t.Fatalf("exit %d signal %v, want SIGSEGV", got.exit, got.signal)
+	}
+	t.Logf("a full queue of %d datagrams: the program died of its signal after %v", filled, time.Since(start).Round(time.Millisecond))
 }
