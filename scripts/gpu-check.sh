@@ -119,8 +119,11 @@ run() {
 			sourced "$out" scripts/gpu-suite.sh suite_wall "$dir/suite"
 			;;
 		rules)
+			# Every cell of the matrix, the ones configs/rules/h200-cuda.yaml
+			# holds compared; all of them kept in OUTDIR/rules-measured.yaml
+			# for tools/rules-fold to add the cells the file lacks.
 			echo -e "\n## Capture rules: measured against the expectation (every cell)" >>"$out"
-			section "$out" "rules" $M rules --expect configs/rules/h200-cuda.yaml --format markdown
+			section "$out" "rules" $M rules --expect configs/rules/h200-cuda.yaml --write-expect "$dir/rules-measured.yaml" --format markdown
 			;;
 		find)
 			echo -e "\n## find: naive abandoned on a problem where it runs long" >>"$out"

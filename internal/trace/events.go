@@ -209,20 +209,28 @@ func ParseEvent(line []byte) (Event, error) {
 		e.Mode, e.Result, e.Device = hip.CaptureMode(num(rest[3])), hip.Code(num(rest[4])), num(rest[5])
 		fixed = 6
 	case kindEnd:
-		if err := need(6); err != nil {
+		if err := need(4); err != nil {
 			return e, err
 		}
 		e.API, e.Name, e.Stream, e.Result = api(rest[0]), rest[1], hex(rest[2]), hip.Code(num(rest[3]))
-		e.Graph, e.Nodes = hex(rest[4]), num(rest[5])
-		fixed = 6
+		e.Nodes, fixed = -1, 4
+		// An earlier observer's end has no graph and node count.
+		if len(rest) >= 6 && strings.HasPrefix(rest[4], "0x") && isInt(rest[5]) {
+			e.Graph, e.Nodes = hex(rest[4]), num(rest[5])
+			fixed = 6
+		}
 	case kindCall:
-		if err := need(7); err != nil {
+		if err := need(6); err != nil {
 			return e, err
 		}
 		e.API, e.Name, e.Stream, e.Event = api(rest[0]), rest[1], hex(rest[2]), hex(rest[3])
 		e.Result, e.Mode = hip.Code(num(rest[4])), hip.CaptureMode(num(rest[5]))
-		e.Outside = flag(rest[6])
-		fixed = 7
+		fixed = 6
+		// An earlier observer's call has no outside field.
+		if len(rest) > 6 && !sectionTag(rest[6]) && !strings.HasPrefix(rest[6], "/") && rest[6] != "?" {
+			e.Outside = flag(rest[6])
+			fixed = 7
+		}
 	case kindCrash:
 		if err := need(4); err != nil {
 			return e, err
@@ -246,7 +254,9 @@ func ParseEvent(line []byte) (Event, error) {
 // Python state, why, threading name, version, the frame count, the
 // omitted count, then (file, line, function) per frame; "c" and the
 // native callers to the end of the record, (module, symbol, offset)
-// triples and "+N" when N more did not fit.
+// triples and "+N" when N more did not fit. Records an earlier observer
+// saved (its callers' triples untagged, no graph or outside field) read
+// as they did.
 func parseSections(e *Event, f []string, num func(string) int, hex func(string) uint64) error {
 	if len(f) >= 2 && f[0] == "t" {
 		e.ThreadName = f[1]
@@ -276,10 +286,16 @@ func parseSections(e *Event, f []string, num func(string) int, hex func(string) 
 	if len(f) == 0 {
 		return nil
 	}
-	if f[0] != "c" {
+	frames := f
+	switch {
+	case f[0] == "c":
+		frames = f[1:]
+	case sectionTag(f[0]):
+		return fmt.Errorf("%s record: section %q out of order (t, p, c)", e.Kind, f[0])
+	case !strings.HasPrefix(f[0], "/") && f[0] != "?":
 		return fmt.Errorf("%s record: field %q where a section (t, p or c) begins", e.Kind, f[0])
 	}
-	frames := f[1:]
+	// Untagged triples are an earlier observer's callers.
 	if n := len(frames); n > 0 && n%3 == 1 && strings.HasPrefix(frames[n-1], "+") {
 		e.Omitted = num(frames[n-1][1:])
 		frames = frames[:n-1]
@@ -291,6 +307,13 @@ func parseSections(e *Event, f []string, num func(string) int, hex func(string) 
 		e.Callers = append(e.Callers, RawFrame{Module: frames[i], Symbol: frames[i+1], Offset: hex(frames[i+2])})
 	}
 	return nil
+}
+
+func sectionTag(s string) bool { return s == "t" || s == "p" || s == "c" }
+
+func isInt(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
 
 // BaseName is a call's name without the ABI suffixes the runtimes add
@@ -306,4 +329,34 @@ func BaseName(raw string) string {
 		}
 		raw = trimmed
 	}
+}
+
+// PyFrame is one Python frame: the code's file, the line being run, the function's
+// qualified name where the interpreter has one (co_qualname: 3.11+ with the GIL held,
+// 3.13, and 3.11 and 3.12 builds read at pinned offsets), else co_name.
+type PyFrame struct {
+	File     string
+	Line     int // 0: unknown
+	Function string
+}
+
+// PyState says what the observer could read of the calling thread's Python stack.
+type PyState string
+
+// What the observer could read of a thread's Python stack.
+const (
+	PyNone        PyState = ""            // not collected (a record kind or path that never collects)
+	PyNative      PyState = "native"      // not a Python thread: no thread state (NCCL watchdog, driver threads)
+	PyFrames      PyState = "frames"      // frames read (Frames may still be empty: a thread in C before any Python frame)
+	PyUnavailable PyState = "unavailable" // a Python thread whose frames could not be read: Why says why
+)
+
+// PyStack is the calling thread's Python stack as the observer read it.
+type PyStack struct {
+	State      PyState
+	Why        string    // for PyUnavailable, e.g. "CPython 3.9: not supported (3.10 to 3.13 are)", "...; GIL held by another thread"
+	ThreadName string    // the thread's threading name (threading.current_thread().name), read only where the thread held the GIL; "" otherwise
+	Version    string    // the interpreter's version, e.g. "3.12.1", when known
+	Frames     []PyFrame // innermost first
+	Omitted    int       // frames that did not fit (at least this many)
 }

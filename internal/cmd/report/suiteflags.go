@@ -25,11 +25,11 @@ type suiteFlags struct {
 // allowProgramsFlag is the flag that lets a suite run other programs.
 const allowProgramsFlag = "allow-programs"
 
-// suiteSpellings are the words of miotool's command line a suite file's
+// SuiteSpellings are the words of miotool's command line a suite file's
 // commands are read and refused by, taken from the command tree that root
 // heads: the global flags that take a value, every flag that writes a file
 // of its own (rules --write-expect), the output flags the runner sets.
-func suiteSpellings(root *cobra.Command) suite.Spellings {
+func SuiteSpellings(root *cobra.Command) suite.Spellings {
 	return suite.Spellings{
 		Reserved:      cli.OutputFlags,
 		GlobalValue:   cli.ValueFlags(root.PersistentFlags()),

@@ -1,4 +1,4 @@
-package report_test
+package root_test
 
 import (
 	"reflect"
