@@ -224,16 +224,24 @@ func (o *TraceOptions) Validate() error {
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout %v: want 0 (none) or a positive duration such as 10m", o.Timeout)
 	}
-	if _, err := trace.LookProgram(o.Program, o.Environ(), ""); err != nil {
+	path, err := trace.LookProgram(o.Program, o.Environ(), "")
+	if err != nil {
 		return cli.UsageError(err)
 	}
+	// A program the observer cannot load into (set-ID) would be run for
+	// nothing: say so before it runs. A statically linked one may start
+	// programs that are observed, so its result explains instead.
+	if p := trace.CheckProgram(path, o.Environ()); p != nil && p.Refuse {
+		return cli.UsageErrorf("%s cannot be traced: %s", o.Program, p.Reason)
+	}
 	if o.Observer != "" {
-		st, err := os.Stat(o.Observer)
-		switch {
-		case err != nil:
+		if st, err := os.Stat(o.Observer); err != nil {
 			return cli.UsageErrorf("--observer %s: %v", o.Observer, unwrapPath(err))
-		case !st.Mode().IsRegular():
+		} else if !st.Mode().IsRegular() {
 			return cli.UsageErrorf("--observer %s: not a file (give the observer library, %s)", o.Observer, trace.ObserverLibrary)
+		}
+		if err := trace.CheckObserver(o.Observer); err != nil {
+			return cli.UsageErrorf("--observer: %v", err)
 		}
 	}
 	return nil

@@ -44,8 +44,9 @@ func faked(build func(context.Context, trace.BuildOptions) (string, error),
 }
 
 func TestTraceOptions(t *testing.T) {
-	obs := filepath.Join(t.TempDir(), "observer.so")
-	if err := os.WriteFile(obs, nil, 0o644); err != nil {
+	tracetest.GCC(t) // skips without one
+	obs, err := trace.Build(context.Background(), trace.BuildOptions{CacheDir: t.TempDir()})
+	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -104,6 +105,8 @@ func TestTraceUsageErrors(t *testing.T) {
 		{[]string{"trace", "--timeout", "-1s", "--", "true"}, nil, "--timeout -1s: want 0 (none) or a positive duration"},
 		{[]string{"trace", "--observer", filepath.Join(dir, "none.so"), "--", "true"}, nil, "--observer " + filepath.Join(dir, "none.so") + ": no such file or directory"},
 		{[]string{"trace", "--observer", dir, "--", "true"}, nil, "not a file (give the observer library, libmiotool-observer.so)"},
+		{[]string{"trace", "--observer", plain, "--", "true"}, nil, "--observer: trace observer " + plain + ": not an ELF file"},
+		{[]string{"trace", "--observer", "/bin/true", "--", "true"}, nil, "--observer: trace observer /bin/true: "},
 		{[]string{"trace", "--", "true"}, map[string]string{"MIOTOOL_TRACE_OBSERVER": filepath.Join(dir, "gone.so")},
 			"no such file or directory (from MIOTOOL_TRACE_OBSERVER=" + filepath.Join(dir, "gone.so") + " in the environment)"},
 		{[]string{"trace", "--junit", filepath.Join(dir, "missing", "j.xml"), "--", "true"}, nil, "the folder " + filepath.Join(dir, "missing") + " does not exist"},
