@@ -26,22 +26,29 @@ func linkCount(info fs.FileInfo) int {
 	return 1
 }
 
+// ids are the writer's user and groups; tests make the writer another
+// user.
+var ids = struct {
+	euid, egid func() int
+	groups     func() ([]int, error)
+}{os.Geteuid, os.Getegid, os.Getgroups}
+
 // foreignOwner says why a new file of this process could not have the
 // owner or group of the file info describes ("" when it could): only root
 // gives a file to another user, and a user gives it only a group of their
 // own.
 func foreignOwner(info fs.FileInfo) string {
 	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok || os.Geteuid() == 0 {
+	if !ok || ids.euid() == 0 {
 		return ""
 	}
-	if int(st.Uid) != os.Geteuid() {
+	if int(st.Uid) != ids.euid() {
 		return fmt.Sprintf("belongs to user %d", st.Uid)
 	}
-	if int(st.Gid) == os.Getegid() {
+	if int(st.Gid) == ids.egid() {
 		return ""
 	}
-	if groups, err := os.Getgroups(); err == nil && slices.Contains(groups, int(st.Gid)) {
+	if groups, err := ids.groups(); err == nil && slices.Contains(groups, int(st.Gid)) {
 		return ""
 	}
 	return fmt.Sprintf("belongs to group %d, not one of this user's", st.Gid)

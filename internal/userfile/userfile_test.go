@@ -286,14 +286,72 @@ func TestRestorePutsTheOldBytesBack(t *testing.T) {
 	}
 }
 
+// A file of an owner or group that the writer could not give a new file
+// is written in place, so that it keeps them.
+func TestAFileOfAnotherOwnerIsWrittenInPlace(t *testing.T) {
+	saved := ids
+	t.Cleanup(func() { ids = saved })
+	for _, tt := range []struct {
+		name string
+		// the writer's user and groups, from the file's owner and group
+		euid, egid, group int
+		method            Method
+		why               string
+	}{
+		{"another user", 1, 0, 0, InPlace, "belongs to user %[1]d"},
+		{"a group not the writer's", 0, 1, 2, InPlace, "belongs to group %[2]d, not one of this user's"},
+		{"one of the writer's groups", 0, 1, 0, Rename, ""},
+		{"the writer's own", 0, 0, 0, Rename, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f")
+			writeFile(t, path, oldBytes, 0o640)
+			uid, gid := os.Geteuid(), os.Getegid()
+			if uid == 0 { // a writer of the file's owner must not be root
+				uid, gid = 4321, 4322
+				if err := os.Chown(path, uid, gid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids.euid = func() int { return uid + tt.euid }
+			ids.egid = func() int { return gid + tt.egid }
+			ids.groups = func() ([]int, error) { return []int{gid + tt.group}, nil }
+			before, _ := os.Stat(path)
+			why := ""
+			if tt.why != "" {
+				why = fmt.Sprintf(tt.why, uid, gid)
+			}
+			plan, err := PlanFor(path)
+			if err != nil || plan.Method != tt.method || plan.Why != why {
+				t.Fatalf("plan %v %q, %v; want %v %q", plan.Method, plan.Why, err, tt.method, why)
+			}
+			if os.Geteuid() != 0 && tt.method == Rename {
+				return // the file's group may be one a user cannot give
+			}
+			if err := Write(path, []byte("new\n"), Options{}); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := os.Stat(path)
+			if same := os.SameFile(before, after); same != (tt.method == InPlace) {
+				t.Errorf("the same file afterwards: %v", same)
+			}
+		})
+	}
+}
+
 // A file that belongs to another user, written by a user who may write it
 // but could not give a new file its owner, is written in place and keeps
-// its owner. Only root can set this up.
+// its owner: a real writer of a third user. Only root can set this up.
 func TestAnotherUsersFileKeepsItsOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only root can give a file to another user and run a writer as a third")
 	}
 	dir := t.TempDir()
+	for d := filepath.Dir(filepath.Dir(dir)); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if info, err := os.Stat(d); err != nil || info.Mode().Perm()&0o001 == 0 {
+			t.Skipf("user 65534 cannot reach the temporary folder: %s is not open to others", d)
+		}
+	}
 	// The other user must reach the folder and run a copy of this binary.
 	for _, d := range []string{filepath.Dir(dir), dir} {
 		if err := os.Chmod(d, 0o777); err != nil {
