@@ -254,7 +254,7 @@ func Store(ctx context.Context, path string, rec Record, opts StoreOptions) (Sto
 	}
 	if restored {
 		out.Restored = true
-		if data, info, err = readRegular(target, name); err != nil {
+		if data, _, err = readRegular(target, name); err != nil {
 			return out, fmt.Errorf("read the find-db: %w", err)
 		}
 	}
