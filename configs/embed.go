@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"miotool/internal/conv"
+	"miotool/internal/suggest"
 )
 
 //go:embed problems.yaml rules/*.yaml
@@ -57,8 +58,15 @@ func Problems(path string) ([]NamedProblem, error) {
 		return nil, fmt.Errorf("%s:%d: want a mapping of problem names", name, root.Line)
 	}
 	var out []NamedProblem
+	// A name is one problem: a second definition would be read as another
+	// problem by one reader and replace the first for another.
+	defined := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if first, ok := defined[k.Value]; ok {
+			return nil, fmt.Errorf("%s:%d: problem %s is defined twice, at lines %d and %d: give each problem a name of its own", name, k.Line, k.Value, first, k.Line)
+		}
+		defined[k.Value] = k.Line
 		var entry struct {
 			Description  string `yaml:"description"`
 			conv.Problem `yaml:",inline"`
@@ -67,10 +75,16 @@ func Problems(path string) ([]NamedProblem, error) {
 		if v.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("%s:%d: problem %s: want a mapping of MIOpenDriver long flag names", name, v.Line, k.Value)
 		}
+		set := map[string]int{}
 		for j := 0; j+1 < len(v.Content); j += 2 {
-			if f := v.Content[j]; !problemFields[f.Value] {
-				return nil, fmt.Errorf("%s:%d: problem %s: unknown field %q", name, f.Line, k.Value, f.Value)
+			f := v.Content[j]
+			if !problemFields[f.Value] {
+				return nil, fmt.Errorf("%s:%d: problem %s: unknown field %q%s", name, f.Line, k.Value, f.Value, fieldHint(f.Value))
 			}
+			if first, ok := set[f.Value]; ok {
+				return nil, fmt.Errorf("%s:%d: problem %s: %s is set twice, at lines %d and %d", name, f.Line, k.Value, f.Value, first, f.Line)
+			}
+			set[f.Value] = f.Line
 		}
 		if err := v.Decode(&entry); err != nil {
 			return nil, fmt.Errorf("%s:%d: problem %s: %v", name, k.Line, k.Value, strings.TrimPrefix(err.Error(), "yaml: "))
@@ -90,6 +104,20 @@ var problemFields = map[string]bool{
 	"conv_stride_h": true, "conv_stride_w": true, "dilation_h": true, "dilation_w": true, "group_count": true,
 }
 
+// fieldHint is " (did you mean in_h?)" for a field a few edits from a
+// known one, else the known fields.
+func fieldHint(field string) string {
+	known := make([]string, 0, len(problemFields))
+	for f := range problemFields {
+		known = append(known, f)
+	}
+	sort.Strings(known)
+	if k, ok := suggest.Closest(field, known); ok {
+		return fmt.Sprintf(" (did you mean %s?)", k)
+	}
+	return " (the fields are description and MIOpenDriver's long flag names: " + strings.Join(known, ", ") + ")"
+}
+
 // Problem looks a named problem up.
 func Problem(path, name string) (NamedProblem, error) {
 	all, err := Problems(path)
@@ -104,5 +132,8 @@ func Problem(path, name string) (NamedProblem, error) {
 		names = append(names, p.Name)
 	}
 	sort.Strings(names)
+	if k, ok := suggest.Closest(name, names); ok {
+		return NamedProblem{}, fmt.Errorf("no problem named %q (did you mean %s?)", name, k)
+	}
 	return NamedProblem{}, fmt.Errorf("no problem named %q (known: %s)", name, strings.Join(names, ", "))
 }

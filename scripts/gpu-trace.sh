@@ -7,8 +7,9 @@
 #
 # trace_section OUTDIR runs `miotool trace --format markdown` on the
 # PyTorch cases of internal/trace/testdata/pytorch and on miotool's own
-# capture scenario, and times scripts/pytorch-threads.py with and without
-# the trace. It writes the section ("## trace ...") to OUTDIR/trace.md and
+# capture scenario, shows the observer's records of Python lines and of a
+# crash in a CUDA process (trace_records), and times
+# scripts/pytorch-threads.py with and without the trace. It writes the section ("## trace ...") to OUTDIR/trace.md and
 # prints it; one line per case goes to standard error as it finishes (and
 # to OUTDIR/trace-summary.txt), and the commands' standard error to
 # OUTDIR/trace.log. Every table is miotool's own Markdown; each case says
@@ -198,6 +199,49 @@ PY
 	rm -rf "$tmp"
 }
 
+# trace_records OUT: the observer's own records on this machine, read by
+# the trace package's GPU tests (internal/trace/gpu_python_test.go): the
+# Python line of each refused PyTorch call (CPython's stack read without
+# waiting for the GIL) and the crash handler's report of a CUDA process
+# that crashes through ctypes (native and Python frames). They need
+# $BIN/trace.test (CGO_ENABLED=0 go test -c -o bin/trace.test
+# ./internal/trace, built here when Go is on PATH); the section says so
+# when there is none.
+trace_records() {
+	local out=$1 test=$BIN/trace.test
+	if [ ! -x "$test" ] && command -v go >/dev/null; then
+		CGO_ENABLED=0 go test -c -o "$test" ./internal/trace >>"$TRACE_LOG" 2>&1
+	fi
+	{
+		echo
+		echo "### The observer's records: Python lines and a crash in a CUDA process"
+		echo
+	} >>"$out"
+	if [ ! -x "$test" ]; then
+		echo "_No $test: build it with \`CGO_ENABLED=0 go test -c -o $test ./internal/trace\`._" >>"$out"
+		echo "[trace records] no $test" | tee -a "$TRACE_SUMMARY" >&2
+		return
+	fi
+	local abs tmp rc
+	abs=$(cd "$(dirname "$test")" && pwd)/$(basename "$test")
+	tmp=$(mktemp)
+	(cd internal/trace && timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$abs" -test.run 'GPUPythonFrames|GPUCrashHandler' -test.v) >"$tmp" 2>&1
+	rc=$?
+	{
+		echo '```'
+		echo "$ (cd internal/trace && $test -test.run 'GPUPythonFrames|GPUCrashHandler' -test.v)"
+		# The tests' own log lines and results, without the file:line prefixes.
+		grep -E '^\s*(=== RUN|--- (PASS|FAIL|SKIP)|[a-z_]+\.go:[0-9]+: |    )' "$tmp" | sed -E 's/^(\s*)[a-z_]+\.go:[0-9]+: /\1/' | head -n 200
+		echo '```'
+		echo
+		echo "_exit status ${rc}_"
+	} >>"$out"
+	echo "[trace records] exit $rc: $(grep -cE '^\s*--- PASS' "$tmp") passed, $(grep -cE '^\s*--- FAIL' "$tmp") failed, $(grep -cE '^\s*--- SKIP' "$tmp") skipped" |
+		tee -a "$TRACE_SUMMARY" >&2
+	cat "$tmp" >>"$TRACE_LOG"
+	rm -f "$tmp"
+}
+
 # trace_section OUTDIR: the whole section, into OUTDIR/trace.md and to
 # standard output.
 trace_section() {
@@ -228,6 +272,7 @@ trace_section() {
 		cuStreamQuery -- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=lazy
 	trace_case "$out" "miotool capture --reclaim=worker under the trace" PASS \
 		-- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=worker
+	trace_records "$out"
 	trace_overhead "$out"
 	cat "$out"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"miotool/internal/runenv"
 	"miotool/internal/suggest"
 )
 
@@ -34,7 +36,9 @@ const ConfigFileName = "miotool.yaml"
 
 // flags that never come from configuration. allow-programs is the user's
 // own leave for a suite to run programs: no config file may give it.
-var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true}
+// against names a program repeat runs, which comes from the command line
+// as the program after -- does.
+var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true, "against": true}
 
 // configurable reports whether fl may come from a MIOTOOL_* variable or
 // the config file. The result files (--junit, --export-*) may not: set
@@ -167,6 +171,7 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 	if fillErr != nil {
 		return fillErr
 	}
+	f.warnUnreadEnv(cmd.Root())
 	if f.ConfigUsed != "" {
 		f.Verbosef("config file: %s", f.ConfigUsed)
 	} else {
@@ -256,6 +261,17 @@ func (t *keyTree) known(prefix string) []string {
 	return out
 }
 
+// sectionNames lists every section, dotted ("capture", "report.merge").
+func (t *keyTree) sectionNames(prefix string) []string {
+	var out []string
+	for name, sec := range t.sections {
+		out = append(out, prefix+name)
+		out = append(out, sec.sectionNames(prefix+name+".")...)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // checkConfigKeys parses data as YAML and rejects any key that is not a
 // known flag, naming its line. It returns the line of every key it saw.
 func checkConfigKeys(data []byte, tree *keyTree) (map[string]int, error) {
@@ -307,15 +323,25 @@ func walkKeys(m *yaml.Node, prefix string, t, root *keyTree, lines map[string]in
 	return nil
 }
 
-// keyHint helps with an unknown key: the known key a few edits away, or
-// the same key in another section (a command's flag set at the top level),
-// or else the keys of its section when they are few.
+// keyHint helps with an unknown key: the same key in other sections (a
+// command's flag set at the top level), or the known key or section a few
+// edits away, or else the keys of its section when they are few.
 func keyHint(key, full string, section, root *keyTree) string {
 	known := root.known("")
-	if i := slices.IndexFunc(known, func(s string) bool { return strings.HasSuffix(s, "."+key) }); i >= 0 {
-		return fmt.Sprintf(" (did you mean %s?)", known[i])
+	var elsewhere []string
+	for _, k := range known {
+		if strings.HasSuffix(k, "."+key) {
+			elsewhere = append(elsewhere, k)
+		}
 	}
-	if k, ok := suggest.Closest(full, known); ok {
+	if len(elsewhere) > 0 {
+		last := len(elsewhere) - 1
+		if last > 0 {
+			return fmt.Sprintf(" (did you mean %s or %s?)", strings.Join(elsewhere[:last], ", "), elsewhere[last])
+		}
+		return fmt.Sprintf(" (did you mean %s?)", elsewhere[0])
+	}
+	if k, ok := suggest.Closest(full, append(known, root.sectionNames("")...)); ok {
 		return fmt.Sprintf(" (did you mean %s?)", k)
 	}
 	here := section.known("")
@@ -364,3 +390,73 @@ func (f *Factory) WithValueOrigins(err error) error {
 
 // flagMention finds the flags a message names: --runs, --reclaim=lazy.
 var flagMention = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+
+// warnUnreadEnv warns, one line each on stderr, of every MIOTOOL_*
+// variable the environment sets (to a value: an empty one is unset, as
+// for the variables miotool reads) that changes nothing: one no miotool
+// setting reads, named with the nearest one that is read, and one of a
+// flag given on the command line only.
+//
+// A warning, not an error as for a config file's unknown key: a config
+// file is written for miotool, but the environment is inherited by every
+// process of a shell or a CI job, miotool's of other versions among them
+// (a variable of a newer miotool's flag must not stop an older one), and
+// the project's scripts use the prefix for their own settings. The
+// warning still says, in every run, that the variable changes nothing.
+// Environ lists the names; LookupEnv decides whether each is set, so
+// that a Factory given another environment sees only that one.
+func (f *Factory) warnUnreadEnv(root *cobra.Command) {
+	if f.Environ == nil {
+		return
+	}
+	read, commandLineOnly := envNames(root)
+	seen := map[string]bool{}
+	for _, kv := range f.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if seen[name] || !strings.HasPrefix(name, EnvPrefix+"_") || read[name] || !f.lookupSet(name) {
+			continue
+		}
+		seen[name] = true
+		if flag, ok := commandLineOnly[name]; ok {
+			fmt.Fprintf(f.IOStreams.ErrOut, "miotool: warning: %s is set, but --%s is given on the command line only: the variable changes nothing\n", name, flag)
+			continue
+		}
+		hint := ""
+		if k, ok := suggest.Closest(name, slices.Sorted(maps.Keys(read))); ok {
+			hint = fmt.Sprintf(" (did you mean %s?)", k)
+		}
+		fmt.Fprintf(f.IOStreams.ErrOut, "miotool: warning: %s is set, but miotool reads no such variable%s: it changes nothing\n", name, hint)
+	}
+}
+
+// envNames are the MIOTOOL_* variables miotool reads: every configuration
+// key's under root (MIOTOOL_FORMAT, MIOTOOL_RULES_DIALECT), MIOTOOL_CONFIG
+// and those of runenv.Own; and, by variable, the flags that only the
+// command line gives (MIOTOOL_CAPTURE_JUNIT: junit).
+func envNames(root *cobra.Command) (read map[string]bool, commandLineOnly map[string]string) {
+	read = map[string]bool{EnvConfig: true}
+	for _, name := range runenv.Own {
+		read[name] = true
+	}
+	for _, key := range ConfigKeys(root) {
+		read[EnvName(key)] = true
+	}
+	commandLineOnly = map[string]string{}
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		add := func(fl *pflag.Flag) {
+			if name := EnvName(ConfigKey(cmd, fl)); !configurable(fl) && !read[name] {
+				commandLineOnly[name] = fl.Name
+			}
+		}
+		if cmd.HasParent() { // the root's own flags (--version) are no key
+			cmd.LocalNonPersistentFlags().VisitAll(add)
+		}
+		cmd.PersistentFlags().VisitAll(add)
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return read, commandLineOnly
+}

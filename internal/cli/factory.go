@@ -52,7 +52,10 @@ type Factory struct {
 	// LookupEnv reads the environment: the runtime variables
 	// (GPU_MAX_HW_QUEUES, MIOPEN_*), MIOTOOL_CONFIG and the MIOTOOL_* flag
 	// values.
-	LookupEnv     func(string) (string, bool)
+	LookupEnv func(string) (string, bool)
+	// Environ lists the environment (os.Environ), so that a MIOTOOL_*
+	// variable miotool does not read gets a warning; nil checks none.
+	Environ       func() []string
 	Getwd         func() (string, error)
 	UserConfigDir func() (string, error)
 	Now           func() time.Time
@@ -70,6 +73,7 @@ func NewFactory(ios *IOStreams, build buildinfo.Info) *Factory {
 		OpenDevice:    hip.Select,
 		Backends:      hip.Backends,
 		LookupEnv:     os.LookupEnv,
+		Environ:       os.Environ,
 		Getwd:         os.Getwd,
 		UserConfigDir: os.UserConfigDir,
 		Now:           time.Now,

@@ -38,12 +38,22 @@ type ProgressOptions struct {
 //
 //	capture: case 3/8 [=======>            ] 0:12 elapsed, ETA 0:20
 //
-// It is redrawn at most once per interval and cleared by Done. Each
-// redraw is a carriage return, the line and a clear-to-end, the line never
-// wider than the terminal less one column, so that it never wraps: on a
-// narrow terminal the label gives way first (to a few characters), then
-// the bar narrows and goes, then the words, the estimate and the elapsed
-// time, down to the count.
+// It is redrawn at most once per interval and cleared by Done. The line is
+// never wider than the terminal less one column (read before every
+// redraw, and at once on SIGWINCH), so that it never wraps: on a narrow
+// terminal the label gives way first (to a few characters), then the bar
+// narrows and goes, then the words, the estimate and the elapsed time,
+// down to the count.
+//
+// A terminal that narrows while the line is on it wraps the line to the
+// new width (most reflow it: VTE, xterm.js, kitty, iTerm2, tmux), so that
+// it then takes more than one row, and erasing the cursor's row alone
+// would leave the rest above what comes next. So the bar keeps the cursor
+// at the start of its line, where a reflow keeps it too (each draw ends
+// with a carriage return), and every redraw and the final clear erase
+// from there to the end of the screen (CSI J): every row the old line
+// occupies now, at any old and new width, and nothing above it, on a
+// terminal that cuts lines instead of wrapping them too.
 //
 // The estimate is the mean time of the steps done times the steps left,
 // less what the current step has taken so far. It is shown only while it
@@ -169,8 +179,33 @@ func (b *ProgressBar) Done() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.drawn {
-		fmt.Fprint(b.w, "\r\x1b[K")
+		fmt.Fprint(b.w, eraseLine)
 	}
+}
+
+// eraseLine erases the bar's line from its start, where the cursor is, to
+// the end of the screen: every row the line takes, whatever the terminal's
+// width is now and was when it was drawn.
+const eraseLine = "\r\x1b[J"
+
+// Above writes line and a line break to w above the bar: when the bar is
+// drawn on w, it erases the bar first and draws it again below the line at
+// once, so that the line is never mixed with the bar. On a nil bar, one
+// not drawn yet or one on another writer, it writes the line alone.
+func (b *ProgressBar) Above(w io.Writer, line string) {
+	if b == nil {
+		fmt.Fprintln(w, line)
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.drawn || b.finished || w != b.w {
+		fmt.Fprintln(w, line)
+		return
+	}
+	fmt.Fprint(b.w, eraseLine+line+"\n")
+	b.lastDraw = time.Time{}
+	b.drawLocked()
 }
 
 // drawLocked redraws unless the last draw was less than an interval ago.
@@ -183,7 +218,7 @@ func (b *ProgressBar) drawLocked() {
 		return
 	}
 	b.lastDraw, b.drawn = now, true
-	fmt.Fprint(b.w, "\r"+b.lineLocked(now)+"\x1b[K")
+	fmt.Fprint(b.w, eraseLine+b.lineLocked(now)+"\r")
 }
 
 // Line is the text the bar would draw now (tests and logs).

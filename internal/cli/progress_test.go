@@ -94,7 +94,7 @@ func (term *terminal) Write(p []byte) (int, error) {
 		term.lines++
 	}
 	for _, seg := range strings.Split(string(p), "\r") {
-		seg = strings.ReplaceAll(seg, "\x1b[K", "")
+		seg = strings.ReplaceAll(seg, "\x1b[J", "")
 		if n := utf8.RuneCountInString(seg); n > w-1 {
 			term.t.Errorf("a redraw of %d columns on a %d-column terminal wraps: %q", n, w, seg)
 		}
@@ -138,7 +138,7 @@ func TestProgressBarFollowsTheTerminalWidth(t *testing.T) {
 	if term.lines != 0 {
 		t.Errorf("the bar took %d lines beyond its own", term.lines)
 	}
-	if !strings.HasSuffix(term.buf.String(), "\r\x1b[K") {
+	if !strings.HasSuffix(term.buf.String(), eraseLine) {
 		t.Errorf("not cleared: %q", term.buf.String())
 	}
 	// A width source that fails keeps the last good width.
@@ -184,19 +184,19 @@ func TestProgressBarRedrawsAtMostOncePerInterval(t *testing.T) {
 		b.Update(i, 100)
 		clock.Advance(time.Millisecond)
 	}
-	if n := strings.Count(out.String(), "\r"); n != 1 {
+	if n := strings.Count(out.String(), eraseLine); n != 1 {
 		t.Errorf("%d draws within 50ms, want 1:\n%q", n, out.String())
 	}
 	clock.Advance(ProgressInterval)
 	b.Update(51, 100)
-	if n := strings.Count(out.String(), "\r"); n != 2 {
+	if n := strings.Count(out.String(), eraseLine); n != 2 {
 		t.Errorf("%d draws after an interval passed, want 2", n)
 	}
 	if !strings.Contains(out.String(), "work 51/100") {
 		t.Errorf("the redraw does not show the latest count:\n%q", out.String())
 	}
 	b.Done()
-	if !strings.HasSuffix(out.String(), "\r\x1b[K") {
+	if !strings.HasSuffix(out.String(), eraseLine) {
 		t.Errorf("the line is not cleared at the end: %q", out.String())
 	}
 	before := out.Len()
@@ -258,7 +258,7 @@ func TestProgressBarTicks(t *testing.T) {
 	b.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !strings.HasSuffix(w.buf.String(), "\r\x1b[K") {
+	if !strings.HasSuffix(w.buf.String(), eraseLine) {
 		t.Errorf("not cleared: %q", w.buf.String())
 	}
 }

@@ -10,7 +10,7 @@
 // first line of a key, the first item of a solver id). Merging a record
 // adds or updates only the items of the solvers it names, so that MIOpen
 // reads what was merged. Store does that on disk, under miotool's lock and
-// MIOpen's, with an atomic replace that keeps the file's mode and owner.
+// MIOpen's, keeping the file the user's: its mode, owner and links.
 package finddb
 
 import (
@@ -76,6 +76,9 @@ type Warning struct {
 }
 
 func (w Warning) String() string {
+	if w.Line == 0 { // about the whole file
+		return fmt.Sprintf("%s: %s", filepath.Base(w.Path), w.Msg)
+	}
 	return fmt.Sprintf("%s:%d: %s", filepath.Base(w.Path), w.Line, w.Msg)
 }
 

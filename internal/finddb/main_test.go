@@ -14,5 +14,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(lockHelperEnv) != "" {
 		os.Exit(lockHelper())
 	}
+	if os.Getenv(killedWriterEnv) != "" {
+		os.Exit(killedWriter())
+	}
 	os.Exit(testutil.RunInOwnTempDir(m, "finddb-test-"))
 }

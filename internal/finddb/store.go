@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"miotool/internal/userfile"
 )
 
 // Errors a caller may want to tell apart.
@@ -38,17 +40,58 @@ const newFileMode = 0o644
 // next writer replaces it, and at most one can ever be left.
 const tmpSuffix = ".miotool-tmp"
 
+// backupSuffix names the copy of the db's old bytes that a writer keeps
+// while it rewrites the db in place (a db with other hard links, or one
+// reached through a symbolic link). One left behind belongs to a writer
+// killed part-way: it is the db, and the next writer puts it back.
+const backupSuffix = ".miotool-backup"
+
 // Load reads the find-db at path; a missing file is an empty db, and one
-// that is not a regular file is not read (ErrNotRegular).
+// that is not a regular file is not read (ErrNotRegular). It takes no
+// lock. While a writer rewrites the db in place (see Store), or after one
+// was killed doing so, the db's last complete bytes are in its backup:
+// Load reads those when the backup is there before or after it reads the
+// db, and reads again when the db changed while it read.
 func Load(path string) (*DB, error) {
-	data, _, err := readRegular(path, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Parse(path, nil), nil
+	backup := path + backupSuffix
+	for try := 1; ; try++ {
+		if data, ok, err := userfile.ReadBackup(backup); err == nil && ok {
+			return Parse(path, data), nil
+		}
+		before, _ := os.Stat(path)
+		data, _, err := readRegular(path, path)
+		after, _ := os.Stat(path)
+		if data, ok, err := userfile.ReadBackup(backup); err == nil && ok {
+			return Parse(path, data), nil
+		}
+		if changedWhileRead(before, after) && try < loadTries {
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return Parse(path, nil), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the find-db: %w", err)
+		}
+		return Parse(path, data), nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read the find-db: %w", err)
+}
+
+// loadTries bounds Load's reads of a db that keeps changing under it.
+const loadTries = 5
+
+// changedWhileRead reports whether a file's status differs across a read:
+// another file, another size or another change time.
+func changedWhileRead(before, after fs.FileInfo) bool {
+	if before == nil || after == nil {
+		return before != after
 	}
-	return Parse(path, data), nil
+	if !os.SameFile(before, after) || before.Size() != after.Size() || !before.ModTime().Equal(after.ModTime()) {
+		return true
+	}
+	b, okb := before.Sys().(*syscall.Stat_t)
+	a, oka := after.Sys().(*syscall.Stat_t)
+	return okb && oka && b.Ctim != a.Ctim
 }
 
 // CheckDir reports a user-db folder that can never be one: the path, or
@@ -112,9 +155,13 @@ type Stored struct {
 	// Warnings are the lines and items of the file as read that miotool
 	// keeps but does not use.
 	Warnings []Warning
-	// Written: the file was replaced with the merged record (false when
-	// the record was there already, byte for byte).
+	// Written: the file was given the merged record (false when the
+	// record was there already, byte for byte).
 	Written bool
+	// Restored: a writer killed while it rewrote the db in place had left
+	// the db's old bytes in its backup, and they were put back first (a
+	// Warning says so too).
+	Restored bool
 	// Replaced are the malformed items of rec's solvers that the merge
 	// replaced in place (see DB.Merge).
 	Replaced []Replaced
@@ -124,15 +171,27 @@ type Stored struct {
 
 // Store merges rec into the find-db at path (see DB.Merge). Under two
 // exclusive locks, miotool's (a flock of path + ".lock") and MIOpen's (an
-// fcntl record lock of MIOpenLockFile), it re-reads the file, merges,
-// writes a complete temporary file with the original's mode and owner
-// (0644 for a new file) and renames it over the original, so a reader
-// without the lock and a writer killed at any moment see either the old or
-// the new file, and concurrent writers, MIOpen among them, do not lose each
-// other's records. A path that is not a regular file (a FIFO, a socket, a
-// device) is neither read nor written (ErrNotRegular), nor is a file that
-// is not writable (ErrReadOnly). Waiting for a lock ends when ctx ends or
-// after the lock timeout (ErrLockTimeout).
+// fcntl record lock of MIOpenLockFile), it re-reads the file, merges and
+// writes it, so that concurrent writers, MIOpen among them, do not lose
+// each other's records, and the db stays the user's file (userfile):
+//
+//   - a db with one link, reached by its own name, is replaced by a
+//     complete temporary file with its mode and owner (0644 for a new
+//     file) renamed over it: a reader without the lock and a writer killed
+//     at any moment see either the old or the new file;
+//   - a db with other hard links, one reached through a symbolic link, or
+//     one of an owner the new file could not have is rewritten in place,
+//     so that every name keeps leading to it. Its old bytes are first
+//     written whole to path + ".miotool-backup" and removed once the new
+//     ones are on disk. MIOpen reads the db under its lock, which the
+//     write holds; Load reads the backup while it exists; a failed write
+//     puts the old bytes back at once, and the next Store puts back those
+//     a killed writer left (Stored.Restored).
+//
+// A path that is not a regular file (a FIFO, a socket, a device) is
+// neither read nor written (ErrNotRegular), nor is a file that is not
+// writable (ErrReadOnly). Waiting for a lock ends when ctx ends or after
+// the lock timeout (ErrLockTimeout).
 func Store(ctx context.Context, path string, rec Record, opts StoreOptions) (Stored, error) {
 	var out Stored
 	timeout := opts.LockTimeout
@@ -182,20 +241,39 @@ func Store(ctx context.Context, path string, rec Record, opts StoreOptions) (Sto
 		out.Warnings = Parse(path, data).Warnings
 		return out, fmt.Errorf("%s is %w (mode %04o): not replaced", path, ErrReadOnly, info.Mode().Perm())
 	}
-	// Only beside a regular file (or none yet): nothing is removed beside
-	// what Store refuses.
-	removeStaleTemps(target)
+	// Only beside a regular file (or none yet): nothing is removed or
+	// restored beside what Store refuses.
+	write := userfile.Options{NewMode: newFileMode, Temp: path + tmpSuffix, Backup: path + backupSuffix, Sync: true, WriteFunc: writeBody}
+	removeStaleTemps(path)
+	if target != path {
+		removeStaleTemps(target) // earlier versions wrote theirs beside the link's target
+	}
+	restored, err := userfile.Restore(path, write.Backup, write)
+	if err != nil {
+		return out, fmt.Errorf("the find-db %s: putting back the old bytes a killed writer left in %s: %w", path, write.Backup, err)
+	}
+	if restored {
+		out.Restored = true
+		if data, _, err = readRegular(target, name); err != nil {
+			return out, fmt.Errorf("read the find-db: %w", err)
+		}
+	}
 	db := Parse(path, data)
 	out.Warnings = db.Warnings
+	if restored {
+		out.Warnings = append([]Warning{{Path: path, Msg: fmt.Sprintf(
+			"put back from %s, where a writer stopped while it rewrote the db in place had kept it; that writer's record is not in it",
+			filepath.Base(write.Backup))}}, out.Warnings...)
+	}
 	changed, replaced := db.Merge(rec)
 	if !changed {
 		return out, nil
 	}
-	if err := replace(target, db.Bytes(), info); err != nil {
+	if err := userfile.Write(path, db.Bytes(), write); err != nil {
 		return out, fmt.Errorf("write the find-db %s: %w", path, err)
 	}
 	out.Written, out.Replaced = true, replaced
-	out.Warnings = withoutReplaced(db.Warnings, replaced)
+	out.Warnings = withoutReplaced(out.Warnings, replaced)
 	return out, nil
 }
 
@@ -252,26 +330,7 @@ func regular(path string, info fs.FileInfo) error {
 	if info.Mode().IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%s is %s, %w", path, fileKind(info.Mode()), ErrNotRegular)
-}
-
-// fileKind names a file type for an error.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a plain file"
+	return fmt.Errorf("%s is %s, %w", path, userfile.Kind(info.Mode()), ErrNotRegular)
 }
 
 // explainPathError gives an error about path the cause a user can act
@@ -285,78 +344,6 @@ func explainPathError(path string, err error) error {
 		return fmt.Errorf("%s: %w", path, syscall.ELOOP)
 	}
 	return err
-}
-
-// replace writes data to a temporary file beside path, gives it the mode
-// and owner of old (a new file's mode when old is nil), and renames it over
-// path; on any failure path is untouched and the temporary file removed.
-func replace(path string, data []byte, old fs.FileInfo) (err error) {
-	tmp := path + tmpSuffix
-	// The caller removed any leftover of this name (it holds the lock):
-	// create a new file, never open one put there since.
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	mode := fs.FileMode(newFileMode)
-	if old != nil {
-		mode = old.Mode().Perm()
-		if err := keepOwner(f, old); err != nil {
-			return err
-		}
-	}
-	// Chmod after chown: chown may clear set-id bits, and the umask must
-	// not decide a shared file's mode.
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if err := writeBody(f, data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	syncDir(filepath.Dir(path))
-	return nil
-}
-
-// keepOwner gives f the owner and group of old where they differ.
-func keepOwner(f *os.File, old fs.FileInfo) error {
-	want, ok := old.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	have, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	got, ok := have.Sys().(*syscall.Stat_t)
-	if !ok || got.Uid == want.Uid && got.Gid == want.Gid {
-		return nil
-	}
-	if err := f.Chown(int(want.Uid), int(want.Gid)); err != nil {
-		return fmt.Errorf("cannot keep the file's owner %d:%d: %w", want.Uid, want.Gid, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // removeStaleTemps deletes the temporary files of writers that died before
@@ -570,7 +557,7 @@ func tempDir() (string, error) {
 		return "", fmt.Errorf("MIOpen's find-db lock folder: the temporary folder: %w", explainPathError(dir, err))
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("MIOpen's find-db lock folder: the temporary folder %s is %s", dir, fileKind(info.Mode()))
+		return "", fmt.Errorf("MIOpen's find-db lock folder: the temporary folder %s is %s", dir, userfile.Kind(info.Mode()))
 	}
 	return dir, nil
 }
@@ -583,7 +570,7 @@ func makeMIOpenLockDir(dir string) error {
 	case err == nil && info.IsDir():
 		return nil
 	case err == nil:
-		return fmt.Errorf("MIOpen's find-db lock folder %s is %s", dir, fileKind(info.Mode()))
+		return fmt.Errorf("MIOpen's find-db lock folder %s is %s", dir, userfile.Kind(info.Mode()))
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("MIOpen's find-db lock folder: %w", explainPathError(dir, err))
 	}

@@ -229,6 +229,11 @@ var writersRunning atomic.Int32
 // writer has returned: a failing test leaves no writer behind to write
 // into a folder being removed.
 func readWhileWriting(path string, writers, each int, check func(read int, data []byte, before []string) error) (int, error) {
+	return readWhileWritingWith(path, writers, each, os.ReadFile, check)
+}
+
+// readWhileWritingWith is readWhileWriting with reads made by read.
+func readWhileWritingWith(path string, writers, each int, read func(string) ([]byte, error), check func(read int, data []byte, before []string) error) (int, error) {
 	var (
 		mu     sync.Mutex
 		stored []string
@@ -273,7 +278,7 @@ func readWhileWriting(path string, writers, each int, check func(read int, data 
 		mu.Lock()
 		before := append([]string(nil), stored...)
 		mu.Unlock()
-		data, err := os.ReadFile(path)
+		data, err := read(path)
 		if err == nil {
 			err = check(reads, data, before)
 		}

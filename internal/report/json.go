@@ -83,20 +83,21 @@ type jsonShard struct {
 	Index int    `json:"index"`
 	Count int    `json:"count"`
 	Split string `json:"split"`
+	Set   string `json:"set,omitempty"`
 }
 
 func toJSONShard(sh *Shard) *jsonShard {
 	if sh == nil {
 		return nil
 	}
-	return &jsonShard{Index: sh.Index, Count: sh.Count, Split: sh.Split}
+	return &jsonShard{Index: sh.Index, Count: sh.Count, Split: sh.Split, Set: sh.Set}
 }
 
 func (j *jsonShard) shard() *Shard {
 	if j == nil {
 		return nil
 	}
-	return &Shard{Index: j.Index, Count: j.Count, Split: j.Split}
+	return &Shard{Index: j.Index, Count: j.Count, Split: j.Split, Set: j.Set}
 }
 
 type jsonDevice struct {

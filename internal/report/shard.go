@@ -24,6 +24,11 @@ type Shard struct {
 	Index int
 	Count int
 	Split string // ShardChecks or ShardRuns
+	// Set, when set, names the split the shard is a part of (a suite's
+	// split plan, balanced by count or by a durations file): shards of
+	// one split share it, and a merge never takes shards of two splits
+	// as one set.
+	Set string
 }
 
 // String is "2/4".
@@ -110,6 +115,7 @@ type shardSet struct {
 	suite string
 	count int
 	split string
+	set   string
 	from  map[int]string // index -> the file it came from
 }
 
@@ -117,7 +123,7 @@ type shardSet struct {
 // count, what was split, and for split runs the checks (a check's
 // command without its --shard, so that the shards of one repeat meet).
 func shardKey(r *SuiteResult) string {
-	key := fmt.Sprintf("%s\x00%d\x00%s", r.Suite, r.Shard.Count, r.Shard.Split)
+	key := fmt.Sprintf("%s\x00%d\x00%s\x00%s", r.Suite, r.Shard.Count, r.Shard.Split, r.Shard.Set)
 	if r.Shard.Split == ShardRuns {
 		for _, c := range r.Checks {
 			key += "\x00" + c.key()
@@ -139,7 +145,7 @@ func checkShards(results []*SuiteResult, sources []string, partial bool) ([]Miss
 		k := shardKey(r)
 		set, ok := sets[k]
 		if !ok {
-			set = &shardSet{suite: r.Suite, count: r.Shard.Count, split: r.Shard.Split, from: map[int]string{}}
+			set = &shardSet{suite: r.Suite, count: r.Shard.Count, split: r.Shard.Split, set: r.Shard.Set, from: map[int]string{}}
 			sets[k] = set
 			order = append(order, k)
 		}
@@ -155,7 +161,7 @@ func checkShards(results []*SuiteResult, sources []string, partial bool) ([]Miss
 		var lack []MissingShard
 		for idx := 1; idx <= set.count; idx++ {
 			if _, ok := set.from[idx]; !ok {
-				lack = append(lack, MissingShard{Suite: set.suite, Shard: Shard{Index: idx, Count: set.count, Split: set.split}})
+				lack = append(lack, MissingShard{Suite: set.suite, Shard: Shard{Index: idx, Count: set.count, Split: set.split, Set: set.set}})
 			}
 		}
 		if len(lack) == 0 {

@@ -274,3 +274,23 @@ func TestRepeatShardsMergeIntoOneCheck(t *testing.T) {
 		t.Errorf("a repeat shard missing: %v", err)
 	}
 }
+
+// Shards of two splits of one suite (by count, and by the durations of an
+// earlier run) are two sets: a merge does not make one set of them, and
+// says what each lacks.
+func TestShardsOfTwoSplitsAreNotOneSet(t *testing.T) {
+	byCount, byDurations := shardsOf(oneHostRun(), 2), shardsOf(oneHostRun(), 2)
+	for _, s := range byCount {
+		s.Shard.Set = "count"
+	}
+	for _, s := range byDurations {
+		s.Shard.Set = "durations.json"
+	}
+	_, err := MergeSuites([]*SuiteResult{byCount[0], roundTrip(t, byDurations[1])}, []string{"a.json", "b.json"})
+	if err == nil || !strings.HasPrefix(err.Error(), "shard 2/2 of pr12265 (checks) is missing (given: 1/2 a.json)") {
+		t.Errorf("shards of two splits: %v", err)
+	}
+	if _, err := MergeSuites([]*SuiteResult{byCount[0], byCount[1]}, []string{"a.json", "b.json"}); err != nil {
+		t.Errorf("the shards of one split: %v", err)
+	}
+}

@@ -23,6 +23,19 @@ const (
 	EnvFindMode     = "MIOPEN_FIND_MODE"
 )
 
+// Own are the MIOTOOL_* variables miotool reads besides those that set
+// its flags (MIOTOOL_<KEY>, see the root command's help) and
+// MIOTOOL_CONFIG: the CUDA backend's switches, and what trace and repeat
+// set for the program they run, which may be miotool itself. A MIOTOOL_* variable that
+// is none of these gets a warning that it changes nothing.
+var Own = []string{
+	"MIOTOOL_CUBIN",        // off: no precompiled cubins (internal/hip/cuda)
+	"MIOTOOL_NVRTC",        // off: no NVRTC (internal/hip/cuda)
+	"MIOTOOL_TRACE_SOCKET", // where a traced program's observer sends its records (internal/trace)
+	"MIOTOOL_TRACE_CUPTI",  // a libcupti for a traced program's observer (internal/trace)
+	"MIOTOOL_REPEAT_RUN",   // a run's number, set by repeat for the program it runs (internal/repeat)
+}
+
 // DefaultNaiveTimeoutPercent bounds a naive solver's evaluation at this
 // percentage of the best time found so far.
 const DefaultNaiveTimeoutPercent = 300

@@ -80,6 +80,19 @@ type Options struct {
 	// Timeout, when positive, bounds every run in place of the file's
 	// timeouts.
 	Timeout time.Duration
+	// Shard, unless Whole, runs only the shard's part of the suite
+	// (PlanShard), split by Durations when given, else by count; the
+	// result lists only that part, and its notes name the shard.
+	Shard Shard
+	// Durations weigh the checks for the split; DurationsFrom names the
+	// file they were read from.
+	Durations     Weights
+	DurationsFrom string
+	// Devices, when set, are the devices the runs go side by side on,
+	// each run pinned to one (DeviceVariables set to its id): up to Jobs
+	// at once over all of them, the least busy device first, an
+	// exclusive check alone on its device while the others go on.
+	Devices []string
 }
 
 // stderrTailBytes is how much of a check's standard error is kept.
@@ -144,6 +157,10 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		return nil, err
 	}
 	jobs := max(opts.Jobs, 1)
+	f, shardNotes, err := shardPart(f, opts)
+	if err != nil {
+		return nil, err
+	}
 
 	res := report.NewSuiteResult(f.Name, now())
 	res.Title, res.File, res.Tool = f.Title, f.Path, r.Tool
@@ -154,6 +171,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	for _, v := range opts.Variants {
 		res.Options.Variants = append(res.Options.Variants, v.Label)
 	}
+	res.Notes = append(res.Notes, shardNotes...)
 	for _, p := range f.Programs() {
 		res.Notes = append(res.Notes, "other code than miotool's, as the user allowed: "+p)
 	}
@@ -208,7 +226,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	if jobs > 1 {
 		steps = ExclusiveFirst(f, steps)
 	}
-	runs := r.runSteps(ctx, f, steps, rows, environ, resultDir, jobs, opts.Timeout, now)
+	runs := r.runSteps(ctx, f, steps, rows, environ, resultDir, jobs, opts.Devices, opts.Timeout, now)
 	var runErr error
 	if len(runs) < len(steps) {
 		runErr = ctx.Err() // stopped before every run started
@@ -231,6 +249,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		row := rows[st.Variant][st.Check]
 		row.Runs = append(row.Runs, run)
 	}
+	res.Notes = append(res.Notes, deviceNotes(opts.Devices, steps, runs, rows, repeat)...)
 	if r.Progress != nil && runErr == nil {
 		r.Progress(len(steps), len(steps), "")
 	}
@@ -239,6 +258,19 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	res.Duration = now().Sub(res.Started)
 	return res, runErr
+}
+
+// shardPart is the part of f that opts' shard runs, and the note that
+// names it; f itself, and no note, for the whole suite.
+func shardPart(f *File, opts Options) (*File, []string, error) {
+	if opts.Shard.Whole() {
+		return f, nil, nil
+	}
+	if err := CheckShard(f, opts.Shard); err != nil {
+		return nil, nil, err
+	}
+	plan := PlanShard(f, opts.Shard, opts.Durations, opts.DurationsFrom)
+	return f.only(plan.Checks), []string{plan.Note(f)}, nil
 }
 
 // removeScratchDB removes a suite run's scratch find-db folder, and the
@@ -261,14 +293,18 @@ type stepRun struct {
 	run report.SuiteRun
 	// interrupted: ctx's end killed the run's process.
 	interrupted bool
+	// device is the index of the device the run was pinned to, among
+	// the options' Devices.
+	device int
 }
 
-// runSteps runs the steps in order, at most jobs at once and an exclusive
-// check's run alone, until ctx ends. It returns the outcomes of the steps
-// it started, which are the first ones, in plan order: the result keeps
-// the plan's order whatever the order runs end in.
+// runSteps runs the steps in order, at most jobs at once over the devices
+// (one when none are given) and an exclusive check's run alone on its
+// device, until ctx ends. It returns the outcomes of the steps it started,
+// which are the first ones, in plan order: the result keeps the plan's
+// order whatever the order runs end in.
 func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*report.SuiteCheck, environ []string, resultDir string,
-	jobs int, timeoutOverride time.Duration, now func() time.Time) []stepRun {
+	jobs int, devices []string, timeoutOverride time.Duration, now func() time.Time) []stepRun {
 	outs := make([]stepRun, len(steps))
 	var (
 		mu      sync.Mutex // over done, running and Progress's calls
@@ -276,7 +312,8 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 		running = map[int]string{} // step -> its row's name, for progress
 		wg      sync.WaitGroup
 	)
-	lanes := make(chan struct{}, jobs)
+	places := newLanes(ctx, jobs, len(devices))
+	defer places.close()
 	progress := func(current string) {
 		if r.Progress != nil {
 			r.Progress(done, len(steps), current)
@@ -285,14 +322,8 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 	started := 0
 	for i, st := range steps {
 		c := f.Checks[st.Check]
-		if c.Exclusive {
-			wg.Wait() // every run before it has ended: it runs alone
-		}
-		select {
-		case lanes <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		device, ok := places.acquire(c.Exclusive)
+		if !ok {
 			break
 		}
 		row := rows[st.Variant][st.Check]
@@ -300,7 +331,7 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 		progress(row.Test())
 		mu.Unlock()
 		if ctx.Err() != nil {
-			<-lanes
+			places.release(device)
 			break // stopped before this run started
 		}
 		timeout := c.Timeout
@@ -314,6 +345,9 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 			timeout = DefaultTimeout
 		}
 		env := mergeEnv(environ, row.Env)
+		if len(devices) > 0 {
+			env = mergeEnv(env, pinEnv(devices[device]))
+		}
 		args := r.argsOf(c)
 		started = i + 1
 		mu.Lock()
@@ -327,7 +361,7 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 				resultFile = filepath.Join(resultDir, fmt.Sprintf("run-%d.json", i))
 			}
 			run, canceled := r.runOnce(ctx, f.Workdir, args, env, resultFile, timeout, now)
-			outs[i] = stepRun{run: run, interrupted: canceled}
+			outs[i] = stepRun{run: run, interrupted: canceled, device: device}
 			mu.Lock()
 			done++
 			delete(running, i)
@@ -343,14 +377,43 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 				progress(current)
 			}
 			mu.Unlock()
-			<-lanes
+			places.release(device)
 		}()
-		if c.Exclusive {
-			wg.Wait() // nothing starts while it runs
-		}
 	}
 	wg.Wait()
 	return outs[:started]
+}
+
+// deviceNotes say, one line per device, which runs were pinned to it.
+// The checklist's rows name the devices the runs' results reported; these
+// lines name the device each run was given, which two GPUs of one model
+// would not tell apart.
+func deviceNotes(devices []string, steps []Step, runs []stepRun, rows [][]*report.SuiteCheck, repeat int) []string {
+	if len(devices) == 0 {
+		return nil
+	}
+	on := make([][]string, len(devices))
+	for i, out := range runs {
+		st := steps[i]
+		name := rows[st.Variant][st.Check].Test()
+		if repeat > 1 {
+			name += fmt.Sprintf(" (run %d)", st.Iteration)
+		}
+		on[out.device] = append(on[out.device], name)
+	}
+	var notes []string
+	for d, id := range devices {
+		pinned := make([]string, len(DeviceVariables))
+		for k, v := range DeviceVariables {
+			pinned[k] = v + "=" + id
+		}
+		ran := "no run"
+		if len(on[d]) > 0 {
+			ran = strings.Join(on[d], ", ")
+		}
+		notes = append(notes, fmt.Sprintf("device %s (%s): %s", id, strings.Join(pinned, " "), ran))
+	}
+	return notes
 }
 
 // interruption says what ended ctx: its cause ("interrupted by SIGINT"),

@@ -16,11 +16,20 @@ const (
 	kindFork   = "fork"   // a process forked: the child, as itself
 	kindNote   = "note"   // the observer about itself: topic, status, text
 	kindDevice = "device" // a device a capture began on, first named in this process: runtime, ordinal, name, arch, compute units
-	kindBegin  = "begin"  // a capture began or failed to: runtime, call, stream, mode, result, device ordinal, callers
-	kindEnd    = "end"    // a capture ended or failed to: runtime, call, stream, result, callers
+	kindBegin  = "begin"  // a capture began or failed to: runtime, call, stream, mode, result, device ordinal, sections
+	kindEnd    = "end"    // a capture ended or failed to: runtime, call, stream, result, graph, nodes, sections
 	kindGone   = "gone"   // a capturing stream was destroyed: runtime, stream
-	kindCall   = "call"   // a call during a capture: runtime, call, stream, event, result, thread mode[, callers]
+	kindCall   = "call"   // a call during a capture: runtime, call, stream, event, result, thread mode, outside[, sections]
+	kindGraph  = "graph"  // a graph instantiated or first launched: runtime, call, graph, exec, stream, result, nodes
+	kindCrash  = "crash"  // the crash handler: signal, code, address, run token, sections
 	kindEOF    = "eof"    // miotool's own end-of-events marker
+)
+
+// Exported names of the record kinds a consumer tells apart.
+const (
+	KindCall  = kindCall
+	KindGraph = kindGraph
+	KindCrash = kindCrash
 )
 
 // RawFrame is one native caller as the observer saw it: the shared object
@@ -57,8 +66,42 @@ type Event struct {
 	// hello and fork.
 	PPID int
 	Exe  string
+	// Observer is the observer's marker in hello and fork records
+	// ("miotool-observer wire=2 source=..."): which observer loaded.
+	Observer string
 	// note.
 	Topic, Status, Text string
+
+	// ThreadName is the OS name of the calling thread
+	// (/proc/self/task/<tid>/comm): on begin, end, crash and every call
+	// record that carries callers.
+	ThreadName string
+	// Python is the calling thread's Python stack: on begin, end, crash
+	// and every call record that carries callers, in a process that runs
+	// CPython (PyNone elsewhere).
+	Python PyStack
+	// Graph is, for end, the graph the capture produced (0: none); for
+	// graph records, the graph instantiated (or the one the launched
+	// executable graph was instantiated from, 0 when unknown).
+	Graph uint64
+	// Exec is, for graph records, the executable graph instantiated or
+	// launched.
+	Exec uint64
+	// Nodes is, for end, how many nodes the captured graph has (-1:
+	// unknown); for graph records of an instantiation, the graph's node
+	// count (-1: unknown; always -1 for a launch).
+	Nodes int
+	// Outside is, for call records of calls that enqueue work (kernel
+	// launches, async copies and memsets, host functions, graph launches)
+	// made while a capture is active and that succeeded: the stream the
+	// call named was not capturing (work that escaped every capture).
+	Outside bool
+
+	// crash records:
+	Signal     int    // the signal number
+	SignalCode int    // si_code
+	Addr       uint64 // si_addr for SIGSEGV, SIGBUS, SIGILL and SIGFPE
+	Run        string // the run token the process (or its ancestor) was started with (MIOTOOL_CRASH_RUN), "" when none
 }
 
 var errNotRecord = errors.New("not an observer record")
@@ -99,6 +142,12 @@ func ParseEvent(line []byte) (Event, error) {
 		}
 		return nil
 	}
+	flag := func(s string) bool {
+		if s != "0" && s != "1" && err == nil {
+			err = fmt.Errorf("field %q: want 0 or 1", s)
+		}
+		return s == "1"
+	}
 	api := func(s string) hip.Dialect {
 		switch s {
 		case "cuda":
@@ -118,6 +167,9 @@ func ParseEvent(line []byte) (Event, error) {
 			return e, err
 		}
 		e.PPID, e.Exe = num(rest[0]), rest[1]
+		if len(rest) > 2 {
+			e.Observer = rest[2]
+		}
 		return e, err
 	case kindNote:
 		if err := need(3); err != nil {
@@ -142,6 +194,13 @@ func ParseEvent(line []byte) (Event, error) {
 		}
 		e.API, e.Device, e.DeviceName, e.Arch, e.ComputeUnits = api(rest[0]), num(rest[1]), rest[2], rest[3], num(rest[4])
 		return e, err
+	case kindGraph:
+		if err := need(7); err != nil {
+			return e, err
+		}
+		e.API, e.Name, e.Graph, e.Exec, e.Stream = api(rest[0]), rest[1], hex(rest[2]), hex(rest[3]), hex(rest[4])
+		e.Result, e.Nodes = hip.Code(num(rest[5])), num(rest[6])
+		return e, err
 	case kindBegin:
 		if err := need(6); err != nil {
 			return e, err
@@ -154,7 +213,12 @@ func ParseEvent(line []byte) (Event, error) {
 			return e, err
 		}
 		e.API, e.Name, e.Stream, e.Result = api(rest[0]), rest[1], hex(rest[2]), hip.Code(num(rest[3]))
-		fixed = 4
+		e.Nodes, fixed = -1, 4
+		// An earlier observer's end has no graph and node count.
+		if len(rest) >= 6 && strings.HasPrefix(rest[4], "0x") && isInt(rest[5]) {
+			e.Graph, e.Nodes = hex(rest[4]), num(rest[5])
+			fixed = 6
+		}
 	case kindCall:
 		if err := need(6); err != nil {
 			return e, err
@@ -162,24 +226,94 @@ func ParseEvent(line []byte) (Event, error) {
 		e.API, e.Name, e.Stream, e.Event = api(rest[0]), rest[1], hex(rest[2]), hex(rest[3])
 		e.Result, e.Mode = hip.Code(num(rest[4])), hip.CaptureMode(num(rest[5]))
 		fixed = 6
+		// An earlier observer's call has no outside field.
+		if len(rest) > 6 && !sectionTag(rest[6]) && !strings.HasPrefix(rest[6], "/") && rest[6] != "?" {
+			e.Outside = flag(rest[6])
+			fixed = 7
+		}
+	case kindCrash:
+		if err := need(4); err != nil {
+			return e, err
+		}
+		e.Signal, e.SignalCode, e.Addr, e.Run = num(rest[0]), num(rest[1]), hex(rest[2]), rest[3]
+		fixed = 4
 	default:
 		return e, fmt.Errorf("unknown record kind %q", e.Kind)
 	}
-	frames := rest[fixed:]
-	if n := len(frames); n > 0 && n%3 == 1 && strings.HasPrefix(frames[n-1], "+") {
-		e.Omitted = num(frames[n-1][1:])
-		frames = frames[:n-1]
-	}
-	if len(frames)%3 != 0 {
-		return e, fmt.Errorf("%s record: %d caller fields, want (module, symbol, offset) triples", e.Kind, len(frames))
-	}
-	for i := 0; i < len(frames); i += 3 {
-		e.Callers = append(e.Callers, RawFrame{Module: frames[i], Symbol: frames[i+1], Offset: hex(frames[i+2])})
+	if serr := parseSections(&e, rest[fixed:], num, hex); serr != nil {
+		return e, serr
 	}
 	if e.Mode < 0 || int(e.Mode) >= len(hip.CaptureModes) {
 		return e, fmt.Errorf("%s record: mode %d", e.Kind, int(e.Mode))
 	}
 	return e, err
+}
+
+// parseSections reads what closes a record that names its thread, in
+// this order, each optional: "t" and the thread's OS name; "p", the
+// Python state, why, threading name, version, the frame count, the
+// omitted count, then (file, line, function) per frame; "c" and the
+// native callers to the end of the record, (module, symbol, offset)
+// triples and "+N" when N more did not fit. Records an earlier observer
+// saved (its callers' triples untagged, no graph or outside field) read
+// as they did.
+func parseSections(e *Event, f []string, num func(string) int, hex func(string) uint64) error {
+	if len(f) >= 2 && f[0] == "t" {
+		e.ThreadName = f[1]
+		f = f[2:]
+	}
+	if len(f) > 0 && f[0] == "p" {
+		if len(f) < 7 {
+			return fmt.Errorf("%s record: Python section of %d fields, want at least 7", e.Kind, len(f))
+		}
+		p := PyStack{State: PyState(f[1]), Why: f[2], ThreadName: f[3], Version: f[4], Omitted: num(f[6])}
+		switch p.State {
+		case PyNative, PyFrames, PyUnavailable:
+		default:
+			return fmt.Errorf("%s record: Python state %q", e.Kind, f[1])
+		}
+		n := num(f[5])
+		if n < 0 || len(f) < 7+3*n {
+			return fmt.Errorf("%s record: %d Python frames announced, %d fields follow", e.Kind, n, len(f)-7)
+		}
+		for i := 0; i < n; i++ {
+			fr := f[7+3*i:]
+			p.Frames = append(p.Frames, PyFrame{File: fr[0], Line: num(fr[1]), Function: fr[2]})
+		}
+		e.Python = p
+		f = f[7+3*n:]
+	}
+	if len(f) == 0 {
+		return nil
+	}
+	frames := f
+	switch {
+	case f[0] == "c":
+		frames = f[1:]
+	case sectionTag(f[0]):
+		return fmt.Errorf("%s record: section %q out of order (t, p, c)", e.Kind, f[0])
+	case !strings.HasPrefix(f[0], "/") && f[0] != "?":
+		return fmt.Errorf("%s record: field %q where a section (t, p or c) begins", e.Kind, f[0])
+	}
+	// Untagged triples are an earlier observer's callers.
+	if n := len(frames); n > 0 && n%3 == 1 && strings.HasPrefix(frames[n-1], "+") {
+		e.Omitted = num(frames[n-1][1:])
+		frames = frames[:n-1]
+	}
+	if len(frames)%3 != 0 {
+		return fmt.Errorf("%s record: %d caller fields, want (module, symbol, offset) triples", e.Kind, len(frames))
+	}
+	for i := 0; i < len(frames); i += 3 {
+		e.Callers = append(e.Callers, RawFrame{Module: frames[i], Symbol: frames[i+1], Offset: hex(frames[i+2])})
+	}
+	return nil
+}
+
+func sectionTag(s string) bool { return s == "t" || s == "p" || s == "c" }
+
+func isInt(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
 
 // BaseName is a call's name without the ABI suffixes the runtimes add
@@ -195,4 +329,34 @@ func BaseName(raw string) string {
 		}
 		raw = trimmed
 	}
+}
+
+// PyFrame is one Python frame: the code's file, the line being run, the function's
+// qualified name where the interpreter has one (co_qualname: 3.11+ with the GIL held,
+// 3.13, and 3.11 and 3.12 builds read at pinned offsets), else co_name.
+type PyFrame struct {
+	File     string
+	Line     int // 0: unknown
+	Function string
+}
+
+// PyState says what the observer could read of the calling thread's Python stack.
+type PyState string
+
+// What the observer could read of a thread's Python stack.
+const (
+	PyNone        PyState = ""            // not collected (a record kind or path that never collects)
+	PyNative      PyState = "native"      // not a Python thread: no thread state (NCCL watchdog, driver threads)
+	PyFrames      PyState = "frames"      // frames read (Frames may still be empty: a thread in C before any Python frame)
+	PyUnavailable PyState = "unavailable" // a Python thread whose frames could not be read: Why says why
+)
+
+// PyStack is the calling thread's Python stack as the observer read it.
+type PyStack struct {
+	State      PyState
+	Why        string    // for PyUnavailable, e.g. "CPython 3.9: not supported (3.10 to 3.13 are)", "...; GIL held by another thread"
+	ThreadName string    // the thread's threading name (threading.current_thread().name), read only where the thread held the GIL; "" otherwise
+	Version    string    // the interpreter's version, e.g. "3.12.1", when known
+	Frames     []PyFrame // innermost first
+	Omitted    int       // frames that did not fit (at least this many)
 }

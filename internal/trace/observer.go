@@ -16,12 +16,12 @@ import (
 
 // The observer's C source, built on first use by the system C compiler.
 //
-//go:embed observer/mt_abi.h observer/observer.h observer/observer.c observer/cuda.c observer/hip.c
+//go:embed observer/mt_abi.h observer/mt_python.h observer/observer.h observer/observer.c observer/python.c observer/crash.c observer/cuda.c observer/hip.c
 var observerSources embed.FS
 
 // observerFiles are the embedded files, headers first; the .c ones are
 // compiled.
-var observerFiles = []string{"mt_abi.h", "observer.h", "observer.c", "cuda.c", "hip.c"}
+var observerFiles = []string{"mt_abi.h", "mt_python.h", "observer.h", "observer.c", "python.c", "crash.c", "cuda.c", "hip.c"}
 
 // compileFlags build the observer: a shared library with only its entry
 // points visible, warnings as errors.
@@ -92,7 +92,12 @@ func ObserverSource() (map[string][]byte, error) {
 // source, the compiler (its path and version) and the flags, so a changed
 // source or compiler builds anew; the library is compiled into a
 // temporary folder and renamed into place, so a concurrent or interrupted
-// build never leaves a partial file where it is looked for.
+// build never leaves a partial file where it is looked for. A cached
+// library is checked before it is used (CheckObserver, built from this
+// source) and built again when it fails the check (a truncated or
+// replaced file). With no compiler, a library of this source already in
+// the cache (built by another compiler) serves; only when there is none
+// is the error a *NoCompilerError.
 func Build(ctx context.Context, o BuildOptions) (string, error) {
 	src, err := ObserverSource()
 	if err != nil {
@@ -102,10 +107,6 @@ func Build(ctx context.Context, o BuildOptions) (string, error) {
 }
 
 func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, error) {
-	cc, err := findCompiler(o)
-	if err != nil {
-		return "", err
-	}
 	cache := o.CacheDir
 	if cache == "" {
 		base, err := os.UserCacheDir()
@@ -114,10 +115,18 @@ func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, 
 		}
 		cache = filepath.Join(base, "miotool", "trace")
 	}
+	id := sourceID(src)
+	cc, err := findCompiler(o)
+	if err != nil {
+		if lib := cachedObserver(cache, id); lib != "" {
+			return lib, nil
+		}
+		return "", err
+	}
 	key := buildKey(src, cc, compilerVersion(ctx, cc))
 	dir := filepath.Join(cache, key)
 	lib := filepath.Join(dir, ObserverLibrary)
-	if st, err := os.Stat(lib); err == nil && st.Mode().IsRegular() {
+	if st, err := os.Stat(lib); err == nil && st.Mode().IsRegular() && checkBuilt(lib, id) == nil {
 		return lib, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -139,12 +148,16 @@ func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, 
 		}
 	}
 	out := filepath.Join(tmp, ObserverLibrary)
-	args := append(append(append(append(cc[1:len(cc):len(cc)], compileFlags...), "-o", out), sources...), linkFlags...)
+	flags := append(compileFlags[:len(compileFlags):len(compileFlags)], `-DMT_SOURCE_ID="`+id+`"`)
+	args := append(append(append(append(cc[1:len(cc):len(cc)], flags...), "-o", out), sources...), linkFlags...)
 	cmd := exec.CommandContext(ctx, cc[0], args...)
 	cmd.Dir = tmp
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
+		return "", &BuildError{Command: append([]string{cc[0]}, args...), Output: output.String(), Err: err}
+	}
+	if err := checkBuilt(out, id); err != nil {
 		return "", &BuildError{Command: append([]string{cc[0]}, args...), Output: output.String(), Err: err}
 	}
 	if err := os.Rename(out, lib); err != nil {
@@ -218,6 +231,18 @@ func compilerVersion(ctx context.Context, cc []string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// sourceID is the SHA-256 of the observer's source, which the library
+// carries in its marker (MT_SOURCE_ID) so that a cached one can be told
+// from a library of another source.
+func sourceID(src map[string][]byte) string {
+	h := sha256.New()
+	for _, name := range observerFiles {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(src[name]))
+		h.Write(src[name])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func buildKey(src map[string][]byte, cc []string, version string) string {

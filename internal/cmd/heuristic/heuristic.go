@@ -100,20 +100,19 @@ in MIOpen 3.3.
 Exit status: 0 the model ranked the solvers; 4 the model does not cover the
 problem; 2 a bad problem, arch or model directory; 3 a model that fails to
 load or its self-tests.`,
-		Example: `  # MI300 (gfx942), ResNet-50's 3x3 layer, from the models of an installed ROCm
-  # (without one, give --model-dir, or use --arch miotool below)
+		Example: `  # miotool's own model and solvers (runs anywhere: the model is inside miotool)
+  miotool heuristic --arch miotool --problem resnet50-conv2 --format json
+
+  # MI300 (gfx942), ResNet-50's 3x3 layer, from the models of an installed ROCm
+  # (without one, name a directory of MIOpen model files with --model-dir)
   miotool heuristic --arch gfx942 -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 
   # The same from a directory of MIOpen model files, backward data in FP16, with the features
   miotool heuristic --model-dir /opt/rocm/share/miopen/db --arch gfx942 --direction B --dtype FP16 \
       -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --verbose
 
-  # A stride TunaNet does not cover, as a PR checklist row (ROCm's gfx90a model:
-  # an installed ROCm or --model-dir)
-  miotool heuristic --arch gfx90a -n 1 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -u 2 -v 1 --format markdown
-
-  # miotool's own model and solvers (no ROCm needed)
-  miotool heuristic --arch miotool --problem resnet50-conv2 --format json`,
+  # A stride TunaNet does not cover, as a PR checklist row (ROCm's models, or --model-dir)
+  miotool heuristic --arch gfx90a -n 1 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -u 2 -v 1 --format markdown`,
 		Args: cobra.NoArgs,
 		RunE: cli.RunE(f, opts, runF),
 	}

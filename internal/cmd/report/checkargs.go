@@ -17,13 +17,17 @@ type flagValue struct {
 }
 
 // passedOn are the global flags every check gets: the backend and device
-// when given, and the config file report read.
+// when given (--device 0 with --devices), and the config file report read.
 func (o *ReportOptions) passedOn() []flagValue {
 	var out []flagValue
 	if g := o.Global; g.Backend != "" && g.Backend != hip.BackendAuto {
 		out = append(out, flagValue{"backend", string(g.Backend)})
 	}
-	if o.Global.Device != 0 {
+	switch {
+	case len(o.devices) > 0:
+		// Pinned to one device, a check sees it alone, as device 0.
+		out = append(out, flagValue{"device", "0"})
+	case o.Global.Device != 0:
 		out = append(out, flagValue{"device", strconv.Itoa(o.Global.Device)})
 	}
 	if o.ConfigUsed != "" {

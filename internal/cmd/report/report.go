@@ -114,6 +114,13 @@ Suite file (YAML):
   miotool report --suite configs/suites/pr12265.yaml --format json > "$(hostname).json"
   miotool report merge node*.json --format markdown
 
+  # Shard 2 of 4 (a CI matrix's second job), balanced by the last merged result
+  miotool report --suite configs/suites/pr12265.yaml --shard 2/4 --durations last.json \
+      --format json > shard-2.json
+
+  # The host's four GPUs side by side, each check pinned to one
+  miotool report --suite configs/suites/rocm27477.yaml --devices 0,1,2,3
+
   # JUnit for CI beside the text table
   miotool report --suite configs/suites/rocm27477.yaml --junit rocm27477.xml`,
 		Args: cobra.NoArgs,
@@ -152,7 +159,7 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string)
 		}
 		o.variants = append(o.variants, v)
 	}
-	return nil
+	return o.completeSuiteFlags(f.LookupEnv)
 }
 
 // Validate checks, before the suite runs, that the suite file is named, and
@@ -164,28 +171,27 @@ func (o *ReportOptions) Validate() error {
 		return cli.UsageErrorf("report: give a suite file with --suite FILE, or merge results with `miotool report merge`")
 	case o.Repeat < 1:
 		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
-	case o.CPULoad < 0:
-		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
-	case o.CPULoad > maxCPULoadPerCore*o.NumCPU():
-		// Thousands of spinning workers starve the checks themselves: the
-		// suite would look hung rather than loaded.
-		return cli.UsageErrorf("--cpu-load %d: want at most %d busy workers (%d per CPU core, %d cores here)",
-			o.CPULoad, maxCPULoadPerCore*o.NumCPU(), maxCPULoadPerCore, o.NumCPU())
+	case cli.CheckCPULoad(o.CPULoad, o.NumCPU()) != nil:
+		return cli.CheckCPULoad(o.CPULoad, o.NumCPU())
 	case o.Timeout < 0:
 		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
 	case o.Seed != 0 && !o.Shuffle:
 		return cli.UsageErrorf("--seed %d: the seed orders --shuffle; add --shuffle", o.Seed)
 	}
+	if err := o.validateShardFlags(); err != nil {
+		return err
+	}
 	return o.validateSuiteFlags()
 }
-
-// maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
-const maxCPULoadPerCore = 4
 
 // Run runs the suite and returns its result, judged check by check. An
 // interruption leaves the result INTERRUPTED with the runs made before.
 func (o *ReportOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	file, err := o.loadSuite()
+	if err != nil {
+		return nil, err
+	}
+	weights, err := o.durations()
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +231,7 @@ func (o *ReportOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	res, runErr := runner.Run(ctx, file, suite.Options{
 		Repeat: o.Repeat, Shuffle: o.Shuffle, Seed: seed, CPULoad: o.CPULoad,
 		Variants: o.variants, Timeout: o.Timeout, Jobs: o.jobs(),
+		Shard: o.shard, Durations: weights, DurationsFrom: o.Durations, Devices: o.devices,
 	})
 	bar.Done()
 	if res == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,13 +109,22 @@ checks:
 		{"heuristic", []string{"heuristic", "--arch", "miotool", "--problem", "resnet50-conv2"}, 0, false, true},
 		{"stress-threads", []string{"stress-threads", "--runs", "2"}, 0, false, true},
 		{"report --suite", []string{"report", "--suite", suiteFile}, 0, true, true},
+		{"repeat", []string{"repeat", "--runs", "3", "--", "true"}, 0, false, true},
+		{"repeat, a shard that fails", []string{"repeat", "--runs", "4", "--shard", "1/2", "--", "false"}, 1, false, true},
 	}
 	check := func(t *testing.T, r run) {
 		// In the parent's folder: the merge reads two runs' exports.
 		out := filepath.Join(dir, strings.NewReplacer(" ", "-", ",", "").Replace(r.name))
+		// The output flags go before any "--", after which a program's own
+		// arguments follow.
 		args := append([]string{"--backend", "sim", "--no-progress"}, r.args...)
-		ran := cmdtest.RunBinary(t, bin, root, env, processLimit, append(args, "--format", "json",
-			"--junit", out+".xml", "--export-markdown", out+".md", "--export-json", out+".json")...)
+		outputs := []string{"--format", "json", "--junit", out + ".xml", "--export-markdown", out + ".md", "--export-json", out + ".json"}
+		if i := slices.Index(args, "--"); i >= 0 {
+			args = slices.Concat(args[:i], outputs, args[i:])
+		} else {
+			args = append(args, outputs...)
+		}
+		ran := cmdtest.RunBinary(t, bin, root, env, processLimit, args...)
 		if ran.Code != r.code {
 			t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", ran.Code, r.code, ran.Stdout, ran.Stderr)
 		}

@@ -77,39 +77,49 @@ observer is a small C library, built on first use with the system C compiler
 into the user cache directory, or given prebuilt with --observer
 (MIOTOOL_TRACE_OBSERVER). A statically linked program cannot be observed.
 
-What is judged: for each capture, who began it (process, thread, stream,
-mode, time, and the device that thread was on, as the runtime names it: the
-result's device), how its end-capture returned, how many calls were made during it
-and from how many threads, and every call the runtime refused while it was
-active (900-908) with its native callers. FAIL when a capture was
-invalidated, failed or never ended, or a call was refused during one, or the
-program crashed, hung or exited non-zero after captures that all ended well.
+What is judged: for each capture, who began it (process, thread and its name,
+stream, mode, time, the Python line of a Python thread, and the device that
+thread was on, as the runtime names it: the result's device), how its
+end-capture returned, how many nodes its graph has, how many calls were made
+during it and from how many threads, and every call the runtime refused while
+it was active (900-908) with its native callers and, for a Python thread, its
+Python stack. FAIL when a capture was invalidated, failed or never ended, or a
+call was refused during one, or the program crashed, hung or exited non-zero.
 PASS only when at least one capture ran, every capture ended with success,
-nothing was refused and the program exited 0. A program that began no
-capture is SKIP, "no capture began: nothing to check" (exit 4), never PASS.
-The headline names the first culprit: the earliest refused call before the
-end of a capture that did not end well (a 901 only reports an earlier
-refusal). Callers read innermost first, "←" meaning "called from":
-"cuCtxSynchronize from thread 512 (cudaDeviceSynchronize ←
-c10::cuda::device_synchronize)" is cuCtxSynchronize, called from
-cudaDeviceSynchronize, itself called from c10::cuda::device_synchronize.
+nothing was refused and the program exited 0. A program that began no capture
+is SKIP, "no capture began: nothing to check" (exit 4), only when the observer
+was in it and it exited 0 (graphs it built without capture and launched are
+named); a program that failed is FAIL however many captures it began, and one
+the trace could not observe (statically linked, setuid, CUPTI missing or taken,
+a trace inside a trace) is ERROR (exit 3), saying why. The headline names the
+first culprit in the user's words: the earliest refused call before the end of
+a capture that did not end well (a 901 only reports an earlier refusal), by
+its Python line and thread, e.g. "torch.cuda.synchronize() at train.py:42 in
+log_metrics, thread 561 "metrics" (cuCtxSynchronize)"; each failed capture
+gets one screen, from who began it to its first refused call and what
+followed. Native callers read innermost first, "←" meaning "called from",
+without the runtime's own frames (libcuda, libcudart, a static cudart,
+libamdhip64, libc): "cudaMalloc ← cupy_backends.cuda.api.runtime.malloc".
 
 Hazards: a call that succeeded only because the capture was begun in relaxed
-or thread-local mode, or because its thread had relaxed its own mode, and
-that a global-mode capture with a global-mode caller refuses or is
+or thread-local mode, and that a global-mode capture refuses or is
 invalidated by, as the measured rules tables say (configs/rules/h200-cuda.yaml
-and configs/rules/hip.yaml, what 'miotool rules' checks a device against),
-is listed with the table cell that makes it one. It passes today and breaks
-the day someone captures in global mode (PyTorch's default). --strict makes
-hazards fail.
+and configs/rules/hip.yaml, what 'miotool rules' checks a device against), is
+listed with the table cell that makes it one. It passes today and breaks the
+day someone captures in global mode (PyTorch's default). A call whose own
+thread switched itself to a mode the tables say is safe under every capture
+(MIOpen's ScopedRelaxedCaptureMode, PyTorch's allocator) is counted as
+guarded, not a hazard. Work launched during a capture into a stream that was
+not part of it is listed as outside the capture. --strict makes hazards and
+work outside a capture fail.
 
 Exit status: 0 PASS; 1 FAIL; 2 the program does not exist or cannot be
-executed, or another usage error; 3 the tool failed; 4 no capture began, no C
-compiler to build the observer with, or no libcupti for a CUDA program (each
-says what to install); 130 (SIGINT) or 143 (SIGTERM) when miotool was
-interrupted: the program's group gets the same signal, then SIGKILL after
-5s, and the result says INTERRUPTED with what was seen. A program that
-SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
+executed, or another usage error; 3 the tool failed, or the program could not
+be observed; 4 no capture began in a program that exited 0, or no C compiler
+to build the observer with (each says what to install); 130 (SIGINT) or 143
+(SIGTERM) when miotool was interrupted: the program's group gets the same
+signal, then SIGKILL after 5s, and the result says INTERRUPTED with what was
+seen. A program that SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 		Example: `  # A PyTorch step whose capture breaks: which call, which thread, which library
   miotool trace -- python3 train_step.py
 
@@ -118,8 +128,9 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 
   # miotool's own pre-fix reclaim under the trace: FAIL naming cuStreamQuery
   miotool trace -- miotool --backend cuda capture --mode=global --reclaim=lazy`,
-		Args: programArgs,
-		RunE: cli.RunE(f, opts, runF),
+		Args:              programArgs,
+		ValidArgsFunction: completeProgram(opts.Environ),
+		RunE:              cli.RunE(f, opts, runF),
 	}
 	// A flag miotool does not know is most often the program's, given
 	// without -- before it.
@@ -130,7 +141,7 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
-	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards: calls that only the capture's relaxed or thread-local mode let through")
+	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards (calls that only the capture's relaxed or thread-local mode let through) and on work launched outside a capture")
 	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+envObserver+")")
 	_ = cmd.MarkFlagFilename("observer", "so")
 	cli.MarkInputFile(cmd, "observer")
@@ -147,7 +158,8 @@ var (
 	prebuiltHint = "give a prebuilt observer with --observer PATH or " + envObserver
 )
 
-// reportVerdict is a trace's verdict as a result states it.
+// reportVerdict is a trace's verdict as a result states it: a program the
+// trace could not observe is an ERROR, never a SKIP a CI would accept.
 func reportVerdict(v trace.Verdict) report.Verdict {
 	switch v {
 	case trace.Pass:
@@ -158,18 +170,26 @@ func reportVerdict(v trace.Verdict) report.Verdict {
 		return report.Skip
 	case trace.Interrupted:
 		return report.Interrupted
+	case trace.CouldNotObserve:
+		return report.Error
 	}
 	return report.Error
 }
 
-// headlineSummary is the judgement's line, with the flag that made
-// hazards fail where they alone did.
-func headlineSummary(res *trace.Result, j trace.Judgement) string {
-	if !j.HazardsFailed {
-		return j.Summary
+// completeProgram completes what follows --: the program, as a shell
+// completes a command (the executables on $PATH, or files where the word
+// has a slash), then the program's own arguments, as files.
+func completeProgram(environ func() []string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		dash := cmd.ArgsLenAtDash()
+		switch {
+		case dash < 0:
+			return []cobra.Completion{"--"}, cobra.ShellCompDirectiveNoFileComp
+		case len(args) > dash || strings.Contains(toComplete, "/"):
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return trace.Executables(environ(), toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
-	n := len(res.Hazards)
-	return fmt.Sprintf("%s (--strict; %d %s)", j.Summary, n, words.Plural(n, "hazard", "hazards"))
 }
 
 // programArgs checks that the program follows --, and only it.
@@ -204,16 +224,24 @@ func (o *TraceOptions) Validate() error {
 	if o.Timeout < 0 {
 		return cli.UsageErrorf("--timeout %v: want 0 (none) or a positive duration such as 10m", o.Timeout)
 	}
-	if _, err := trace.LookProgram(o.Program, o.Environ(), ""); err != nil {
+	path, err := trace.LookProgram(o.Program, o.Environ(), "")
+	if err != nil {
 		return cli.UsageError(err)
 	}
+	// A program the observer cannot load into (set-ID) would be run for
+	// nothing: say so before it runs. A statically linked one may start
+	// programs that are observed, so its result explains instead.
+	if p := trace.CheckProgram(path, o.Environ()); p != nil && p.Refuse {
+		return cli.UsageErrorf("%s cannot be traced: %s", o.Program, p.Reason)
+	}
 	if o.Observer != "" {
-		st, err := os.Stat(o.Observer)
-		switch {
-		case err != nil:
+		if st, err := os.Stat(o.Observer); err != nil {
 			return cli.UsageErrorf("--observer %s: %v", o.Observer, unwrapPath(err))
-		case !st.Mode().IsRegular():
+		} else if !st.Mode().IsRegular() {
 			return cli.UsageErrorf("--observer %s: not a file (give the observer library, %s)", o.Observer, trace.ObserverLibrary)
+		}
+		if err := trace.CheckObserver(o.Observer); err != nil {
+			return cli.UsageErrorf("--observer: %v", err)
 		}
 	}
 	return nil
@@ -272,9 +300,7 @@ func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	j := trace.Judge(res, o.Strict)
-	fill(r, res, j, rules)
-	r.Finish(reportVerdict(j.Verdict), headlineSummary(res, j), o.Now())
+	judged(r, res, o.Strict, rules, o.Now())
 	return cli.Single(r), nil
 }
 

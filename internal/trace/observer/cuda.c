@@ -7,7 +7,16 @@
  *
  * Cost when no capture is active: the callback reads one cached word that
  * classifies the call (by callback id) and, at exit, one relaxed counter.
- * Only the capture calls and the thread's mode exchanges do more.
+ * Only the capture calls, the thread's mode exchanges and the graph calls
+ * (an instantiation; a graph launch looks its executable graph up in a
+ * table, and only its first launch is reported) do more.
+ *
+ * A program's own injection library (its CUDA_INJECTION64_PATH, which
+ * miotool passes in MIOTOOL_TRACE_INJECTION) is loaded and its
+ * InitializeInjection called after the observer's subscription: it runs,
+ * but CUPTI takes one subscriber, so a subscription of its own fails; the
+ * observer's cuptiSubscribe (which the program's libraries reach first)
+ * returns CUPTI's error unchanged and tells miotool who was refused.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -26,6 +35,8 @@ enum {
     MT_K_END,             /* cuStreamEndCapture */
     MT_K_EXCHANGE,        /* cuThreadExchangeStreamCaptureMode */
     MT_K_DESTROY,         /* cuStreamDestroy */
+    MT_K_INSTANTIATE,     /* cuGraphInstantiate* (executable graph, graph) */
+    MT_K_GRAPH_LAUNCH,    /* cuGraphLaunch (executable graph, stream) */
 };
 /* Where in the call's parameter struct its stream and event are: a byte
  * offset plus one (0: none), or the launch config's stream. */
@@ -33,6 +44,10 @@ enum {
 #define MT_AT_LAUNCH_CONFIG 63
 #define MT_INFO(kind, stream, event, candidate) \
     (0x80000000u | (kind) | ((unsigned)(stream) << 4) | ((unsigned)(event) << 10) | ((candidate) ? 1u << 16 : 0u))
+/* A call that enqueues work on its stream: one that names a stream no
+ * capture began on, while a capture is active, is asked whether that stream
+ * captures. */
+#define MT_ENQUEUES (1u << 17)
 
 struct mt_cuda_call {
     const char *name; /* without _v2, _ptsz, ... */
@@ -67,23 +82,23 @@ static const struct mt_cuda_call mt_cuda_calls[] = {
     {"cuEventRecord", MT_INFO(MT_K_CALL, MT_AT(8), MT_AT(0), 0)},
     {"cuEventRecordWithFlags", MT_INFO(MT_K_CALL, MT_AT(8), MT_AT(0), 0)},
     {"cuStreamWaitEvent", MT_INFO(MT_K_CALL, MT_AT(0), MT_AT(8), 0)},
-    {"cuLaunchKernel", MT_INFO(MT_K_CALL, MT_AT(40), 0, 0)},
-    {"cuLaunchCooperativeKernel", MT_INFO(MT_K_CALL, MT_AT(40), 0, 0)},
-    {"cuLaunchKernelEx", MT_INFO(MT_K_CALL, MT_AT_LAUNCH_CONFIG, 0, 0)},
-    {"cuLaunchHostFunc", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
-    {"cuStreamAddCallback", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
-    {"cuMemcpyAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
-    {"cuMemcpyHtoDAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
-    {"cuMemcpyDtoHAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
-    {"cuMemcpyDtoDAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
-    {"cuMemcpy2DAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
-    {"cuMemcpy3DAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
-    {"cuMemsetD8Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
-    {"cuMemsetD16Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
-    {"cuMemsetD32Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0)},
+    {"cuLaunchKernel", MT_INFO(MT_K_CALL, MT_AT(40), 0, 0) | MT_ENQUEUES},
+    {"cuLaunchCooperativeKernel", MT_INFO(MT_K_CALL, MT_AT(40), 0, 0) | MT_ENQUEUES},
+    {"cuLaunchKernelEx", MT_INFO(MT_K_CALL, MT_AT_LAUNCH_CONFIG, 0, 0) | MT_ENQUEUES},
+    {"cuLaunchHostFunc", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0) | MT_ENQUEUES},
+    {"cuStreamAddCallback", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0) | MT_ENQUEUES},
+    {"cuMemcpyAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
+    {"cuMemcpyHtoDAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
+    {"cuMemcpyDtoHAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
+    {"cuMemcpyDtoDAsync", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
+    {"cuMemcpy2DAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0) | MT_ENQUEUES},
+    {"cuMemcpy3DAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0) | MT_ENQUEUES},
+    {"cuMemsetD8Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
+    {"cuMemsetD16Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
+    {"cuMemsetD32Async", MT_INFO(MT_K_CALL, MT_AT(24), 0, 0) | MT_ENQUEUES},
     {"cuMemAllocAsync", MT_INFO(MT_K_CALL, MT_AT(16), 0, 0)},
     {"cuMemFreeAsync", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
-    {"cuGraphLaunch", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
+    {"cuGraphLaunch", MT_INFO(MT_K_GRAPH_LAUNCH, MT_AT(8), 0, 0) | MT_ENQUEUES},
     {"cuGraphUpload", MT_INFO(MT_K_CALL, MT_AT(8), 0, 0)},
     {"cuStreamIsCapturing", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
     {"cuStreamGetCaptureInfo", MT_INFO(MT_K_CALL, MT_AT(0), 0, 0)},
@@ -117,6 +132,8 @@ static unsigned mt_classify(const char *name) {
         return strstr(name, "_v2") ? MT_INFO(MT_K_BEGIN, MT_AT(0), 0, 1) : MT_INFO(MT_K_BEGIN_GLOBAL, MT_AT(0), 0, 1);
     if (n == strlen("cuStreamBeginCaptureToGraph") && strncmp(name, "cuStreamBeginCaptureToGraph", n) == 0)
         return MT_INFO(MT_K_BEGIN_TO_GRAPH, MT_AT(0), 0, 1);
+    if (strncmp(name, "cuGraphInstantiate", strlen("cuGraphInstantiate")) == 0)
+        return MT_INFO(MT_K_INSTANTIATE, 0, 0, 0);
     for (size_t i = 0; i < sizeof mt_cuda_calls / sizeof mt_cuda_calls[0]; i++)
         if (strlen(mt_cuda_calls[i].name) == n && strncmp(name, mt_cuda_calls[i].name, n) == 0)
             return mt_cuda_calls[i].info;
@@ -149,33 +166,37 @@ static uint64_t mt_handle_at(const void *params, unsigned at) {
     return (uint64_t)(uintptr_t)*field;
 }
 
-/* The device of the calling thread's current context, through the driver
- * that loaded this library. These calls fire this library's callbacks too;
- * mt_call leaves them out (mt_own_call). */
+/* A driver function of the observer's own queries, through the driver
+ * that loaded this library: in the global scope or, when the runtime
+ * opened it locally, by its soname. These calls fire this library's
+ * callbacks too; mt_call leaves them out (mt_own_call). */
+static void *mt_driver(_Atomic(void *) *slot, const char *name) {
+    void *fn = atomic_load_explicit(slot, memory_order_acquire);
+    if (fn)
+        return fn;
+    fn = dlsym(RTLD_DEFAULT, name);
+    if (!fn) {
+        void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (h)
+            fn = dlsym(h, name);
+    }
+    if (fn)
+        atomic_store_explicit(slot, fn, memory_order_release);
+    return fn;
+}
+
+/* The device of the calling thread's current context. */
 static void mt_cuda_device(struct mt_device *d, int full) {
     static _Atomic(void *) get_device, get_name, get_attribute;
-    void *fn = atomic_load_explicit(&get_device, memory_order_acquire);
-    if (!fn) {
-        /* The driver is loaded (it loaded this library), in the global
-         * scope or, when the runtime opened it locally, by its soname. */
-        void *h = RTLD_DEFAULT; /* a null handle, not a failure */
-        if (!dlsym(h, "cuCtxGetDevice") && !(h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)))
-            return;
-        atomic_store(&get_name, dlsym(h, "cuDeviceGetName"));
-        atomic_store(&get_attribute, dlsym(h, "cuDeviceGetAttribute"));
-        fn = dlsym(h, "cuCtxGetDevice");
-        if (!fn)
-            return;
-        atomic_store_explicit(&get_device, fn, memory_order_release);
-    }
+    mt_cuCtxGetDevice_fn device = (mt_cuCtxGetDevice_fn)mt_driver(&get_device, "cuCtxGetDevice");
     mt_CUdevice dev;
-    if (((mt_cuCtxGetDevice_fn)fn)(&dev) != 0)
+    if (!device || device(&dev) != 0)
         return;
     d->ordinal = dev;
     if (!full)
         return;
-    mt_cuDeviceGetName_fn name = (mt_cuDeviceGetName_fn)atomic_load(&get_name);
-    mt_cuDeviceGetAttribute_fn attribute = (mt_cuDeviceGetAttribute_fn)atomic_load(&get_attribute);
+    mt_cuDeviceGetName_fn name = (mt_cuDeviceGetName_fn)mt_driver(&get_name, "cuDeviceGetName");
+    mt_cuDeviceGetAttribute_fn attribute = (mt_cuDeviceGetAttribute_fn)mt_driver(&get_attribute, "cuDeviceGetAttribute");
     if (name && name(d->name, (int)sizeof d->name, dev) != 0)
         d->name[0] = '\0';
     int major = 0, minor = 0, sms = 0;
@@ -184,6 +205,36 @@ static void mt_cuda_device(struct mt_device *d, int full) {
         snprintf(d->arch, sizeof d->arch, "sm_%d%d", major, minor);
     if (attribute && attribute(&sms, MT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == 0)
         d->cus = sms;
+}
+
+/* A graph's node count (-1: unknown). */
+static long mt_cuda_graph_nodes(mt_CUgraph graph) {
+    static _Atomic(void *) get_nodes;
+    mt_cuGraphGetNodes_fn fn = (mt_cuGraphGetNodes_fn)mt_driver(&get_nodes, "cuGraphGetNodes");
+    size_t n = 0;
+    if (!graph || !fn)
+        return -1;
+    mt_own_call = 1;
+    mt_CUresult r = fn(graph, NULL, &n);
+    mt_own_call = 0;
+    return r == 0 ? (long)n : -1;
+}
+
+/* Whether work launched into stream escaped every capture: the stream is
+ * not a capture's own and the driver says it is not capturing (a stream
+ * that joined a capture through an event is capturing). */
+static int mt_cuda_outside(uint64_t stream) {
+    static _Atomic(void *) is_capturing;
+    if (mt_capture_origin(MT_API_CUDA, stream))
+        return 0;
+    mt_cuStreamIsCapturing_fn fn = (mt_cuStreamIsCapturing_fn)mt_driver(&is_capturing, "cuStreamIsCapturing");
+    if (!fn)
+        return 0;
+    mt_CUstreamCaptureStatus status = 0;
+    mt_own_call = 1;
+    mt_CUresult r = fn((mt_CUstream)(uintptr_t)stream, &status);
+    mt_own_call = 0;
+    return r == 0 && status == MT_CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* The mode a thread asked for at the entry of its exchange, kept for the
@@ -223,11 +274,30 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
                  cb->functionParams ? ((const mt_cuStreamBeginCaptureToGraph_params *)cb->functionParams)->mode : 0,
                  result, mt_cuda_device);
         return;
-    case MT_K_END:
+    case MT_K_END: {
         /* CUDA ends the capture whatever EndCapture returns (from the wrong
          * thread too: it tears the capture down). */
-        mt_end(MT_API_CUDA, cb->functionName, stream, result, 0);
+        const mt_cuStreamEndCapture_params *p = cb->functionParams;
+        mt_CUgraph graph = result == 0 && p && p->phGraph ? *p->phGraph : NULL;
+        mt_end(MT_API_CUDA, cb->functionName, stream, result, 0, (uint64_t)(uintptr_t)graph,
+               mt_tracing && graph ? mt_cuda_graph_nodes(graph) : -1);
         return;
+    }
+    case MT_K_INSTANTIATE:
+        if (mt_tracing && cb->functionParams) {
+            const mt_cuGraphInstantiate_params *p = cb->functionParams;
+            mt_CUgraphExec exec = result == 0 && p->phGraphExec ? *p->phGraphExec : NULL;
+            mt_graph_instantiated(MT_API_CUDA, cb->functionName, (uint64_t)(uintptr_t)p->hGraph,
+                                  (uint64_t)(uintptr_t)exec, result, mt_cuda_graph_nodes(p->hGraph));
+        }
+        break;
+    case MT_K_GRAPH_LAUNCH:
+        if (cb->functionParams) {
+            uint64_t exec = (uint64_t)(uintptr_t)((const mt_cuGraphLaunch_params *)cb->functionParams)->hGraph;
+            if (mt_graph_launch_new(MT_API_CUDA, exec))
+                mt_graph_launched(MT_API_CUDA, cb->functionName, exec, stream, result);
+        }
+        break;
     case MT_K_EXCHANGE:
         if (result == 0)
             mt_cuda_thread_mode = mt_pending_mode;
@@ -239,8 +309,9 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
     }
     if (!mt_any_capture())
         return;
+    int outside = (info & MT_ENQUEUES) && result == 0 && mt_cuda_outside(stream);
     mt_call(MT_API_CUDA, cb->functionName, stream, mt_handle_at(cb->functionParams, (info >> 10) & 63), result,
-            mt_cuda_thread_mode, (info >> 16) & 1);
+            mt_cuda_thread_mode, (info >> 16) & 1, outside);
 }
 
 /* ---- loading CUPTI ---- */
@@ -277,18 +348,19 @@ static const char *mt_cupti_error(void *h, mt_CUptiResult r, char *buf, size_t s
     return buf;
 }
 
-MT_EXPORT int InitializeInjection(void) {
-    static atomic_int done;
-    if (atomic_exchange(&done, 1))
-        return 1;
-    mt_init_process();
+/* The libcupti the observer subscribed through, once it has. */
+static _Atomic(void *) mt_cupti_lib;
+static atomic_int mt_subscribed;
+
+static void mt_subscribe(void) {
     char tried[1024] = "", msg[1536];
     void *h = mt_open_cupti(tried, sizeof tried);
     if (!h) {
         snprintf(msg, sizeof msg, "libcupti could not be loaded; tried %s", tried);
         mt_note("cupti", "missing", msg);
-        return 1; /* the program runs on, unobserved */
+        return; /* the program runs on, unobserved */
     }
+    atomic_store(&mt_cupti_lib, h);
     mt_cuptiSubscribe_fn subscribe = (mt_cuptiSubscribe_fn)dlsym(h, "cuptiSubscribe");
     mt_cuptiEnableDomain_fn enable = (mt_cuptiEnableDomain_fn)dlsym(h, "cuptiEnableDomain");
     Dl_info where;
@@ -296,7 +368,7 @@ MT_EXPORT int InitializeInjection(void) {
     if (!subscribe || !enable) {
         snprintf(msg, sizeof msg, "%s lacks cuptiSubscribe or cuptiEnableDomain", path);
         mt_note("cupti", "error", msg);
-        return 1;
+        return;
     }
     mt_CUpti_SubscriberHandle sub = NULL;
     mt_CUptiResult r = subscribe(&sub, mt_cupti_callback, NULL);
@@ -305,7 +377,7 @@ MT_EXPORT int InitializeInjection(void) {
         snprintf(msg, sizeof msg, "cuptiSubscribe in %s returned %s (another CUPTI client, such as a profiler, may hold it)",
                  path, mt_cupti_error(h, r, err, sizeof err));
         mt_note("cupti", "error", msg);
-        return 1;
+        return;
     }
     r = enable(1, sub, MT_CUPTI_CB_DOMAIN_DRIVER_API);
     if (r != MT_CUPTI_SUCCESS) {
@@ -313,8 +385,106 @@ MT_EXPORT int InitializeInjection(void) {
         snprintf(msg, sizeof msg, "cuptiEnableDomain(driver API) in %s returned %s", path,
                  mt_cupti_error(h, r, err, sizeof err));
         mt_note("cupti", "error", msg);
-        return 1;
+        return;
     }
+    atomic_store(&mt_subscribed, 1);
     mt_note("cupti", "ok", path);
+}
+
+/* The program's own injection library, which miotool's environment moved
+ * from CUDA_INJECTION64_PATH to MIOTOOL_TRACE_INJECTION: loaded and
+ * initialized as the driver would have, and noted either way. */
+static void mt_chain_injection(void) {
+    const char *user = getenv("MIOTOOL_TRACE_INJECTION");
+    if (!user || !user[0])
+        return;
+    char msg[1536];
+    void *h = dlopen(user, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(msg, sizeof msg, "the program's own CUDA_INJECTION64_PATH %s could not be loaded: %s", user, dlerror());
+        mt_note("inject", "error", msg);
+        return;
+    }
+    if (dlsym(h, "miotool_observer")) {
+        snprintf(msg, sizeof msg, "the program's own CUDA_INJECTION64_PATH %s is a miotool observer: not loaded again", user);
+        mt_note("inject", "skipped", msg);
+        return;
+    }
+    int (*init)(void) = (int (*)(void))dlsym(h, "InitializeInjection");
+    if (!init) {
+        snprintf(msg, sizeof msg, "the program's own CUDA_INJECTION64_PATH %s has no InitializeInjection", user);
+        mt_note("inject", "error", msg);
+        return;
+    }
+    int r = init();
+    snprintf(msg, sizeof msg, "the program's own CUDA_INJECTION64_PATH %s was loaded after the observer; its InitializeInjection returned %d%s",
+             user, r,
+             atomic_load(&mt_subscribed) ? "; CUPTI takes one subscriber and the trace holds it, so a CUPTI subscription of its own is refused"
+                                         : "");
+    mt_note("inject", "chained", msg);
+}
+
+/* This copy's own entry points: inside the library, their exported names
+ * are bound to the first copy's when another copy of the observer was
+ * loaded first. */
+static int mt_initialize(void);
+MT_EXPORT int InitializeInjection(void) __attribute__((alias("mt_initialize")));
+static mt_CUptiResult mt_subscribe_hook(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+                                        void *userdata);
+MT_EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+                                        void *userdata) __attribute__((alias("mt_subscribe_hook")));
+
+static int mt_initialize(void) {
+    static atomic_int done;
+    if (atomic_exchange(&done, 1))
+        return 1;
+    mt_init_process();
+    if (mt_duplicate) {
+        /* The driver loaded another copy of the observer than the one the
+         * program preloaded: that one reports. */
+        int (*first)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
+        return first && first != mt_initialize ? first() : 1;
+    }
+    if (mt_tracing)
+        mt_subscribe();
+    mt_chain_injection();
     return 1;
+}
+
+/* The program's CUPTI subscriptions (a profiler's, an injection library's)
+ * reach this one first: CUPTI's answer goes back unchanged, and a refusal
+ * while the trace holds CUPTI's one subscription is told to miotool, who
+ * tells the user. */
+static mt_CUptiResult mt_subscribe_hook(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
+                                        void *userdata) {
+    static _Atomic(void *) real_slot;
+    mt_cuptiSubscribe_fn real = (mt_cuptiSubscribe_fn)atomic_load(&real_slot);
+    if (!real) {
+        static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so.11"};
+        void *h = atomic_load(&mt_cupti_lib);
+        if (h)
+            real = (mt_cuptiSubscribe_fn)dlsym(h, "cuptiSubscribe");
+        if (!real)
+            real = (mt_cuptiSubscribe_fn)dlsym(RTLD_NEXT, "cuptiSubscribe");
+        for (size_t i = 0; !real && i < sizeof sonames / sizeof sonames[0]; i++)
+            if ((h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD)))
+                real = (mt_cuptiSubscribe_fn)dlsym(h, "cuptiSubscribe");
+        if (real == mt_subscribe_hook || real == cuptiSubscribe)
+            real = NULL; /* never this one, nor the first copy's */
+        if (real)
+            atomic_store(&real_slot, (void *)real);
+    }
+    if (!real)
+        return MT_CUPTI_ERROR_UNKNOWN;
+    mt_CUptiResult r = real(subscriber, callback, userdata);
+    if (r != MT_CUPTI_SUCCESS && atomic_load(&mt_subscribed)) {
+        Dl_info who;
+        const char *caller = dladdr(__builtin_return_address(0), &who) && who.dli_fname ? who.dli_fname : "a library of the program";
+        char msg[1536], err[256];
+        void *h = atomic_load(&mt_cupti_lib);
+        snprintf(msg, sizeof msg, "%s asked CUPTI for a subscription and was refused (%s): CUPTI takes one subscriber, and the trace holds it",
+                 caller, h ? mt_cupti_error(h, r, err, sizeof err) : "");
+        mt_note("cupti", "refused", msg);
+    }
+    return r;
 }

@@ -88,11 +88,40 @@ static void mt_hip_device(struct mt_device *d, int full) {
     }
 }
 
+/* A graph's node count (-1: unknown), by the runtime's own function. */
+static long mt_hip_graph_nodes(mt_hipGraph_t graph) {
+    static _Atomic(void *) get_nodes;
+    mt_hipGraphGetNodes_fn fn = (mt_hipGraphGetNodes_fn)mt_resolve(&get_nodes, "hipGraphGetNodes");
+    size_t n = 0;
+    if (!graph || !fn)
+        return -1;
+    return fn(graph, NULL, &n) == MT_hipSuccess ? (long)n : -1;
+}
+
+/* Whether work launched into stream escaped every capture: the stream is
+ * not a capture's own and the runtime says it is not capturing. */
+static int mt_hip_outside(mt_hipStream_t stream) {
+    static _Atomic(void *) is_capturing;
+    if (mt_capture_origin(MT_API_HIP, MT_S(stream)))
+        return 0;
+    __typeof__(&hipStreamIsCapturing) fn = (__typeof__(&hipStreamIsCapturing))mt_resolve(&is_capturing, "hipStreamIsCapturing");
+    mt_hipStreamCaptureStatus status = 0;
+    return fn && fn(stream, &status) == MT_hipSuccess && status == MT_hipStreamCaptureStatusNone;
+}
+
 /* A call that names a stream and an event; candidate: the capture rules
  * govern it, so its callers matter even when it succeeds. */
 static mt_hipError_t mt_seen(const char *name, mt_hipError_t r, uint64_t stream, uint64_t event, int candidate) {
     if (mt_any_capture())
-        mt_call(MT_API_HIP, name, stream, event, r, mt_hip_thread_mode, candidate);
+        mt_call(MT_API_HIP, name, stream, event, r, mt_hip_thread_mode, candidate, 0);
+    return r;
+}
+
+/* A call that enqueues work on stream. */
+static mt_hipError_t mt_work(const char *name, mt_hipError_t r, mt_hipStream_t stream) {
+    if (mt_any_capture())
+        mt_call(MT_API_HIP, name, MT_S(stream), 0, r, mt_hip_thread_mode, 0,
+                r == MT_hipSuccess && mt_hip_outside(stream));
     return r;
 }
 
@@ -116,8 +145,10 @@ mt_hipError_t hipStreamBeginCaptureToGraph(mt_hipStream_t stream, mt_hipGraph_t 
 mt_hipError_t hipStreamEndCapture(mt_hipStream_t stream, mt_hipGraph_t *pGraph) {
     MT_REAL(hipStreamEndCapture)
     mt_hipError_t r = real(stream, pGraph);
+    mt_hipGraph_t graph = r == MT_hipSuccess && pGraph ? *pGraph : NULL;
     /* HIP leaves a capture active when the wrong thread ends it. */
-    mt_end(MT_API_HIP, "hipStreamEndCapture", MT_S(stream), r, r == MT_hipErrorStreamCaptureWrongThread);
+    mt_end(MT_API_HIP, "hipStreamEndCapture", MT_S(stream), r, r == MT_hipErrorStreamCaptureWrongThread, MT_S(graph),
+           mt_tracing && graph ? mt_hip_graph_nodes(graph) : -1);
     return r;
 }
 
@@ -258,23 +289,23 @@ mt_hipError_t hipMemcpyDtoD(mt_hipDeviceptr_t dst, mt_hipDeviceptr_t src, size_t
 mt_hipError_t hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, mt_hipMemcpyKind kind,
                              mt_hipStream_t stream) {
     MT_REAL(hipMemcpyAsync)
-    return mt_seen("hipMemcpyAsync", real(dst, src, sizeBytes, kind, stream), MT_S(stream), 0, 0);
+    return mt_work("hipMemcpyAsync", real(dst, src, sizeBytes, kind, stream), stream);
 }
 
 mt_hipError_t hipMemcpyHtoDAsync(mt_hipDeviceptr_t dst, void *src, size_t sizeBytes, mt_hipStream_t stream) {
     MT_REAL(hipMemcpyHtoDAsync)
-    return mt_seen("hipMemcpyHtoDAsync", real(dst, src, sizeBytes, stream), MT_S(stream), 0, 0);
+    return mt_work("hipMemcpyHtoDAsync", real(dst, src, sizeBytes, stream), stream);
 }
 
 mt_hipError_t hipMemcpyDtoHAsync(void *dst, mt_hipDeviceptr_t src, size_t sizeBytes, mt_hipStream_t stream) {
     MT_REAL(hipMemcpyDtoHAsync)
-    return mt_seen("hipMemcpyDtoHAsync", real(dst, src, sizeBytes, stream), MT_S(stream), 0, 0);
+    return mt_work("hipMemcpyDtoHAsync", real(dst, src, sizeBytes, stream), stream);
 }
 
 mt_hipError_t hipMemcpyDtoDAsync(mt_hipDeviceptr_t dst, mt_hipDeviceptr_t src, size_t sizeBytes,
                                  mt_hipStream_t stream) {
     MT_REAL(hipMemcpyDtoDAsync)
-    return mt_seen("hipMemcpyDtoDAsync", real(dst, src, sizeBytes, stream), MT_S(stream), 0, 0);
+    return mt_work("hipMemcpyDtoDAsync", real(dst, src, sizeBytes, stream), stream);
 }
 
 mt_hipError_t hipMemset(void *dst, int value, size_t sizeBytes) {
@@ -284,7 +315,7 @@ mt_hipError_t hipMemset(void *dst, int value, size_t sizeBytes) {
 
 mt_hipError_t hipMemsetAsync(void *dst, int value, size_t sizeBytes, mt_hipStream_t stream) {
     MT_REAL(hipMemsetAsync)
-    return mt_seen("hipMemsetAsync", real(dst, value, sizeBytes, stream), MT_S(stream), 0, 0);
+    return mt_work("hipMemsetAsync", real(dst, value, sizeBytes, stream), stream);
 }
 
 mt_hipError_t hipMemsetD8(mt_hipDeviceptr_t dest, unsigned char value, size_t count) {
@@ -300,18 +331,16 @@ mt_hipError_t hipMemsetD32(mt_hipDeviceptr_t dest, int value, size_t count) {
 mt_hipError_t hipLaunchKernel(const void *function_address, mt_dim3 numBlocks, mt_dim3 dimBlocks, void **args,
                               size_t sharedMemBytes, mt_hipStream_t stream) {
     MT_REAL(hipLaunchKernel)
-    return mt_seen("hipLaunchKernel", real(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream),
-                   MT_S(stream), 0, 0);
+    return mt_work("hipLaunchKernel", real(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream), stream);
 }
 
 mt_hipError_t hipExtLaunchKernel(const void *function_address, mt_dim3 numBlocks, mt_dim3 dimBlocks, void **args,
                                  size_t sharedMemBytes, mt_hipStream_t stream, mt_hipEvent_t startEvent,
                                  mt_hipEvent_t stopEvent, int flags) {
     MT_REAL(hipExtLaunchKernel)
-    return mt_seen("hipExtLaunchKernel",
+    return mt_work("hipExtLaunchKernel",
                    real(function_address, numBlocks, dimBlocks, args, sharedMemBytes, stream, startEvent, stopEvent,
-                        flags),
-                   MT_S(stream), 0, 0);
+                        flags), stream);
 }
 
 mt_hipError_t hipModuleLaunchKernel(mt_hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
@@ -319,18 +348,40 @@ mt_hipError_t hipModuleLaunchKernel(mt_hipFunction_t f, unsigned int gridDimX, u
                                     unsigned int blockDimZ, unsigned int sharedMemBytes, mt_hipStream_t stream,
                                     void **kernelParams, void **extra) {
     MT_REAL(hipModuleLaunchKernel)
-    return mt_seen("hipModuleLaunchKernel",
+    return mt_work("hipModuleLaunchKernel",
                    real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream,
-                        kernelParams, extra),
-                   MT_S(stream), 0, 0);
+                        kernelParams, extra), stream);
 }
 
 mt_hipError_t hipLaunchHostFunc(mt_hipStream_t stream, mt_hipHostFn_t fn, void *userData) {
     MT_REAL(hipLaunchHostFunc)
-    return mt_seen("hipLaunchHostFunc", real(stream, fn, userData), MT_S(stream), 0, 0);
+    return mt_work("hipLaunchHostFunc", real(stream, fn, userData), stream);
 }
 
 mt_hipError_t hipGraphLaunch(mt_hipGraphExec_t graphExec, mt_hipStream_t stream) {
     MT_REAL(hipGraphLaunch)
-    return mt_seen("hipGraphLaunch", real(graphExec, stream), MT_S(stream), 0, 0);
+    mt_hipError_t r = real(graphExec, stream);
+    /* Its first launch only: a loop that replays a graph costs a lookup. */
+    if (mt_graph_launch_new(MT_API_HIP, MT_S(graphExec)))
+        mt_graph_launched(MT_API_HIP, "hipGraphLaunch", MT_S(graphExec), MT_S(stream), r);
+    return mt_work("hipGraphLaunch", r, stream);
+}
+
+mt_hipError_t hipGraphInstantiate(mt_hipGraphExec_t *pGraphExec, mt_hipGraph_t graph, mt_hipGraphNode_t *pErrorNode,
+                                  char *pLogBuffer, size_t bufferSize) {
+    MT_REAL(hipGraphInstantiate)
+    mt_hipError_t r = real(pGraphExec, graph, pErrorNode, pLogBuffer, bufferSize);
+    if (mt_tracing)
+        mt_graph_instantiated(MT_API_HIP, "hipGraphInstantiate", MT_S(graph),
+                              r == MT_hipSuccess && pGraphExec ? MT_S(*pGraphExec) : 0, r, mt_hip_graph_nodes(graph));
+    return mt_seen("hipGraphInstantiate", r, 0, 0, 0);
+}
+
+mt_hipError_t hipGraphInstantiateWithFlags(mt_hipGraphExec_t *pGraphExec, mt_hipGraph_t graph, unsigned long long flags) {
+    MT_REAL(hipGraphInstantiateWithFlags)
+    mt_hipError_t r = real(pGraphExec, graph, flags);
+    if (mt_tracing)
+        mt_graph_instantiated(MT_API_HIP, "hipGraphInstantiateWithFlags", MT_S(graph),
+                              r == MT_hipSuccess && pGraphExec ? MT_S(*pGraphExec) : 0, r, mt_hip_graph_nodes(graph));
+    return mt_seen("hipGraphInstantiateWithFlags", r, 0, 0, 0);
 }

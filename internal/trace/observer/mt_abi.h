@@ -38,6 +38,14 @@ typedef mt_CUresult (*mt_cuCtxGetDevice_fn)(mt_CUdevice *device);
 typedef mt_CUresult (*mt_cuDeviceGetName_fn)(char *name, int len, mt_CUdevice dev);
 typedef mt_CUresult (*mt_cuDeviceGetAttribute_fn)(int *pi, mt_CUdevice_attribute attrib, mt_CUdevice dev);
 
+/* A stream's capture status (cuStreamIsCapturing), and a graph's nodes
+ * (cuGraphGetNodes with no array: the count only): the observer's own
+ * queries, for work launched outside every capture and a graph's size. */
+typedef unsigned int mt_CUstreamCaptureStatus; /* enum CUstreamCaptureStatus_enum */
+#define MT_CU_STREAM_CAPTURE_STATUS_NONE 0
+typedef mt_CUresult (*mt_cuStreamIsCapturing_fn)(mt_CUstream hStream, mt_CUstreamCaptureStatus *captureStatus);
+typedef mt_CUresult (*mt_cuGraphGetNodes_fn)(mt_CUgraph hGraph, mt_CUgraphNode *nodes, size_t *numNodes);
+
 #define MT_CU_STREAM_CAPTURE_MODE_GLOBAL 0
 #define MT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define MT_CU_STREAM_CAPTURE_MODE_RELAXED 2
@@ -94,6 +102,8 @@ typedef struct { mt_CUdeviceptr dstDevice; unsigned char uc; size_t N; mt_CUstre
 typedef struct { mt_CUdeviceptr *dptr; size_t bytesize; mt_CUstream hStream; } mt_cuMemAllocAsync_params;
 typedef struct { mt_CUdeviceptr dptr; mt_CUstream hStream; } mt_cuMemFreeAsync_params;
 typedef struct { mt_CUgraphExec hGraph; mt_CUstream hStream; } mt_cuGraphLaunch_params;
+/* Every cuGraphInstantiate form (_v2, WithFlags, WithParams) begins so. */
+typedef struct { mt_CUgraphExec *phGraphExec; mt_CUgraph hGraph; } mt_cuGraphInstantiate_params;
 
 /* ---- CUPTI (cupti_callbacks.h, cupti_result.h) ---- */
 
@@ -104,6 +114,7 @@ typedef uint32_t mt_CUpti_CallbackId;
 typedef struct CUpti_Subscriber_st *mt_CUpti_SubscriberHandle;
 
 #define MT_CUPTI_SUCCESS 0
+#define MT_CUPTI_ERROR_UNKNOWN 999
 #define MT_CUPTI_API_ENTER 0
 #define MT_CUPTI_API_EXIT 1
 #define MT_CUPTI_CB_DOMAIN_DRIVER_API 1
@@ -162,6 +173,10 @@ typedef mt_hipError_t (*mt_hipDeviceGetName_fn)(char *name, int len, mt_hipDevic
 typedef mt_hipError_t (*mt_hipDeviceGetAttribute_fn)(int *pi, mt_hipDeviceAttribute_t attr, int deviceId);
 struct hipDeviceProp_tR0600; /* only pointed to */
 typedef mt_hipError_t (*mt_hipGetDevicePropertiesR0600_fn)(struct hipDeviceProp_tR0600 *prop, int deviceId);
+
+/* The observer's own queries (the runtime's functions, not interposed). */
+#define MT_hipStreamCaptureStatusNone 0
+typedef mt_hipError_t (*mt_hipGraphGetNodes_fn)(mt_hipGraph_t graph, mt_hipGraphNode_t *nodes, size_t *numNodes);
 
 #define MT_hipSuccess 0
 #define MT_hipErrorNotInitialized 3
@@ -225,7 +240,11 @@ typedef mt_hipError_t (*mt_hipGetDevicePropertiesR0600_fn)(struct hipDeviceProp_
         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, \
         unsigned int sharedMemBytes, T(hipStream_t) stream, void **kernelParams, void **extra)) \
     X(T(hipError_t), hipLaunchHostFunc, (T(hipStream_t) stream, T(hipHostFn_t) fn, void *userData)) \
-    X(T(hipError_t), hipGraphLaunch, (T(hipGraphExec_t) graphExec, T(hipStream_t) stream))
+    X(T(hipError_t), hipGraphLaunch, (T(hipGraphExec_t) graphExec, T(hipStream_t) stream)) \
+    X(T(hipError_t), hipGraphInstantiate, (T(hipGraphExec_t) *pGraphExec, T(hipGraph_t) graph, \
+        T(hipGraphNode_t) *pErrorNode, char *pLogBuffer, size_t bufferSize)) \
+    X(T(hipError_t), hipGraphInstantiateWithFlags, (T(hipGraphExec_t) *pGraphExec, T(hipGraph_t) graph, \
+        unsigned long long flags))
 
 /* Every type the list names, for hip_check.c. */
 #define MT_HIP_TYPES(X) \

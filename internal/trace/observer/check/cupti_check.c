@@ -38,6 +38,11 @@ SAME_TYPE(mt_cuCtxGetDevice_fn, __typeof__(&cuCtxGetDevice))
 SAME_TYPE(mt_cuDeviceGetName_fn, __typeof__(&cuDeviceGetName))
 SAME_TYPE(mt_cuDeviceGetAttribute_fn, __typeof__(&cuDeviceGetAttribute))
 
+SAME_TYPE(mt_CUstreamCaptureStatus, CUstreamCaptureStatus)
+SAME_TYPE(mt_cuStreamIsCapturing_fn, __typeof__(&cuStreamIsCapturing))
+SAME_TYPE(mt_cuGraphGetNodes_fn, __typeof__(&cuGraphGetNodes))
+_Static_assert(MT_CU_STREAM_CAPTURE_STATUS_NONE == CU_STREAM_CAPTURE_STATUS_NONE, "CU_STREAM_CAPTURE_STATUS_NONE");
+
 SAME_TYPE(mt_CUptiResult, CUptiResult)
 SAME_TYPE(mt_CUpti_CallbackDomain, CUpti_CallbackDomain)
 SAME_TYPE(mt_CUpti_ApiCallbackSite, CUpti_ApiCallbackSite)
@@ -166,10 +171,21 @@ SECOND(cuMemcpy2DAsync_v2_ptsz_params)
 SECOND(cuMemcpy3DAsync_v2_params)
 SECOND(cuMemcpy3DAsync_v2_ptsz_params)
 
+/* Every instantiation: the executable graph's pointer, then the graph. */
+#define INSTANTIATE(p) \
+    SAME_AT(mt_cuGraphInstantiate_params, p, phGraphExec) SAME_AT(mt_cuGraphInstantiate_params, p, hGraph) \
+    SAME_TYPE(__typeof__(((mt_cuGraphInstantiate_params *)0)->phGraphExec), __typeof__(((p *)0)->phGraphExec))
+INSTANTIATE(cuGraphInstantiateWithFlags_params)
+INSTANTIATE(cuGraphInstantiateWithParams_params)
+INSTANTIATE(cuGraphInstantiateWithParams_ptsz_params)
+SAME_AT(mt_cuGraphLaunch_params, cuGraphLaunch_params, hGraph)
+SAME_AT(mt_cuStreamEndCapture_params, cuStreamEndCapture_params, phGraph)
+
 SAME_AT(mt_cuMemAllocAsync_params, cuMemAllocAsync_params, hStream)
 SAME_AT(mt_cuMemAllocAsync_params, cuMemAllocAsync_ptsz_params, hStream)
 
 _Static_assert(MT_CUPTI_SUCCESS == CUPTI_SUCCESS, "CUPTI_SUCCESS");
+_Static_assert(MT_CUPTI_ERROR_UNKNOWN == CUPTI_ERROR_UNKNOWN, "CUPTI_ERROR_UNKNOWN");
 _Static_assert(MT_CUPTI_API_ENTER == CUPTI_API_ENTER, "CUPTI_API_ENTER");
 _Static_assert(MT_CUPTI_API_EXIT == CUPTI_API_EXIT, "CUPTI_API_EXIT");
 _Static_assert(MT_CUPTI_CB_DOMAIN_DRIVER_API == CUPTI_CB_DOMAIN_DRIVER_API, "CUPTI_CB_DOMAIN_DRIVER_API");

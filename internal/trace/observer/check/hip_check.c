@@ -51,6 +51,10 @@ _Static_assert(MT_HIP_DEVICE_PROP_GCN_ARCH_NAME == offsetof(hipDeviceProp_tR0600
 _Static_assert(MT_HIP_DEVICE_PROP_GCN_ARCH_NAME_LEN == sizeof(((hipDeviceProp_tR0600 *)0)->gcnArchName),
                "hipDeviceProp_tR0600.gcnArchName's size");
 
+/* What the observer asks of a graph and a stream. */
+_Static_assert(__builtin_types_compatible_p(mt_hipGraphGetNodes_fn, __typeof__(&hipGraphGetNodes)), "hipGraphGetNodes");
+_Static_assert(MT_hipStreamCaptureStatusNone == hipStreamCaptureStatusNone, "hipStreamCaptureStatusNone");
+
 _Static_assert(MT_hipSuccess == hipSuccess, "hipSuccess");
 _Static_assert(MT_hipErrorNotInitialized == hipErrorNotInitialized, "hipErrorNotInitialized");
 _Static_assert(MT_hipErrorStreamCaptureWrongThread == hipErrorStreamCaptureWrongThread,

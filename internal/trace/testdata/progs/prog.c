@@ -51,6 +51,20 @@ status_t cuStreamBeginCapture_v2(mt_CUstream, mt_CUstreamCaptureMode);
 status_t cuStreamEndCapture(mt_CUstream, mt_CUgraph *);
 status_t cuThreadExchangeStreamCaptureMode(mt_CUstreamCaptureMode *);
 status_t cuGraphDestroy(mt_CUgraph);
+status_t cuGraphCreate(mt_CUgraph *, unsigned int);
+status_t cuStreamWaitEvent(mt_CUstream, mt_CUevent, unsigned int);
+#define WAIT(s, e) cuStreamWaitEvent(s, e, 0)
+status_t cuGraphAddKernelNode(mt_CUgraphNode *, mt_CUgraph, const mt_CUgraphNode *, size_t, const void *);
+status_t cuGraphInstantiateWithFlags(mt_CUgraphExec *, mt_CUgraph, unsigned long long);
+status_t cuGraphLaunch(mt_CUgraphExec, mt_CUstream);
+status_t cuGraphExecDestroy(mt_CUgraphExec);
+typedef mt_CUgraphExec exec_t;
+typedef mt_CUgraphNode node_t;
+#define GRAPH_CREATE(g) cuGraphCreate(g, 0)
+#define GRAPH_ADD_KERNEL(n, g) cuGraphAddKernelNode(n, g, NULL, 0, NULL)
+#define GRAPH_INSTANTIATE(e, g) cuGraphInstantiateWithFlags(e, g, 0)
+#define GRAPH_LAUNCH(e, s) cuGraphLaunch(e, s)
+#define GRAPH_EXEC_DESTROY(e) cuGraphExecDestroy(e)
 #define INIT() cuInit(0)
 #define STREAM(s) cuStreamCreate(s, 1)
 #define EVENT(e) cuEventCreate(e, 0)
@@ -89,6 +103,20 @@ status_t hipStreamBeginCapture(mt_hipStream_t, mt_hipStreamCaptureMode);
 status_t hipStreamEndCapture(mt_hipStream_t, mt_hipGraph_t *);
 status_t hipThreadExchangeStreamCaptureMode(mt_hipStreamCaptureMode *);
 status_t hipGraphDestroy(mt_hipGraph_t);
+status_t hipGraphCreate(mt_hipGraph_t *, unsigned int);
+status_t hipStreamWaitEvent(mt_hipStream_t, mt_hipEvent_t, unsigned int);
+#define WAIT(s, e) hipStreamWaitEvent(s, e, 0)
+status_t hipGraphAddKernelNode(mt_hipGraphNode_t *, mt_hipGraph_t, const mt_hipGraphNode_t *, size_t, const void *);
+status_t hipGraphInstantiateWithFlags(mt_hipGraphExec_t *, mt_hipGraph_t, unsigned long long);
+status_t hipGraphLaunch(mt_hipGraphExec_t, mt_hipStream_t);
+status_t hipGraphExecDestroy(mt_hipGraphExec_t);
+typedef mt_hipGraphExec_t exec_t;
+typedef mt_hipGraphNode_t node_t;
+#define GRAPH_CREATE(g) hipGraphCreate(g, 0)
+#define GRAPH_ADD_KERNEL(n, g) hipGraphAddKernelNode(n, g, NULL, 0, NULL)
+#define GRAPH_INSTANTIATE(e, g) hipGraphInstantiateWithFlags(e, g, 0)
+#define GRAPH_LAUNCH(e, s) hipGraphLaunch(e, s)
+#define GRAPH_EXEC_DESTROY(e) hipGraphExecDestroy(e)
 static void kernel(void) {}
 #define INIT() ((void)0)
 #define STREAM(s) hipStreamCreate(s)
@@ -120,8 +148,10 @@ static void on_thread(void *(*fn)(void *)) {
     pthread_join(t, NULL);
 }
 
+/* Named as PyTorch names its threads, so that the trace can name it. */
 EXPORTED void *worker_synchronize(void *unused) {
     (void)unused;
+    pthread_setname_np(pthread_self(), "syncer");
     say("device synchronize", DEVICE_SYNC());
     return NULL;
 }
@@ -185,6 +215,54 @@ static void query_capturing(void) {
     end_capture();
 }
 
+/* A graph built node by node, instantiated and launched twice, with no
+ * capture: a graph record for its instantiation and one for its first
+ * launch. */
+static void graph_without_capture(void) {
+    graph_t g = NULL;
+    node_t n;
+    exec_t e = NULL;
+    say("graph create", GRAPH_CREATE(&g));
+    for (int i = 0; i < 3; i++)
+        GRAPH_ADD_KERNEL(&n, g);
+    say("instantiate", GRAPH_INSTANTIATE(&e, g));
+    say("launch graph", GRAPH_LAUNCH(e, a));
+    say("launch graph again", GRAPH_LAUNCH(e, a));
+    GRAPH_EXEC_DESTROY(e);
+    GRAPH_DESTROY(g);
+}
+
+/* A captured graph of two kernels, instantiated and launched three times. */
+static void graph_captured(void) {
+    graph_t g = NULL;
+    exec_t e = NULL;
+    say("begin", BEGIN(a, GLOBAL));
+    LAUNCH(a);
+    LAUNCH(a);
+    say("end capture", END(a, &g));
+    say("instantiate", GRAPH_INSTANTIATE(&e, g));
+    for (int i = 0; i < 3; i++)
+        GRAPH_LAUNCH(e, b);
+    GRAPH_EXEC_DESTROY(e);
+    GRAPH_DESTROY(g);
+}
+
+/* The program's own error check after a refused call: the SGLang and
+ * hipBLASLt pattern of ending at once. how: abort, exit or kill. */
+EXPORTED void refuse_then_end(const char *how) {
+    say("begin", BEGIN(a, GLOBAL));
+    status_t r = query_own_stream();
+    say("query own stream", r);
+    fflush(stdout);
+    if (r != 0) {
+        if (!strcmp(how, "abort"))
+            abort();
+        if (!strcmp(how, "kill"))
+            kill(getpid(), SIGKILL);
+        exit(1);
+    }
+}
+
 static void clean(void) {
     say("begin", BEGIN(a, GLOBAL));
     for (int i = 0; i < 3; i++)
@@ -232,6 +310,36 @@ int main(int argc, char **argv) {
         end_capture();
     } else if (!strcmp(scenario, "clean")) {
         clean();
+    } else if (!strcmp(scenario, "empty-capture")) {
+        say("begin", BEGIN(a, GLOBAL));
+        end_capture();
+    } else if (!strcmp(scenario, "launch-outside")) {
+        /* b never captures: its launch is work outside the capture. */
+        say("begin", BEGIN(a, GLOBAL));
+        say("launch", LAUNCH(a));
+        say("launch into another stream", LAUNCH(b));
+        end_capture();
+    } else if (!strcmp(scenario, "launch-joined")) {
+        /* b joins a's capture by waiting on an event recorded in it (a
+         * fork), works, and a waits on b (the join): b's launch is inside
+         * the capture, though b is not the stream it began on. */
+        event_t fork_, join_;
+        EVENT(&fork_);
+        EVENT(&join_);
+        say("begin", BEGIN(a, GLOBAL));
+        RECORD(fork_, a);
+        say("b joins", WAIT(b, fork_));
+        say("launch into the joined stream", LAUNCH(b));
+        RECORD(join_, b);
+        say("a waits on b", WAIT(a, join_));
+        end_capture();
+    } else if (!strcmp(scenario, "graph-no-capture")) {
+        graph_without_capture();
+    } else if (!strcmp(scenario, "graph-captured")) {
+        graph_captured();
+    } else if (!strcmp(scenario, "refuse-abort") || !strcmp(scenario, "refuse-exit") ||
+               !strcmp(scenario, "refuse-kill")) {
+        refuse_then_end(scenario + strlen("refuse-"));
     } else if (!strcmp(scenario, "two-captures")) {
         /* A second capture begins while the first is active: what the
          * observer asks the runtime about b's device is not a call of a's. */

@@ -21,6 +21,7 @@
 struct CUstream_st {
     int status, mode, nodes;
     pid_t owner;
+    struct CUstream_st *origin; /* the capture it joined by waiting on one of its events */
 };
 struct CUevent_st {
     struct CUstream_st *captured_in;
@@ -28,6 +29,9 @@ struct CUevent_st {
 };
 struct CUgraph_st {
     int nodes;
+};
+struct CUgraphExec_st {
+    struct CUgraph_st *graph;
 };
 
 /* ---- CUPTI's side: what the stand-in libcupti registers ---- */
@@ -104,13 +108,46 @@ static mt_CUresult device_sync(void *arg) {
     return invalidate(0) ? UNSUPPORTED : OK;
 }
 
+/* Work on a stream: a node of the capture it belongs to (its own, or the
+ * one it joined). */
 static mt_CUresult enqueue(void *arg) {
     struct CUstream_st *s = arg;
-    if (s && s->status == ACTIVE)
-        s->nodes++;
-    else if (s && s->status == INVALIDATED)
+    struct CUstream_st *capture = s && s->origin ? s->origin : s;
+    if (s && s->status == ACTIVE && capture->status == ACTIVE)
+        capture->nodes++;
+    else if (s && (s->status == INVALIDATED || capture->status == INVALIDATED))
         return INVALIDATED_ERR;
     return OK;
+}
+
+/* Streams that joined a capture, until it ends. */
+static struct CUstream_st *joined[MAX];
+
+/* A stream that waits on an event recorded in a capture joins it, as
+ * CUDA's cross-stream capture does: it captures until the capture ends. */
+static mt_CUresult wait_event(void *arg) {
+    mt_cuStreamWaitEvent_params *p = arg;
+    struct CUstream_st *s = p->hStream, *in = p->hEvent ? p->hEvent->captured_in : NULL;
+    struct CUstream_st *origin = in && in->origin ? in->origin : in;
+    if (origin && origin->status == ACTIVE && s && s != origin && s->status == NONE) {
+        for (int i = 0; i < MAX; i++)
+            if (!joined[i]) {
+                joined[i] = s;
+                s->status = ACTIVE;
+                s->origin = origin;
+                break;
+            }
+    }
+    return enqueue(s);
+}
+
+static void release_joined(struct CUstream_st *origin) {
+    for (int i = 0; i < MAX; i++)
+        if (joined[i] && joined[i]->origin == origin) {
+            joined[i]->status = NONE;
+            joined[i]->origin = NULL;
+            joined[i] = NULL;
+        }
 }
 
 /* ---- the driver API ---- */
@@ -167,6 +204,11 @@ static mt_CUresult record(void *arg) {
 EXPORT mt_CUresult cuEventRecord(mt_CUevent e, mt_CUstream s) {
     mt_cuEventRecord_params p = {e, s};
     CALL(13, "cuEventRecord", p, locked(record, &p));
+}
+
+EXPORT mt_CUresult cuStreamWaitEvent(mt_CUstream s, mt_CUevent e, unsigned int flags) {
+    mt_cuStreamWaitEvent_params p = {s, e, flags};
+    CALL(36, "cuStreamWaitEvent", p, locked(wait_event, &p));
 }
 
 EXPORT mt_CUresult cuEventQuery(mt_CUevent e) {
@@ -258,6 +300,7 @@ static mt_CUresult end(void *arg) {
     if (!s || s->status == NONE)
         return ILLEGAL_STATE;
     drop(s);
+    release_joined(s);
     int status = s->status;
     s->status = NONE;
     *p->phGraph = NULL;
@@ -317,4 +360,62 @@ EXPORT mt_CUresult cuDeviceGetAttribute(int *pi, mt_CUdevice_attribute attrib, m
                 : attrib == MT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
                                                                             : 0,
           OK));
+}
+
+/* ---- graphs, built node by node or captured, instantiated, launched ---- */
+
+EXPORT mt_CUresult cuStreamIsCapturing(mt_CUstream s, mt_CUstreamCaptureStatus *status) {
+    mt_cuStreamQuery_params p = {s};
+    CALL(29, "cuStreamIsCapturing", p, (*status = s ? (mt_CUstreamCaptureStatus)s->status : NONE, OK));
+}
+
+static mt_CUresult get_nodes(mt_CUgraph g, mt_CUgraphNode *nodes, size_t *n) {
+    if (!g || !n)
+        return INVALID_VALUE;
+    if (nodes)
+        for (int i = 0; i < g->nodes && (size_t)i < *n; i++)
+            nodes[i] = (mt_CUgraphNode)(uintptr_t)(i + 1);
+    *n = (size_t)g->nodes;
+    return OK;
+}
+
+EXPORT mt_CUresult cuGraphGetNodes(mt_CUgraph g, mt_CUgraphNode *nodes, size_t *n) {
+    struct { mt_CUgraph hGraph; mt_CUgraphNode *nodes; size_t *numNodes; } p = {g, nodes, n};
+    CALL(30, "cuGraphGetNodes", p, get_nodes(g, nodes, n));
+}
+
+EXPORT mt_CUresult cuGraphCreate(mt_CUgraph *g, unsigned int flags) {
+    struct { mt_CUgraph *phGraph; unsigned int flags; } p = {g, flags};
+    CALL(31, "cuGraphCreate", p, (*g = calloc(1, sizeof **g), OK));
+}
+
+/* The kernel's parameters are not looked at: a node is counted. */
+EXPORT mt_CUresult cuGraphAddKernelNode(mt_CUgraphNode *node, mt_CUgraph g, const mt_CUgraphNode *deps, size_t ndeps,
+                                        const void *params) {
+    struct { mt_CUgraphNode *phGraphNode; mt_CUgraph hGraph; const mt_CUgraphNode *dependencies; size_t numDependencies;
+             const void *nodeParams; } p = {node, g, deps, ndeps, params};
+    CALL(32, "cuGraphAddKernelNode_v2", p, (*node = (mt_CUgraphNode)(uintptr_t)++g->nodes, OK));
+}
+
+static mt_CUresult instantiate(mt_CUgraphExec *exec, mt_CUgraph g) {
+    if (!g)
+        return INVALID_VALUE;
+    *exec = calloc(1, sizeof **exec);
+    (*exec)->graph = g;
+    return OK;
+}
+
+EXPORT mt_CUresult cuGraphInstantiateWithFlags(mt_CUgraphExec *exec, mt_CUgraph g, unsigned long long flags) {
+    struct { mt_CUgraphExec *phGraphExec; mt_CUgraph hGraph; unsigned long long flags; } p = {exec, g, flags};
+    CALL(33, "cuGraphInstantiateWithFlags", p, instantiate(exec, g));
+}
+
+EXPORT mt_CUresult cuGraphLaunch(mt_CUgraphExec exec, mt_CUstream s) {
+    mt_cuGraphLaunch_params p = {exec, s};
+    CALL(34, "cuGraphLaunch", p, locked(enqueue, s));
+}
+
+EXPORT mt_CUresult cuGraphExecDestroy(mt_CUgraphExec exec) {
+    struct { mt_CUgraphExec hGraphExec; } p = {exec};
+    CALL(35, "cuGraphExecDestroy", p, (free(exec), OK));
 }

@@ -1,9 +1,10 @@
 /*
  * A stand-in libcupti.so.13 for the trace tests: the few functions the
  * observer calls. A subscription hands the callback to the stand-in
- * libcuda, which fires it around each driver call. With
- * STANDIN_CUPTI_BUSY=1 in the environment, cuptiSubscribe answers as CUPTI
- * does when another client (a profiler) holds it.
+ * libcuda, which fires it around each driver call. As CUPTI, it takes one
+ * subscriber: a second cuptiSubscribe before cuptiUnsubscribe is refused.
+ * With STANDIN_CUPTI_BUSY=1 in the environment, the first one is refused
+ * too, as when another client (a profiler) holds it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,14 @@ struct CUpti_Subscriber_st {
     int unused;
 };
 static struct CUpti_Subscriber_st the_subscriber;
+static int subscribed;
 
 EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, mt_CUpti_CallbackFunc callback,
                                      void *userdata) {
     const char *busy = getenv("STANDIN_CUPTI_BUSY");
-    if (busy && strcmp(busy, "1") == 0)
+    if ((busy && strcmp(busy, "1") == 0) || subscribed)
         return MULTIPLE_SUBSCRIBERS;
+    subscribed = 1;
     *subscriber = &the_subscriber;
     standin_cupti_attach(callback, userdata);
     return MT_CUPTI_SUCCESS;
@@ -41,6 +44,7 @@ EXPORT mt_CUptiResult cuptiEnableDomain(uint32_t enable, mt_CUpti_SubscriberHand
 
 EXPORT mt_CUptiResult cuptiUnsubscribe(mt_CUpti_SubscriberHandle subscriber) {
     (void)subscriber;
+    subscribed = 0;
     standin_cupti_attach(NULL, NULL);
     standin_cupti_enable(0);
     return MT_CUPTI_SUCCESS;
