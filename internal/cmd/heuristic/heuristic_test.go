@@ -93,7 +93,7 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 	if code := h.Run(tree, append(args, "--format", "markdown")...); code != 0 {
 		t.Fatalf("markdown: exit %d: %s", code, h.ErrOut)
 	}
-	if !regexp.MustCompile("(?m)^\\| heuristic +\\| `miotool heuristic --model-dir \\S+ --arch gfx942 -n 16 .*` +\\| no device \\(gfx942\\) +\\| Ranked: ConvBinWinogradRxSf2x3g1 first +\\|$").MatchString(h.Out.String()) {
+	if !regexp.MustCompile("(?m)^\\| heuristic +\\| `miotool heuristic --model-dir \\S+ --arch gfx942 -n 16 .*` +\\| no device \\(gfx942\\) +\\| Passed \\(1/1 run\\): ranks ConvBinWinogradRxSf2x3g1 first +\\|$").MatchString(h.Out.String()) {
 		t.Errorf("no checklist row:\n%s", h.Out)
 	}
 }
