@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,11 @@ func TestMain(m *testing.M) {
 		fakeChild(mode, os.Args[1:])
 		os.Exit(0)
 	}
+	// The main thread is the one the runtime never ends, even under a
+	// goroutine that locked it and returned: keep it to this goroutine, so
+	// that the tests, and the children they start, run on threads that
+	// can end (TestEndingOtherThreadsLeavesTheChildRunning).
+	runtime.LockOSThread()
 	code := m.Run()
 	if left := leftFakes(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: processes of this test binary still running after the tests: %v\n", left)
