@@ -157,10 +157,10 @@ func holdsToken(pid int, token string) bool {
 // with the child's token and a folder to remove. It reads lines on its
 // standard input: "group PGID" once the child runs, "done" once it and
 // what it started have ended. When its input ends without "done", this
-// process died first (SIGKILL, a crash): it kills the child's group and
-// every process whose environment holds the token, again until none is
-// left (killing one may have raced with its fork), and removes the
-// folder. It ignores the signals a terminal or a group kill would send
+// process died first (SIGKILL, a crash): it kills the child's group,
+// removes the folder, and kills every process whose environment holds the
+// token, again until none is left (killing one may have raced with its
+// fork). It ignores the signals a terminal or a group kill would send
 // it.
 const watcherScript = `trap '' INT TERM HUP QUIT TSTP TTIN TTOU PIPE
 group=
@@ -171,6 +171,7 @@ while read -r word arg; do
 	esac
 done
 [ -n "$group" ] && kill -KILL "-$group" 2>/dev/null
+[ -n "$2" ] && rm -rf -- "$2"
 pass=0
 while [ "$pass" -lt 20 ]; do
 	pass=$((pass + 1))
@@ -181,7 +182,6 @@ while [ "$pass" -lt 20 ]; do
 	done
 	[ -n "$found" ] || break
 done
-[ -n "$2" ] && rm -rf -- "$2"
 exit 0`
 
 // watcher is the process that ends a child, and what it started, when
