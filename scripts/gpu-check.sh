@@ -7,8 +7,9 @@
 #   scripts/gpu-check.sh all                   # build, run every section, assemble
 #
 # Sections: doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn
-# stress targets trace e2e suite (abi: scripts/abi-check-cuda.sh; speed: scripts/gpu-speed.sh;
-# trace: scripts/gpu-trace.sh; e2e: scripts/gpu-e2e.sh; suite: scripts/gpu-suite.sh).
+# stress targets trace repeat e2e suite (abi: scripts/abi-check-cuda.sh; speed: scripts/gpu-speed.sh;
+# trace: scripts/gpu-trace.sh; repeat: scripts/gpu-repeat.sh; e2e: scripts/gpu-e2e.sh;
+# suite: scripts/gpu-suite.sh).
 # Every table in the results comes from miotool's own output (--format
 # markdown) or from scripts/benchmedians.py and scripts/cudnn-compare.py over
 # raw benchmark output; nothing is written by hand. The machine needs the
@@ -18,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${BACKEND:-cuda}
 BIN=${BIN:-bin}
-ALL_SECTIONS="doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn stress targets trace e2e suite"
+ALL_SECTIONS="doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn stress targets trace repeat e2e suite"
 
 build() {
 	set -e
@@ -112,6 +113,11 @@ run() {
 			# default bound.
 			SECTION_LIMIT=${SECTION_LIMIT:-480} sourced "$out" scripts/gpu-trace.sh trace_section "$dir/trace"
 			;;
+		repeat)
+			# A hundred PyTorch processes of 9-15 s each, four at a time, and
+			# the cache race's few hundred short runs: more than the default bound.
+			SECTION_LIMIT=${SECTION_LIMIT:-900} sourced "$out" scripts/gpu-repeat.sh repeat_section "$dir/repeat"
+			;;
 		e2e)
 			sourced "$out" scripts/gpu-e2e.sh stress_e2e "$dir/e2e"
 			;;
@@ -119,8 +125,11 @@ run() {
 			sourced "$out" scripts/gpu-suite.sh suite_wall "$dir/suite"
 			;;
 		rules)
+			# Every cell of the matrix, the ones configs/rules/h200-cuda.yaml
+			# holds compared; all of them kept in OUTDIR/rules-measured.yaml
+			# for tools/rules-fold to add the cells the file lacks.
 			echo -e "\n## Capture rules: measured against the expectation (every cell)" >>"$out"
-			section "$out" "rules" $M rules --expect configs/rules/h200-cuda.yaml --format markdown
+			section "$out" "rules" $M rules --expect configs/rules/h200-cuda.yaml --write-expect "$dir/rules-measured.yaml" --format markdown
 			;;
 		find)
 			echo -e "\n## find: naive abandoned on a problem where it runs long" >>"$out"

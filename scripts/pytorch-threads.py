@@ -2,6 +2,7 @@
 """PyTorch's test_cudnn_multiple_threads_same_device, each run in a fresh process.
 
 Usage: pytorch-threads.py --runs N [--miotool-json FILE]
+       pytorch-threads.py --once
 
 Runs the test body (2 threads, a barrier, 3 trials of 1000 iterations of a
 2x2 convolution of ones and a division by 4 on a 1x1x2048x2048 input, each
@@ -11,6 +12,10 @@ the median, min and max wall time per run. With --miotool-json (the JSON
 result of a `miotool stress-threads` run, builtin or with --target) it adds
 miotool's wall time per run from that result, named by its command, and the
 ratio.
+With --once it runs the test body once, in this process, and exits 0 when
+every sum was right (1 for a wrong sum): one run, for a harness that makes
+the fresh processes itself (miotool repeat -- python3 pytorch-threads.py
+--once).
 Standard library plus torch.
 """
 import argparse
@@ -75,7 +80,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--miotool-json")
+    ap.add_argument("--once", action="store_true")
     a = ap.parse_args()
+    if a.once:
+        exec(compile(BODY, "test_cudnn_multiple_threads_same_device", "exec"), {"__name__": "__body__"})
+        return
     walls, passed, failed = [], 0, []
     for i in range(a.runs):
         t0 = time.monotonic()

@@ -33,9 +33,11 @@ type testCLI struct {
 	errOut *bytes.Buffer
 	seen   probeOptions
 	runE   func() error
-	// checkE is the body of "check" and "merge", which have the output
+	// checkRun is the run of "check" and "merge", which have the output
 	// flags; without it they render a PASS result.
-	checkE func() error
+	checkRun func() (*Outcome, error)
+	// afterFinish, when set, runs once the runner has written the result.
+	afterFinish func()
 	// home is a temporary directory used as working directory and user
 	// config dir, so no real configuration leaks into the tests.
 	home string
@@ -104,10 +106,16 @@ func (tc *testCLI) newRoot(f *Factory) *cobra.Command {
 
 // check is the body of "check" and "merge".
 func (tc *testCLI) check(f *Factory) error {
-	if tc.checkE != nil {
-		return tc.checkE()
+	var err error
+	if tc.checkRun != nil {
+		err = f.Finish(tc.checkRun())
+	} else {
+		err = f.Finish(Single(testResult(report.Pass)), nil)
 	}
-	return RenderResult(f.IOStreams, f.Global.Format, testResult(report.Pass))
+	if tc.afterFinish != nil {
+		tc.afterFinish()
+	}
+	return err
 }
 
 // testResult is a finished result with verdict v and a table.
@@ -437,7 +445,9 @@ func TestHelpShowsExamples(t *testing.T) {
 	}
 }
 
-func TestRenderResultMapsVerdicts(t *testing.T) {
+// The runner computes the exit status from the verdict, and says SKIP and
+// ERROR on stderr too, so that they are not lost when stdout is a file.
+func TestTheRunnerMapsVerdictsToExitStatus(t *testing.T) {
 	cases := []struct {
 		v          report.Verdict
 		code       int
@@ -447,12 +457,15 @@ func TestRenderResultMapsVerdicts(t *testing.T) {
 		{report.Fail, 1, false},
 		{report.Error, 3, true},
 		{report.Skip, 4, true},
+		{report.Interrupted, 130, false},
 	}
 	for _, c := range cases {
 		ios, _, out, _ := Test()
+		f := NewFactory(ios, buildinfo.Info{})
+		f.Global.Format = report.JSON
 		r := report.New("x", "miotool x", time.Time{})
 		r.Finish(c.v, "because", time.Time{})
-		err := RenderResult(ios, report.JSON, r)
+		err := f.Finish(Single(r), nil)
 		if got := ExitCodeOf(err); got != c.code {
 			t.Errorf("%s: exit %d, want %d", c.v, got, c.code)
 		}

@@ -34,7 +34,9 @@ const ConfigFileName = "miotool.yaml"
 
 // flags that never come from configuration. allow-programs is the user's
 // own leave for a suite to run programs: no config file may give it.
-var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true}
+// against names a program repeat runs, which comes from the command line
+// as the program after -- does.
+var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true, "against": true}
 
 // configurable reports whether fl may come from a MIOTOOL_* variable or
 // the config file. The result files (--junit, --export-*) may not: set

@@ -31,6 +31,8 @@ type Interruption struct {
 
 func (i *Interruption) Error() string {
 	switch i.Signal {
+	case nil:
+		return "interrupted"
 	case os.Interrupt:
 		return "interrupted by SIGINT"
 	case syscall.SIGTERM:

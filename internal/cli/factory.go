@@ -41,6 +41,9 @@ type Factory struct {
 	// valueOrigins says, per flag name, where a value that did not come
 	// from the command line came from: "runs: -4 in miotool.yaml line 3".
 	valueOrigins map[string]string
+	// interrupts is what Main knows of the signal that stops the run, for
+	// the runner; nil outside Main.
+	interrupts *interruptState
 
 	// OpenDevice selects and opens a backend (hip.Select).
 	OpenDevice func(backend string, opts hip.OpenOptions) (hip.Device, hip.Selection, error)

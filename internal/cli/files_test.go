@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"miotool/internal/report"
 )
 
 // A command whose arguments are a program and its arguments (trace) may
@@ -71,7 +73,7 @@ func TestAnOutputThatTheProgramReadsIsRefused(t *testing.T) {
 				tc.f.IOStreams.In = f
 			}
 			ran := false
-			tc.checkE = func() error { ran = true; return nil }
+			tc.checkRun = func() (*Outcome, error) { ran = true; return Single(testResult(report.Pass)), nil }
 			code := tc.run(tt.args...)
 			if tt.want == "" {
 				if code != 0 || !ran {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"miotool/internal/aiheur/cache"
 	"miotool/internal/hip"
 	"miotool/internal/streams"
@@ -38,3 +40,45 @@ func requestedReason(b hip.BackendName) string { return "requested with " + Back
 
 // ModelDirFlag names the model directory flag: "--model-dir".
 const ModelDirFlag = "--model-dir"
+
+// reclaimUsage is what --reclaim is, in every command that takes it.
+const reclaimUsage = "how abandoned streams are reclaimed: "
+
+// AddReclaimListFlag declares --reclaim for a command that runs one case
+// per policy it names (a list, "all" for every policy), defaulting to def.
+func AddReclaimListFlag(cmd *cobra.Command, target *[]string, def ...string) {
+	cmd.Flags().StringSliceVar(target, "reclaim", def, reclaimUsage+OrList(WithAll(Names(streams.Policies)))+"; several separated by commas")
+	CompleteList(cmd, "reclaim", WithAll(Names(streams.Policies)))
+}
+
+// AddReclaimFlag declares --reclaim for a command that runs with one
+// policy, defaulting to def.
+func AddReclaimFlag(cmd *cobra.Command, target *streams.Policy, def streams.Policy) {
+	cmd.Flags().Var(NewEnumValue(target, def, streams.Policies...), "reclaim", reclaimUsage+OrList(streams.Policies))
+}
+
+// MaxSamples bounds --samples: the timed runs of each solver are kept and
+// trimmed by modified z-score, which settles within tens of samples; a
+// thousand is far past any use, and the default problem's tiled solver
+// takes about a second per sample on the simulator.
+const MaxSamples = 1000
+
+// AddSamplesFlag declares --samples: timed runs per solver in a find, from
+// 1 to MaxSamples (ValidateSamples).
+func AddSamplesFlag(cmd *cobra.Command, target *int, def int) {
+	cmd.Flags().IntVar(target, "samples", def, fmt.Sprintf("timed runs per solver after the warm-up (at most %d)", MaxSamples))
+}
+
+// ValidateSamples refuses a --samples outside 1 to MaxSamples.
+func ValidateSamples(n int) error {
+	if n < 1 || n > MaxSamples {
+		return UsageErrorf("--samples %d: want 1 to %d", n, MaxSamples)
+	}
+	return nil
+}
+
+// AddRepeatFlag declares --repeat: how many times every case runs, from 1
+// to max.
+func AddRepeatFlag(cmd *cobra.Command, target *int, max int) {
+	cmd.Flags().IntVar(target, "repeat", 1, fmt.Sprintf("run every case this many times and count the outcomes (at most %d)", max))
+}

@@ -102,17 +102,15 @@ func TestASignalsStatusIsTheResults(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := newTestCLI(t)
-			tc.checkE = func() error {
+			tc.checkRun = func() (*Outcome, error) {
 				signalSelf(t, tc, tt.sig)
 				if tt.suite {
 					s := report.NewSuiteResult("small", time.Now())
 					s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass}}
 					s.Interrupted = InterruptedReason(tc.f.Context).Error()
-					_ = RenderSuite(tc.f.IOStreams, tc.f.Global.Format, s)
-				} else {
-					_ = RenderResult(tc.f.IOStreams, tc.f.Global.Format, testResult(tt.rendered))
+					return Suite(s), nil
 				}
-				return Interrupted(tc.f.Context)
+				return Single(testResult(tt.rendered)), nil
 			}
 			junit := filepath.Join(t.TempDir(), "c.xml")
 			if code := tc.run("check", "--format", "json", "--junit", junit); code != tt.want {
@@ -173,4 +171,43 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// A signal that comes once the runner has settled the exit status and
+// written the result changes neither: the PASS written is the status the
+// process exits with, and the command's context is not cancelled.
+func TestASignalAfterTheResultChangesNothing(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tc := newTestCLI(t)
+			handled := make(chan bool, 1)
+			caughtHook = func(took bool) { handled <- took }
+			t.Cleanup(func() { caughtHook = nil })
+			var finished error
+			tc.afterFinish = func() {
+				if err := syscall.Kill(syscall.Getpid(), sig); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case took := <-handled:
+					if took {
+						t.Error("the late signal was taken as an interruption")
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("Main's handler did not see the signal")
+				}
+				finished = tc.f.Context.Err()
+			}
+			if code := tc.run("check", "--format", "json"); code != ExitOK {
+				t.Fatalf("exit %d, want 0: %s", code, tc.errOut)
+			}
+			if finished != nil {
+				t.Errorf("the late signal cancelled the command's context: %v", finished)
+			}
+			r, err := report.ReadJSON(tc.out)
+			if err != nil || r.Verdict != report.Pass || r.ExitCode() != ExitOK {
+				t.Errorf("stdout: %v %+v", err, r)
+			}
+		})
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -27,28 +26,25 @@ import (
 // SIGQUIT (Ctrl-\) quits at once with every goroutine's stack on stderr,
 // exit 131 (see handleQuit).
 //
-// The result a command renders (RenderResult, RenderSuite) is written
-// here, once the command has returned: first to the files the output
-// flags name, then to stdout, saying the exit status the process exits
-// with. A write to stdout that fails, whatever made it (a result, help,
-// a completion script), is exit 3, said on stderr.
+// A command's result is written by the runner (RunE, DeviceRunE), which
+// computes the exit status from its verdict; Main exits with it. A write
+// to stdout that fails, whatever made it (a result, help, a completion
+// script), is exit 3, said on stderr.
 func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (code int) {
 	ctx, cancel := context.WithCancelCause(f.Context)
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	var caught atomic.Pointer[Interruption]
-	// settled is set once the exit status is decided and the result is
-	// written to say it: a signal after that is too late to change either.
-	var settled atomic.Bool
+	state := &interruptState{cancel: cancel}
 	go func() {
 		select {
 		case sig := <-sigs:
+			// A second signal ends the process at once, as if miotool
+			// did not catch it; one that comes after the exit status is
+			// settled changes nothing.
 			signal.Stop(sigs)
-			in := &Interruption{Signal: sig}
-			caught.Store(in)
-			cancel(in)
+			state.catch(&Interruption{Signal: sig})
 		case <-ctx.Done():
 		}
 	}()
@@ -63,21 +59,22 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 	defer signal.Stop(pipes)
 	defer handleQuit(f.IOStreams.ErrOut)()
 	defer func() {
-		// Whatever the command made of it, a run the user stopped ends
-		// with the signal's status.
-		if in := caught.Load(); in != nil && !settled.Load() {
+		// Whatever the command made of it (a panic included), a run the
+		// user stopped before its status was settled ends with the
+		// signal's status.
+		if in := state.unsettled(); in != nil {
 			code = in.ExitCode()
 		}
 	}()
 	f.Context = ctx
+	f.interrupts = state
 	f.Args = args
 
 	ios := f.IOStreams
 	stdout := &stdoutWriter{w: ios.Out}
-	savedOut, out := ios.Out, ios.output()
+	savedOut := ios.Out
 	ios.Out = stdout
-	out.hold, out.pending = true, nil
-	defer func() { ios.Out, out.hold, out.pending = savedOut, false, nil }()
+	defer func() { ios.Out = savedOut }()
 
 	// A panic is a bug in miotool, not bad input: report it as a tool
 	// failure with the stack, which a bug report needs.
@@ -100,14 +97,10 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 		cmd = root
 	}
 	code = ExitCodeOf(err)
-	var why error = err
-	settled.Store(true)
-	if in := caught.Load(); in != nil {
-		code, why = in.ExitCode(), in
-	}
-	if p := out.pending; p != nil {
-		out.pending = nil
-		code, err = writePending(ios, p, code, err, why)
+	if in := state.settle(); in != nil && !isResultExit(err) {
+		// A command that returned no result (help, version, an error
+		// before its run) ends with the signal's status all the same.
+		code = in.ExitCode()
 	}
 	if err != nil {
 		printError(f, cmd, err)
@@ -117,32 +110,6 @@ func Main(f *Factory, args []string, newRoot func(*Factory) *cobra.Command) (cod
 		code = ExitToolFailure
 	}
 	return code
-}
-
-// writePending writes the result the command rendered so that it says
-// the status the process exits with. The command's own error is err and
-// code its status; why is what the result says when it must change its
-// verdict (the error, or the signal that stopped the run). It returns
-// the exit status and the error to print.
-func writePending(ios *IOStreams, p *pendingDocument, code int, err, why error) (int, error) {
-	doc := p.doc
-	if err == nil && code == ExitOK && doc.exitCode() != ExitOK {
-		// The command dropped its result's exit: the result decides.
-		err = doc.exitError()
-		code, why = ExitCodeOf(err), err
-	}
-	if !doc.settle(code, why) {
-		fmt.Fprintf(ios.ErrOut, "miotool: the result is not written: it cannot say exit status %d\n", code)
-		return code, err
-	}
-	failCode := ExitToolFailure
-	if code >= 128 {
-		failCode = code // interrupted it stays, whatever else went wrong
-	}
-	if werr := ios.writeDocument(p.format, doc, failCode); werr != nil {
-		return failCode, werr
-	}
-	return code, err
 }
 
 // handleQuit makes SIGQUIT (Ctrl-\) what a user means by it, quit now: the

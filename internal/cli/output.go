@@ -40,20 +40,9 @@ type ResultFiles struct {
 }
 
 // outputState is what IOStreams keep about the result documents: the files
-// the output flags name, and, while Main runs a command, the document the
-// command rendered, which Main writes once it knows the exit status.
+// the output flags name.
 type outputState struct {
 	files ResultFiles
-	// hold is set by Main: RenderResult keeps the document in pending
-	// rather than writing it.
-	hold    bool
-	pending *pendingDocument
-}
-
-// pendingDocument is a rendered result Main has yet to write.
-type pendingDocument struct {
-	doc    document
-	format report.Format
 }
 
 // output is the streams' output state, made on first use.
@@ -69,10 +58,10 @@ func (s *IOStreams) ResultFiles() ResultFiles { return s.output().files }
 
 // AddOutputFlags gives cmd, and every runnable command below it, the output
 // flags --junit, --export-markdown and --export-json, and returns cmd. A
-// command that renders its result through RenderResult or RenderSuite needs
-// nothing else: the files are checked before it runs (they can be written,
-// none is one of its inputs) and written, before standard output, when it
-// has returned.
+// command whose run returns its result to the runner (RunE, DeviceRunE)
+// needs nothing else: the files are checked before it runs (they can be
+// written, none is one of its inputs) and written, before standard output,
+// when it has returned.
 func AddOutputFlags(f *Factory, cmd *cobra.Command) *cobra.Command {
 	files := &f.IOStreams.output().files
 	var add func(c *cobra.Command)
@@ -96,60 +85,24 @@ func AddOutputFlags(f *Factory, cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// document is a result that Main writes: a single check's or a suite's.
+// document is a result that the runner writes: a single check's or a
+// suite's.
 type document interface {
 	// exitCode is the exit status the document says.
 	exitCode() int
-	// settle makes the document say that the process exits with code,
-	// why being the reason when the document did not already say it. It
-	// reports false when the document cannot say it and must not be
-	// written.
-	settle(code int, why error) bool
+	// fail makes the document say that the run failed with err, which
+	// came beside it: an ERROR, whose exit status is err's.
+	fail(err error)
+	// interrupt makes the document say that in stopped the run: what
+	// was measured stays, the verdict is INTERRUPTED (unless the run
+	// said so itself, in its own words) and the exit status the
+	// signal's.
+	interrupt(in *Interruption)
 	// render writes the document in format f.
 	render(w io.Writer, f report.Format, opts report.Options) error
 	junit(w io.Writer) error
 	// exitError is how a command that rendered the document ends.
 	exitError() error
-}
-
-// RenderResult renders r in format to the factory's stdout, and to each
-// file an output flag names, and turns its verdict into the command's
-// exit: nil for PASS, otherwise an *ExitError with the verdict's code. For
-// SKIP and ERROR the summary also goes to stderr, so it is not lost when
-// stdout is a file.
-//
-// Under Main nothing is written yet: Main writes the result once the
-// command has returned, so that what it says agrees with the status the
-// process exits with (a command that renders PASS and then fails with a
-// usage error writes an ERROR result, a run that SIGTERM stopped says
-// exit_code 143), and the files before stdout, so that a closed pipe
-// loses none of them.
-func RenderResult(ios *IOStreams, format report.Format, r *report.Result) error {
-	return ios.renderDocument(format, resultDocument{r})
-}
-
-// RenderSuite is RenderResult for a suite's result.
-func RenderSuite(ios *IOStreams, format report.Format, s *report.SuiteResult) error {
-	return ios.renderDocument(format, suiteDocument{s})
-}
-
-func (s *IOStreams) renderDocument(format report.Format, doc document) error {
-	o := s.output()
-	if !o.hold {
-		if err := s.writeDocument(format, doc, ExitToolFailure); err != nil {
-			return err
-		}
-		return doc.exitError()
-	}
-	if p := o.pending; p != nil {
-		// A second result from one command: the first is written as it
-		// is, the last is the one the exit status speaks for.
-		if err := s.writeDocument(p.format, p.doc, ExitToolFailure); err != nil {
-			return err
-		}
-	}
-	o.pending = &pendingDocument{doc, format}
-	return doc.exitError()
 }
 
 // writeDocument writes doc to the files the output flags name and then in
@@ -165,8 +118,8 @@ func (s *IOStreams) writeDocument(format report.Format, doc document, failCode i
 	}
 	if err != nil {
 		err = &ExitError{Code: failCode, Err: err}
-		if !doc.settle(failCode, err) {
-			return err
+		if failCode < 128 {
+			doc.fail(err) // an interrupted document stays INTERRUPTED
 		}
 	}
 	opts := report.Options{TTY: s.IsStdoutTTY(), Color: s.ColorEnabled()}
@@ -205,46 +158,32 @@ func docFiles(doc document, files ResultFiles) ([]outputFile, error) {
 	return out, nil
 }
 
-// verdictOf is the verdict a process exiting with code has.
-func verdictOf(code int) report.Verdict {
-	switch {
-	case code == ExitOK:
-		return report.Pass
-	case code == ExitCheckFailed:
-		return report.Fail
-	case code == ExitSkipped:
-		return report.Skip
-	case code >= 128:
-		return report.Interrupted
-	}
-	return report.Error
-}
-
-// reasonOf is why as one line for a result's summary.
-func reasonOf(code int, why error) string {
-	if why == nil {
-		return fmt.Sprintf("exit status %d", code)
-	}
-	return oneLineErr(exitErrorOf(why))
-}
-
 // resultDocument is a single check's result.
 type resultDocument struct{ r *report.Result }
 
 func (d resultDocument) exitCode() int { return d.r.ExitCode() }
 
-func (d resultDocument) settle(code int, why error) bool {
+func (d resultDocument) fail(err error) {
 	r := d.r
-	if want := verdictOf(code); r.Verdict != want {
-		// What the run measured stays in its tables; the verdict and
-		// its summary are the exit's.
-		r.Verdict, r.Status, r.Summary = want, "", reasonOf(code, why)
+	code := ExitCodeOf(err)
+	if r.Verdict != report.Interrupted {
+		r.Verdict, r.Status, r.Summary = report.Error, "", oneLineErr(exitErrorOf(err))
 	}
 	r.ExitStatus = 0
 	if code != r.Verdict.ExitCode() {
 		r.ExitStatus = code
 	}
-	return true
+}
+
+func (d resultDocument) interrupt(in *Interruption) {
+	r := d.r
+	if r.Verdict != report.Interrupted {
+		r.Verdict, r.Status, r.Summary = report.Interrupted, "", in.Error()
+	}
+	r.ExitStatus = 0
+	if code := in.ExitCode(); code != r.Verdict.ExitCode() {
+		r.ExitStatus = code
+	}
 }
 
 func (d resultDocument) render(w io.Writer, f report.Format, opts report.Options) error {
@@ -287,21 +226,19 @@ type suiteDocument struct{ s *report.SuiteResult }
 
 func (d suiteDocument) exitCode() int { return d.s.ExitCode() }
 
-// settle can make a suite say that a signal stopped it; a suite's verdict
-// is its checks', so any other disagreement leaves no document to write.
-func (d suiteDocument) settle(code int, why error) bool {
+func (d suiteDocument) fail(err error) {
+	d.s.Failure = oneLineErr(exitErrorOf(err))
+}
+
+func (d suiteDocument) interrupt(in *Interruption) {
 	s := d.s
-	if verdictOf(code) == report.Interrupted && s.Interrupted == "" && s.Verdict() != report.Interrupted {
-		s.Interrupted = reasonOf(code, why)
+	if s.Interrupted == "" && s.Verdict() != report.Interrupted {
+		s.Interrupted = in.Error()
 	}
 	s.ExitStatus = 0
-	if s.Verdict() != verdictOf(code) {
-		return false
-	}
-	if code != s.Verdict().ExitCode() {
+	if code := in.ExitCode(); code != s.Verdict().ExitCode() {
 		s.ExitStatus = code
 	}
-	return true
 }
 
 func (d suiteDocument) render(w io.Writer, f report.Format, opts report.Options) error {

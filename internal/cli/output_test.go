@@ -94,7 +94,7 @@ func TestOneRunWritesEveryOutput(t *testing.T) {
 	} {
 		t.Run(string(tt.v), func(t *testing.T) {
 			tc := newTestCLI(t)
-			tc.checkE = func() error { return RenderResult(tc.f.IOStreams, tc.f.Global.Format, testResult(tt.v)) }
+			tc.checkRun = func() (*Outcome, error) { return Single(testResult(tt.v)), nil }
 			dir := t.TempDir()
 			junit, md, js := filepath.Join(dir, "c.xml"), filepath.Join(dir, "c.md"), filepath.Join(dir, "c.json")
 			if code := tc.run("check", "--junit", junit, "--export-markdown", md, "--export-json", js); code != tt.code {
@@ -131,7 +131,7 @@ func TestASuiteWritesEveryOutput(t *testing.T) {
 	s := report.NewSuiteResult("small", testResult(report.Pass).Started)
 	s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass,
 		Runs: []report.SuiteRun{{Host: "h", Iteration: 1, Order: 1, Verdict: report.Pass}}}}
-	tc.checkE = func() error { return RenderSuite(tc.f.IOStreams, tc.f.Global.Format, s) }
+	tc.checkRun = func() (*Outcome, error) { return Suite(s), nil }
 	dir := t.TempDir()
 	junit, js := filepath.Join(dir, "s.xml"), filepath.Join(dir, "s.json")
 	if code := tc.run("check", "--junit", junit, "--export-json", js, "--format", "markdown"); code != 0 {
@@ -229,16 +229,14 @@ func TestAFileThatCannotBeWrittenLeavesEveryFileAsItWas(t *testing.T) {
 }
 
 // A result says the status the process exits with, in every format and
-// file: a command that rendered PASS and then ended with a usage error
-// writes an ERROR result with exit_code 2; one that dropped its result's
-// exit exits with the result's.
+// file: a run that returned PASS beside a usage error writes an ERROR
+// result with exit_code 2, and says the error on stderr; a FAIL exits 1.
 func TestAResultSaysTheExitStatus(t *testing.T) {
 	for _, format := range report.Formats {
 		t.Run(string(format), func(t *testing.T) {
 			tc := newTestCLI(t)
-			tc.checkE = func() error {
-				_ = RenderResult(tc.f.IOStreams, tc.f.Global.Format, testResult(report.Pass))
-				return UsageErrorf("MIOPEN_NAIVE_TIMEOUT=2.5: want a whole number")
+			tc.checkRun = func() (*Outcome, error) {
+				return Single(testResult(report.Pass)), UsageErrorf("MIOPEN_NAIVE_TIMEOUT=2.5: want a whole number")
 			}
 			js := filepath.Join(t.TempDir(), "c.json")
 			if code := tc.run("check", "--format", string(format), "--export-json", js); code != ExitUsage {
@@ -257,35 +255,30 @@ func TestAResultSaysTheExitStatus(t *testing.T) {
 		})
 	}
 	tc := newTestCLI(t)
-	tc.checkE = func() error {
-		_ = RenderResult(tc.f.IOStreams, tc.f.Global.Format, testResult(report.Fail))
-		return nil
-	}
+	tc.checkRun = func() (*Outcome, error) { return Single(testResult(report.Fail)), nil }
 	if code := tc.run("check", "--format", "json"); code != ExitCheckFailed {
-		t.Errorf("a FAIL result whose exit was dropped: exit %d, want 1", code)
+		t.Errorf("a FAIL result: exit %d, want 1", code)
 	}
 }
 
-// A suite result cannot say ERROR: one that would contradict the exit
-// status is not written at all.
-func TestASuiteThatCannotSayTheStatusIsNotWritten(t *testing.T) {
+// A suite run that failed beside its result is written as an ERROR with
+// the cause, exit 3: what ran is kept, and nothing reads green.
+func TestASuiteThatFailedIsWrittenAsAnError(t *testing.T) {
 	tc := newTestCLI(t)
 	s := report.NewSuiteResult("small", testResult(report.Pass).Started)
 	s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass,
 		Runs: []report.SuiteRun{{Host: "h", Iteration: 1, Order: 1, Verdict: report.Pass}}}}
-	tc.checkE = func() error {
-		_ = RenderSuite(tc.f.IOStreams, tc.f.Global.Format, s)
-		return errors.New("the runner broke")
-	}
-	junit := filepath.Join(t.TempDir(), "s.xml")
-	if code := tc.run("check", "--junit", junit); code != ExitToolFailure {
+	tc.checkRun = func() (*Outcome, error) { return Suite(s), errors.New("the runner broke") }
+	js := filepath.Join(t.TempDir(), "s.json")
+	if code := tc.run("check", "--export-json", js); code != ExitToolFailure {
 		t.Fatalf("exit %d", code)
 	}
-	if tc.out.Len() != 0 {
-		t.Errorf("stdout: %s", tc.out)
+	back, err := report.ReadSuiteJSON(bytes.NewReader(readFile(t, js)))
+	if err != nil || back.Verdict() != report.Error || back.ExitCode() != ExitToolFailure || !strings.Contains(back.Summary(), "the runner broke") {
+		t.Errorf("--export-json: %v %+v", err, back)
 	}
-	if _, err := os.Stat(junit); err == nil {
-		t.Error("the JUnit file was written")
+	if !strings.Contains(tc.errOut.String(), "miotool: the runner broke") {
+		t.Errorf("stderr: %q", tc.errOut)
 	}
 }
 
@@ -368,7 +361,7 @@ func TestAnOutputThatIsAnInputIsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := newTestCLI(t)
 			ran := false
-			tc.checkE = func() error { ran = true; return nil }
+			tc.checkRun = func() (*Outcome, error) { ran = true; return Single(testResult(report.Pass)), nil }
 			if code := tc.run(tt.args...); code != ExitUsage || ran {
 				t.Fatalf("exit %d, ran %v; want 2 before the command runs: %s", code, ran, tc.errOut)
 			}
@@ -416,7 +409,7 @@ func TestResultFilesComeFromTheCommandLineOnly(t *testing.T) {
 // which the verdict alone does not: 143 for SIGTERM.
 func TestExitStatusInTheJSON(t *testing.T) {
 	r := testResult(report.Interrupted)
-	resultDocument{r}.settle(ExitTerminated, nil)
+	resultDocument{r}.interrupt(&Interruption{Signal: syscall.SIGTERM})
 	var got struct {
 		ExitCode int `json:"exit_code"`
 	}

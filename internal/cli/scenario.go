@@ -60,6 +60,15 @@ func (s *Scenario) Complete(f *Factory, cmd *cobra.Command) error {
 	return nil
 }
 
+// DeviceRequest asks the runner for the device the global options
+// select, opened with the dialect and the runtime variables (Open).
+func (s *Scenario) DeviceRequest(check string) DeviceRequest {
+	return DeviceRequest{Check: check, Open: func(check string, start time.Time) (hip.Device, *report.Result, func()) {
+		dev, r := s.Open(check, start)
+		return dev, r, nil
+	}}
+}
+
 // Open opens the device for check. When it cannot, the returned result is
 // the SKIP or ERROR to print and dev is nil.
 func (s *Scenario) Open(check string, start time.Time) (hip.Device, *report.Result) {

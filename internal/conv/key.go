@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,86 +65,119 @@ func (p Problem) NetworkConfig() string {
 // not follow from the other fields, and invalid problems. For every key it
 // accepts, FormatKey(ParseKey(key)) == key.
 func ParseKey(key string) (Problem, Direction, string, string, error) {
-	fail := func(format string, a ...any) (Problem, Direction, string, string, error) {
-		return Problem{}, "", "", "", fmt.Errorf("find-db key %q: %s", key, fmt.Sprintf(format, a...))
+	fail := func(err error) (Problem, Direction, string, string, error) {
+		return Problem{}, "", "", "", fmt.Errorf("find-db key %q: %w", key, err)
 	}
-	body, groups := key, 1
-	if i := strings.IndexByte(key, '_'); i >= 0 {
-		body = key[:i]
-		suffix := key[i+1:]
-		if !strings.HasPrefix(suffix, "g") {
-			return fail("unsupported suffix %q (only _g<groups> is understood)", "_"+suffix)
-		}
-		g, err := strconv.Atoi(suffix[1:])
-		if err != nil || g < 2 || strconv.Itoa(g) != suffix[1:] {
-			return fail("group suffix %q is not _g followed by a count >= 2", "_"+suffix)
-		}
-		groups = g
+	body, groups, err := keyGroups(key)
+	if err != nil {
+		return fail(err)
 	}
-	f := strings.Split(body, "-")
+	f, layout, dtype, dir, err := keyFields(body)
+	if err != nil {
+		return fail(err)
+	}
+	p, outH, outW, err := keyProblem(f, dir, groups)
+	if err != nil {
+		return fail(err)
+	}
+	if p.OutH() != outH || p.OutW() != outW {
+		return fail(fmt.Errorf("output %dx%d does not follow from the input, filter, padding, stride and dilation (they give %dx%d)",
+			outH, outW, p.OutH(), p.OutW()))
+	}
+	return p, dir, dtype, layout, nil
+}
+
+// keyGroups splits a key's "_g<G>" suffix off: the body and the group
+// count (1 without a suffix).
+func keyGroups(key string) (string, int, error) {
+	i := strings.IndexByte(key, '_')
+	if i < 0 {
+		return key, 1, nil
+	}
+	suffix := key[i+1:]
+	if !strings.HasPrefix(suffix, "g") {
+		return "", 0, fmt.Errorf("unsupported suffix %q (only _g<groups> is understood)", "_"+suffix)
+	}
+	g, err := strconv.Atoi(suffix[1:])
+	if err != nil || g < 2 || strconv.Itoa(g) != suffix[1:] {
+		return "", 0, fmt.Errorf("group suffix %q is not _g followed by a count >= 2", "_"+suffix)
+	}
+	return key[:i], g, nil
+}
+
+// keyFields splits a key's body into its fields and reads its layout,
+// data type and direction.
+func keyFields(body string) (f []string, layout, dtype string, dir Direction, err error) {
+	f = strings.Split(body, "-")
 	if len(f) >= 4 && !strings.Contains(f[3], "x") {
-		return fail("3-D problem keys are not supported")
+		return nil, "", "", "", errors.New("3-D problem keys are not supported")
 	}
-	var layout string
 	switch len(f) {
 	case 15:
 		layout = f[12]
 	case 17:
 		layout = strings.Join(f[12:15], "-")
 	default:
-		return fail("has %d '-'-separated fields, want 15 (one layout) or 17 (three layouts)", len(f))
+		return nil, "", "", "", fmt.Errorf("has %d '-'-separated fields, want 15 (one layout) or 17 (three layouts)", len(f))
 	}
-	dtype, dir := f[len(f)-2], Direction(f[len(f)-1])
+	dtype, dir = f[len(f)-2], Direction(f[len(f)-1])
 	if !dir.valid() {
-		return fail("direction %q is not F, B or W", string(dir))
+		return nil, "", "", "", fmt.Errorf("direction %q is not F, B or W", string(dir))
 	}
 	for _, tok := range append(strings.Split(layout, "-"), dtype) {
 		if !isUpperAlnum(tok) {
-			return fail("layout/data-type token %q is not upper-case letters and digits", tok)
+			return nil, "", "", "", fmt.Errorf("layout/data-type token %q is not upper-case letters and digits", tok)
 		}
 	}
-	num := func(i int, name string) (int, error) {
-		n, err := strconv.Atoi(f[i])
-		if err != nil || strconv.Itoa(n) != f[i] || n < 0 {
-			return 0, fmt.Errorf("field %d (%s) %q is not a non-negative integer", i+1, name, f[i])
-		}
-		return n, nil
+	return f, layout, dtype, dir, nil
+}
+
+// keyNum reads field i of f, a non-negative integer written as Itoa writes
+// it.
+func keyNum(f []string, i int, name string) (int, error) {
+	n, err := strconv.Atoi(f[i])
+	if err != nil || strconv.Itoa(n) != f[i] || n < 0 {
+		return 0, fmt.Errorf("field %d (%s) %q is not a non-negative integer", i+1, name, f[i])
 	}
-	pair := func(i int, name string) (int, int, error) {
-		a, b, ok := strings.Cut(f[i], "x")
-		x, errA := strconv.Atoi(a)
-		y, errB := strconv.Atoi(b)
-		if !ok || errA != nil || errB != nil || x < 0 || y < 0 || strconv.Itoa(x) != a || strconv.Itoa(y) != b {
-			return 0, 0, fmt.Errorf("field %d (%s) %q is not <h>x<w>", i+1, name, f[i])
-		}
-		return x, y, nil
+	return n, nil
+}
+
+// keyPair reads field i of f, "<h>x<w>".
+func keyPair(f []string, i int, name string) (int, int, error) {
+	a, b, ok := strings.Cut(f[i], "x")
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	if !ok || errA != nil || errB != nil || x < 0 || y < 0 || strconv.Itoa(x) != a || strconv.Itoa(y) != b {
+		return 0, 0, fmt.Errorf("field %d (%s) %q is not <h>x<w>", i+1, name, f[i])
 	}
-	var (
-		inC, inH, inW, outC, outH, outW, n, bias int
-		p                                        Problem
-		err                                      error
-	)
+	return x, y, nil
+}
+
+// keyProblem reads the problem of a key's fields, in forward convention,
+// and the output size the key states.
+func keyProblem(f []string, dir Direction, groups int) (p Problem, outH, outW int, err error) {
+	var inC, inH, inW, outC, n, bias int
 	steps := []func() error{
-		func() (e error) { inC, e = num(0, "in channels"); return },
-		func() (e error) { inH, e = num(1, "in height"); return },
-		func() (e error) { inW, e = num(2, "in width"); return },
-		func() (e error) { p.R, p.S, e = pair(3, "filter"); return },
-		func() (e error) { outC, e = num(4, "out channels"); return },
-		func() (e error) { outH, e = num(5, "out height"); return },
-		func() (e error) { outW, e = num(6, "out width"); return },
-		func() (e error) { n, e = num(7, "batch"); return },
-		func() (e error) { p.PadH, p.PadW, e = pair(8, "padding"); return },
-		func() (e error) { p.StrideH, p.StrideW, e = pair(9, "stride"); return },
-		func() (e error) { p.DilH, p.DilW, e = pair(10, "dilation"); return },
-		func() (e error) { bias, e = num(11, "bias"); return },
+		func() (e error) { inC, e = keyNum(f, 0, "in channels"); return },
+		func() (e error) { inH, e = keyNum(f, 1, "in height"); return },
+		func() (e error) { inW, e = keyNum(f, 2, "in width"); return },
+		func() (e error) { p.R, p.S, e = keyPair(f, 3, "filter"); return },
+		func() (e error) { outC, e = keyNum(f, 4, "out channels"); return },
+		func() (e error) { outH, e = keyNum(f, 5, "out height"); return },
+		func() (e error) { outW, e = keyNum(f, 6, "out width"); return },
+		func() (e error) { n, e = keyNum(f, 7, "batch"); return },
+		func() (e error) { p.PadH, p.PadW, e = keyPair(f, 8, "padding"); return },
+		func() (e error) { p.StrideH, p.StrideW, e = keyPair(f, 9, "stride"); return },
+		func() (e error) { p.DilH, p.DilW, e = keyPair(f, 10, "dilation"); return },
+		func() (e error) { bias, e = keyNum(f, 11, "bias"); return },
 	}
 	for _, step := range steps {
-		if err = step(); err != nil {
-			return fail("%v", err)
+		if err := step(); err != nil {
+			return Problem{}, 0, 0, err
 		}
 	}
 	if bias != 0 {
-		return fail("bias flag %d is not supported (only 0)", bias)
+		return Problem{}, 0, 0, fmt.Errorf("bias flag %d is not supported (only 0)", bias)
 	}
 	// MIOpen's "in" is dy for B and W: undo the swap to get forward convention.
 	if dir == BackwardData || dir == BackwardWeights {
@@ -151,13 +185,9 @@ func ParseKey(key string) (Problem, Direction, string, string, error) {
 	}
 	p.N, p.C, p.H, p.W, p.K, p.Groups = n, inC, inH, inW, outC, groups
 	if err := p.Validate(); err != nil {
-		return fail("%v", err)
+		return Problem{}, 0, 0, err
 	}
-	if p.OutH() != outH || p.OutW() != outW {
-		return fail("output %dx%d does not follow from the input, filter, padding, stride and dilation (they give %dx%d)",
-			outH, outW, p.OutH(), p.OutW())
-	}
-	return p, dir, dtype, layout, nil
+	return p, outH, outW, nil
 }
 
 func isUpperAlnum(s string) bool {

@@ -375,6 +375,29 @@ func (f *search) benchmark() error {
 		}
 		res.Entries = append(res.Entries, e)
 	}
+	if err := f.evaluateNaive(naive, best); err != nil {
+		return err
+	}
+	if err := f.h.DropScratchCache(); err != nil {
+		return fmt.Errorf("drop the scratch cache: %w", err)
+	}
+	rank(res.Entries)
+	if len(res.Entries) > 0 && res.Entries[0].Status == StatusOK {
+		res.Chosen = res.Entries[0].Solver
+		res.Verified = !opts.Verify || res.Entries[0].Check != nil && res.Entries[0].Check.OK
+	}
+	res.Elapsed = time.Since(f.start)
+	if res.Chosen != "" && opts.UserDB != "" {
+		f.storeDB()
+	}
+	return nil
+}
+
+// evaluateNaive times the naive solvers last, each with a deadline of
+// MIOPEN_NAIVE_TIMEOUT percent of best (the best time of the others), or
+// in full when the bound is off or nothing else was timed.
+func (f *search) evaluateNaive(naive []*conv.Solver, best float64) error {
+	opts, res := f.opts, f.res
 	for i, s := range naive {
 		if opts.NaiveTimeoutPct == 0 || best == 0 {
 			res.Naive = NaiveTimeoutOff
@@ -405,18 +428,6 @@ func (f *search) benchmark() error {
 			return f.interrupted(err, e, naive[i+1:])
 		}
 		res.Entries = append(res.Entries, e)
-	}
-	if err := f.h.DropScratchCache(); err != nil {
-		return fmt.Errorf("drop the scratch cache: %w", err)
-	}
-	rank(res.Entries)
-	if len(res.Entries) > 0 && res.Entries[0].Status == StatusOK {
-		res.Chosen = res.Entries[0].Solver
-		res.Verified = !opts.Verify || res.Entries[0].Check != nil && res.Entries[0].Check.OK
-	}
-	res.Elapsed = time.Since(f.start)
-	if res.Chosen != "" && opts.UserDB != "" {
-		f.storeDB()
 	}
 	return nil
 }

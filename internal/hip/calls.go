@@ -7,6 +7,10 @@ package hip
 var vendorCalls = map[string]struct{ hip, cuda string }{
 	"Malloc":                    {"hipMalloc", "cuMemAlloc"},
 	"Free":                      {"hipFree", "cuMemFree"},
+	"HostAlloc":                 {"hipHostMalloc", "cuMemHostAlloc"},
+	"HostFree":                  {"hipHostFree", "cuMemFreeHost"},
+	"HostRegister":              {"hipHostRegister", "cuMemHostRegister"},
+	"HostUnregister":            {"hipHostUnregister", "cuMemHostUnregister"},
 	"Memset":                    {"hipMemset", "cuMemsetD8"},
 	"MemsetAsync":               {"hipMemsetAsync", "cuMemsetD8Async"},
 	"MemcpyDtoDAsync":           {"hipMemcpyDtoDAsync", "cuMemcpyDtoDAsync"},

@@ -13,7 +13,8 @@ import (
 )
 
 // Opaque handles. Backends decide what the numbers mean (a C pointer on the
-// GPU backends, a table index on the simulator). Zero is never a valid handle.
+// GPU backends, a table index on the simulator). Zero is never a valid
+// handle; StreamLegacy is the one stream handle no backend creates.
 type (
 	Stream    uintptr
 	Event     uintptr
@@ -96,7 +97,15 @@ type StreamFlags uint32
 
 // StreamNonBlocking creates a stream that does not synchronize with the
 // legacy default stream (hipStreamNonBlocking / CU_STREAM_NON_BLOCKING).
+// A stream created without it is a blocking stream.
 const StreamNonBlocking StreamFlags = 1
+
+// StreamLegacy is the legacy default stream, the one work on stream 0
+// lands on in a program built the default way (CU_STREAM_LEGACY,
+// hipStreamLegacy): every backend takes it where it takes a stream it
+// created, and it can be neither created nor destroyed. While a blocking
+// stream captures, CUDA refuses work on it (906, the capture invalidated).
+const StreamLegacy Stream = 1
 
 // EventFlags are event creation flags.
 type EventFlags uint32
@@ -225,6 +234,19 @@ type Device interface {
 
 	Malloc(bytes int) (DevPtr, error)
 	Free(p DevPtr) error
+	// HostAlloc allocates page-locked host memory the device can reach
+	// (cuMemHostAlloc / hipHostMalloc, flags 0); HostFree frees it
+	// (cuMemFreeHost / hipHostFree). The slice is memory the runtime owns:
+	// it is not used after HostFree.
+	HostAlloc(bytes int) ([]byte, error)
+	HostFree(b []byte) error
+	// HostRegister page-locks host memory the caller allocated, all of b
+	// (cuMemHostRegister / hipHostRegister, flags 0), until HostUnregister
+	// (cuMemHostUnregister / hipHostUnregister). The runtime keeps the
+	// address, so b must be memory the Go collector does not manage, such
+	// as MapHostPages gives.
+	HostRegister(b []byte) error
+	HostUnregister(b []byte) error
 	// Memset is the synchronous byte memset (hipMemset / cuMemsetD8).
 	Memset(p DevPtr, value byte, bytes int) error
 	MemsetAsync(p DevPtr, value byte, bytes int, s Stream) error

@@ -30,6 +30,8 @@ const (
 	ErrIllegalAddress           Code = 700
 	ErrLaunchOutOfResources     Code = 701
 	ErrLaunchTimeout            Code = 702
+	ErrHostMemoryRegistered     Code = 712
+	ErrHostMemoryNotRegistered  Code = 713
 	ErrLaunchFailure            Code = 719
 	ErrNotPermitted             Code = 800
 	ErrNotSupported             Code = 801
@@ -84,6 +86,8 @@ var names = map[Code]codeNames{
 	ErrIllegalAddress:           {"hipErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS"},
 	ErrLaunchOutOfResources:     {"hipErrorLaunchOutOfResources", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
 	ErrLaunchTimeout:            {"hipErrorLaunchTimeOut", "CUDA_ERROR_LAUNCH_TIMEOUT"},
+	ErrHostMemoryRegistered:     {"hipErrorHostMemoryAlreadyRegistered", "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"},
+	ErrHostMemoryNotRegistered:  {"hipErrorHostMemoryNotRegistered", "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"},
 	ErrLaunchFailure:            {"hipErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED"},
 	ErrNotPermitted:             {"hipErrorNotPermitted", "CUDA_ERROR_NOT_PERMITTED"},
 	ErrNotSupported:             {"hipErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED"},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestCodeNames(t *testing.T) {
@@ -23,6 +24,8 @@ func TestCodeNames(t *testing.T) {
 		{ErrStreamCaptureInvalidated, "hipErrorStreamCaptureInvalidated", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "STREAM_CAPTURE_INVALIDATED", true, 901},
 		{ErrCapturedEvent, "hipErrorCapturedEvent", "CUDA_ERROR_CAPTURED_EVENT", "CAPTURED_EVENT", true, 907},
 		{ErrStreamCaptureWrongThread, "hipErrorStreamCaptureWrongThread", "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "STREAM_CAPTURE_WRONG_THREAD", true, 908},
+		{ErrHostMemoryRegistered, "hipErrorHostMemoryAlreadyRegistered", "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "HOST_MEMORY_ALREADY_REGISTERED", true, 712},
+		{ErrHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered", "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "HOST_MEMORY_NOT_REGISTERED", true, 713},
 		{ErrLaunchFailure, "hipErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED", "LAUNCH_FAILED", true, 719},
 		{Code(4242), "hipError(4242)", "CUDA_ERROR(4242)", "CUDA_ERROR(4242)", false, 4242},
 	} {
@@ -128,6 +131,11 @@ func TestCallName(t *testing.T) {
 		{"StreamCreate", DialectCUDA, "cuStreamCreate"},
 		{"EventCreate", DialectHIP, "hipEventCreateWithFlags"},
 		{"EventCreate", DialectCUDA, "cuEventCreate"},
+		{"HostAlloc", DialectCUDA, "cuMemHostAlloc"},
+		{"HostAlloc", DialectHIP, "hipHostMalloc"},
+		{"HostFree", DialectCUDA, "cuMemFreeHost"},
+		{"HostRegister", DialectHIP, "hipHostRegister"},
+		{"HostUnregister", DialectCUDA, "cuMemHostUnregister"},
 		{"", DialectHIP, ""},
 	} {
 		if got := CallName(tc.op, tc.d); got != tc.want {
@@ -161,5 +169,19 @@ func TestIsolateRegistry(t *testing.T) {
 	})
 	if got := backendNames(); len(got) != before || slices.Contains(got, "test-inner") {
 		t.Fatalf("after the test the registry holds %q, want the %d from before", got, before)
+	}
+}
+
+func TestMapHostPages(t *testing.T) {
+	b, unmap, err := MapHostPages(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 1<<16 || uintptr(unsafe.Pointer(&b[0]))%4096 != 0 {
+		t.Fatalf("%d bytes at %p: want 65536, page-aligned", len(b), &b[0])
+	}
+	b[0], b[len(b)-1] = 1, 2
+	if err := unmap(); err != nil {
+		t.Fatal(err)
 	}
 }

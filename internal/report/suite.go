@@ -75,6 +75,9 @@ type SuiteResult struct {
 	// wrote the result where its verdict's code does not say it: 143 for
 	// a suite SIGTERM stopped. ExitCode gives it.
 	ExitStatus int
+	// Failure, when set, says how miotool itself failed while it ran the
+	// suite: its verdict is ERROR, whatever its checks say.
+	Failure string
 	// Notes say what the suite did besides its checks' runs: where its
 	// checks' find-db was, which programs it ran.
 	Notes []string
@@ -494,6 +497,8 @@ func (s *SuiteResult) Verdict() Verdict {
 	switch {
 	case s.interrupted():
 		return Interrupted
+	case s.Failure != "":
+		return Error
 	case s.Totals().Unmet > 0:
 		return Fail
 	case s.unexplained() > 0:
@@ -524,6 +529,9 @@ func (s *SuiteResult) Summary() string {
 	t := s.Totals()
 	if s.interrupted() {
 		return s.interruptedSummary(t)
+	}
+	if s.Failure != "" {
+		return "miotool failed: " + s.Failure
 	}
 	var b strings.Builder
 	switch {

@@ -26,6 +26,9 @@ type jsonSuite struct {
 	MergedRuns []jsonRunRef      `json:"merged_runs,omitempty"`
 	// Interrupted says what stopped the suite early; absent when it finished.
 	Interrupted string `json:"interrupted,omitempty"`
+	// Failure says how miotool failed while it ran the suite; absent when
+	// it did not.
+	Failure string `json:"failure,omitempty"`
 	// Notes say what the suite did besides its checks' runs.
 	Notes    []string    `json:"notes,omitempty"`
 	Verdict  Verdict     `json:"verdict"`   // derived
@@ -160,6 +163,7 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		DurationMS:  durationMS(s.Duration),
 		MergedFrom:  s.Sources,
 		Interrupted: s.Interrupted,
+		Failure:     s.Failure,
 		Notes:       s.Notes,
 		Verdict:     s.Verdict(),
 		ExitCode:    s.ExitCode(),
@@ -248,6 +252,7 @@ func (s *SuiteResult) UnmarshalJSON(data []byte) error {
 		Options:     j.Options.options(),
 		Sources:     j.MergedFrom,
 		Interrupted: j.Interrupted,
+		Failure:     j.Failure,
 		Notes:       j.Notes,
 	}
 	if j.Started != nil {

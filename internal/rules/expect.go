@@ -228,7 +228,12 @@ func WriteExpectation(w io.Writer, e *Expectation) error {
 # evB recorded after it; buffer p (1 MiB) is allocated; stream A (non-blocking)
 # begins the capture and a tiny kernel is launched into it (and event evA is
 # recorded into it for the captured-event actions); then the action; then A
-# ends its capture on the capturing thread.
+# ends its capture on the capturing thread. The actions of pinned host memory
+# use h (1 MiB, allocated before the capture) and m (1 MiB of mapped host pages,
+# registered before the capture for unregistering it); module-unload unloads
+# mod, a module loaded before the capture; the legacy-stream actions launch the
+# tiny kernel on the legacy default stream, with A created blocking for the
+# blocking-capture one.
 `)
 	fmt.Fprintf(&b, "schema: %s\n", ExpectSchema)
 	fmt.Fprintf(&b, "dialect: %s\n", e.Dialect)

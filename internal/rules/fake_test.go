@@ -3,6 +3,7 @@ package rules_test
 import (
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"miotool/internal/hip"
 )
@@ -25,23 +26,30 @@ type fakeDevice struct {
 	modes     map[int]hip.CaptureMode // per OS thread
 	capturing map[hip.Stream]bool
 	inCapture map[hip.Event]bool // recorded while its stream captured
+	flags     map[hip.Stream]hip.StreamFlags
 	beginTid  int
-	during    []call
-	live      map[uintptr]string // what exists, for the leak check
+	// beginFlags are the flags of the last stream a capture began on.
+	beginFlags hip.StreamFlags
+	during     []call
+	live       map[uintptr]string // what exists, for the leak check
 
 	// refuse, when set, may answer a recorded call with a code.
 	refuse func(c call, beginTid int) hip.Code
 	// failStreamCreate makes stream creation fail with ErrOutOfMemory.
 	failStreamCreate bool
+	// failUnregister makes HostUnregister fail, capture or not.
+	failUnregister bool
 	// block, when set, makes DeviceSynchronize wait until it is closed.
 	block chan struct{}
 }
 
 func newFake() *fakeDevice {
 	return &fakeDevice{
+		next:      uintptr(hip.StreamLegacy), // no handle it makes is the legacy stream's
 		modes:     map[int]hip.CaptureMode{},
 		capturing: map[hip.Stream]bool{},
 		inCapture: map[hip.Event]bool{},
+		flags:     map[hip.Stream]hip.StreamFlags{},
 		live:      map[uintptr]string{},
 	}
 }
@@ -122,11 +130,22 @@ func (f *fakeDevice) Props() hip.Props {
 }
 func (f *fakeDevice) Dialect() hip.Dialect { return hip.DialectCUDA }
 
-func (f *fakeDevice) StreamCreate(hip.StreamFlags) (hip.Stream, error) {
+func (f *fakeDevice) StreamCreate(flags hip.StreamFlags) (hip.Stream, error) {
 	if f.failStreamCreate {
 		return 0, &hip.Error{Op: "StreamCreate", Code: hip.ErrOutOfMemory, Dialect: hip.DialectCUDA}
 	}
-	return hip.Stream(f.handle("stream")), nil
+	s := hip.Stream(f.handle("stream"))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flags[s] = flags
+	return s, nil
+}
+
+// captureFlags are the flags of the stream the last capture began on.
+func (f *fakeDevice) captureFlags() hip.StreamFlags {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.beginFlags
 }
 func (f *fakeDevice) StreamDestroy(s hip.Stream) error { return f.release(uintptr(s)) }
 func (f *fakeDevice) StreamQuery(s hip.Stream) error {
@@ -173,6 +192,46 @@ func (f *fakeDevice) Free(p hip.DevPtr) error {
 	}
 	return f.release(uintptr(p))
 }
+func (f *fakeDevice) HostAlloc(n int) ([]byte, error) {
+	if err := f.record("HostAlloc", ""); err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	f.track(b, "pinned host memory")
+	return b, nil
+}
+func (f *fakeDevice) HostFree(b []byte) error {
+	if err := f.record("HostFree", ""); err != nil {
+		return err
+	}
+	return f.release(hostKey(b))
+}
+func (f *fakeDevice) HostRegister(b []byte) error {
+	if err := f.record("HostRegister", ""); err != nil {
+		return err
+	}
+	f.track(b, "host registration")
+	return nil
+}
+func (f *fakeDevice) HostUnregister(b []byte) error {
+	if err := f.record("HostUnregister", ""); err != nil {
+		return err
+	}
+	if f.failUnregister {
+		return &hip.Error{Op: "HostUnregister", Code: hip.ErrHostMemoryNotRegistered, Dialect: hip.DialectCUDA}
+	}
+	return f.release(hostKey(b))
+}
+
+// hostKey names host memory in the leak check by its address.
+func hostKey(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func (f *fakeDevice) track(b []byte, kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.live[hostKey(b)] = kind
+}
+
 func (f *fakeDevice) Memset(hip.DevPtr, byte, int) error { return f.record("MemsetD8", "") }
 func (f *fakeDevice) MemsetAsync(hip.DevPtr, byte, int, hip.Stream) error {
 	return nil
@@ -198,8 +257,16 @@ func (f *fakeDevice) ModuleGetFunction(hip.Module, string) (hip.Function, error)
 	f.next++ // functions belong to their module: nothing to release
 	return hip.Function(f.next), nil
 }
-func (f *fakeDevice) ModuleUnload(m hip.Module) error { return f.release(uintptr(m)) }
-func (f *fakeDevice) LaunchKernel(hip.Function, hip.Dim3, hip.Dim3, uint32, hip.Stream, ...hip.KernelArg) error {
+func (f *fakeDevice) ModuleUnload(m hip.Module) error {
+	if err := f.record("ModuleUnload", ""); err != nil {
+		return err
+	}
+	return f.release(uintptr(m))
+}
+func (f *fakeDevice) LaunchKernel(_ hip.Function, _, _ hip.Dim3, _ uint32, s hip.Stream, _ ...hip.KernelArg) error {
+	if s == hip.StreamLegacy {
+		return f.record("LaunchKernel", "legacy")
+	}
 	return nil
 }
 func (f *fakeDevice) LaunchHostFunc(hip.Stream, func()) error { return nil }
@@ -209,6 +276,7 @@ func (f *fakeDevice) StreamBeginCapture(s hip.Stream, _ hip.CaptureMode) error {
 	defer f.mu.Unlock()
 	f.capturing[s] = true
 	f.beginTid = syscall.Gettid()
+	f.beginFlags = f.flags[s]
 	return nil
 }
 func (f *fakeDevice) StreamEndCapture(s hip.Stream) (hip.Graph, error) {

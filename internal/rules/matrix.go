@@ -17,7 +17,10 @@ type Action string
 
 // The actions. A is the capturing stream, B a busy non-blocking stream,
 // evA an event recorded inside the capture, evB an event recorded on B
-// before the capture, p a buffer allocated before the capture.
+// before the capture, p a buffer allocated before the capture, h pinned host
+// memory allocated before it, m host memory mapped (and, to unregister it,
+// registered) before it, mod a module loaded before it, legacy the legacy
+// default stream (hip.StreamLegacy).
 const (
 	QueryCapturingStream  Action = "query-capturing-stream"   // StreamQuery(A)
 	SyncCapturingStream   Action = "sync-capturing-stream"    // StreamSynchronize(A)
@@ -33,6 +36,14 @@ const (
 	SyncMemcpy            Action = "sync-memcpy"              // MemcpyHtoD(p) (synchronous)
 	DeviceSync            Action = "device-sync"              // DeviceSynchronize
 	EndCaptureOtherThread Action = "end-capture-other-thread" // StreamEndCapture(A) from another thread
+	HostAlloc             Action = "host-alloc"               // HostAlloc(1 MiB)
+	HostFree              Action = "host-free"                // HostFree(h)
+	HostRegister          Action = "host-register"            // HostRegister(m)
+	HostUnregister        Action = "host-unregister"          // HostUnregister(m)
+	ModuleUnload          Action = "module-unload"            // ModuleUnload(mod)
+	LegacyStreamLaunch    Action = "legacy-stream-launch"     // LaunchKernel(legacy)
+	// LaunchKernel(legacy) while A, created blocking, captures.
+	LegacyStreamLaunchBlockingCapture Action = "legacy-stream-launch-blocking-capture"
 )
 
 // Actions lists the actions in table order.
@@ -43,6 +54,9 @@ var Actions = []Action{
 	QueryUncapturedEvent, SyncUncapturedEvent,
 	Malloc, Free, SyncMemset, SyncMemcpy, DeviceSync,
 	EndCaptureOtherThread,
+	HostAlloc, HostFree, HostRegister, HostUnregister,
+	ModuleUnload,
+	LegacyStreamLaunch, LegacyStreamLaunchBlockingCapture,
 }
 
 // ParseAction accepts the names of Actions.
@@ -98,6 +112,20 @@ func (a Action) Label(d hip.Dialect) string {
 		return pick("cuCtxSynchronize", "hipDeviceSynchronize")
 	case EndCaptureOtherThread:
 		return hip.CallName("StreamEndCapture", d) + "(A)"
+	case HostAlloc:
+		return hip.CallName("HostAlloc", d)
+	case HostFree:
+		return hip.CallName("HostFree", d) + "(h)"
+	case HostRegister:
+		return hip.CallName("HostRegister", d) + "(m)"
+	case HostUnregister:
+		return hip.CallName("HostUnregister", d) + "(m)"
+	case ModuleUnload:
+		return hip.CallName("ModuleUnload", d) + "(mod)"
+	case LegacyStreamLaunch:
+		return hip.CallName("LaunchKernel", d) + "(legacy)"
+	case LegacyStreamLaunchBlockingCapture:
+		return hip.CallName("LaunchKernel", d) + "(legacy), A blocking"
 	}
 	return string(a)
 }
@@ -113,6 +141,10 @@ func (a Action) spinSensitive() bool {
 func (a Action) needsCapturedEvent() bool {
 	return a == QueryCapturedEvent || a == SyncCapturedEvent
 }
+
+// blockingCapture actions capture on an A created blocking: the legacy
+// stream conflicts only with such captures.
+func (a Action) blockingCapture() bool { return a == LegacyStreamLaunchBlockingCapture }
 
 // CellKey names one cell: the action, the mode the capture was begun with,
 // whether the action runs on the capturing OS thread or another one, and

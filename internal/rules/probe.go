@@ -210,6 +210,17 @@ type cellState struct {
 	p, extra  hip.DevPtr
 	graphs    []hip.Graph
 	capturing bool
+
+	// pinned is h, allocated before the capture; hostExtra what the
+	// action allocated. pages is m, unmap gives it back, registered says
+	// it is registered. module is mod. legacy says work went to the
+	// legacy stream.
+	pinned, hostExtra []byte
+	pages             []byte
+	unmap             func() error
+	registered        bool
+	module            hip.Module
+	legacy            bool
 }
 
 // cell sets up, acts and ends the capture; it runs on the capturing thread.
@@ -230,7 +241,11 @@ func (p *prober) cell(key CellKey, spin time.Duration) (out Outcome) {
 	if st.b, err = d.StreamCreate(hip.StreamNonBlocking); failed("creating stream B", err) {
 		return
 	}
-	if st.a, err = d.StreamCreate(hip.StreamNonBlocking); failed("creating stream A", err) {
+	aFlags := hip.StreamNonBlocking
+	if key.Action.blockingCapture() {
+		aFlags = 0
+	}
+	if st.a, err = d.StreamCreate(aFlags); failed("creating stream A", err) {
 		return
 	}
 	if st.evB, err = d.EventCreate(hip.EventDisableTiming); failed("creating event evB", err) {
@@ -242,6 +257,9 @@ func (p *prober) cell(key CellKey, spin time.Duration) (out Outcome) {
 		}
 	}
 	if st.p, err = d.Malloc(bufferBytes); failed("allocating p", err) {
+		return
+	}
+	if failed("preparing the action", p.prepare(key.Action, st)) {
 		return
 	}
 	spinStart := time.Now()
@@ -318,6 +336,28 @@ func (p *prober) act(key CellKey, st *cellState) (hip.Code, time.Time, error) {
 	return r.code, r.start, r.err
 }
 
+// mapHostPages gives m; tests count what it maps and unmaps.
+var mapHostPages = hip.MapHostPages
+
+// prepare makes, before the capture, what the action uses: h, m
+// (registered, for unregistering it) or mod.
+func (p *prober) prepare(a Action, st *cellState) error {
+	d := p.d
+	var err error
+	switch a {
+	case HostFree:
+		st.pinned, err = d.HostAlloc(bufferBytes)
+	case HostRegister, HostUnregister:
+		if st.pages, st.unmap, err = mapHostPages(bufferBytes); err == nil && a == HostUnregister {
+			err = d.HostRegister(st.pages)
+			st.registered = err == nil
+		}
+	case ModuleUnload:
+		st.module, err = d.ModuleLoad(Kernels())
+	}
+	return err
+}
+
 // action makes one call. The channel hand-off in act orders its writes to
 // st before the capturing thread reads them.
 func (p *prober) action(a Action, st *cellState) error {
@@ -364,6 +404,44 @@ func (p *prober) action(a Action, st *cellState) error {
 		}
 		return err
 	}
+	return p.addedAction(a, st)
+}
+
+// addedAction makes the calls of pinned host memory, module unload and
+// work on the legacy stream.
+func (p *prober) addedAction(a Action, st *cellState) error {
+	d := p.d
+	switch a {
+	case HostAlloc:
+		b, err := d.HostAlloc(bufferBytes)
+		if err == nil {
+			st.hostExtra = b
+		}
+		return err
+	case HostFree:
+		err := d.HostFree(st.pinned)
+		if err == nil {
+			st.pinned = nil
+		}
+		return err
+	case HostRegister:
+		err := d.HostRegister(st.pages)
+		st.registered = err == nil
+		return err
+	case HostUnregister:
+		err := d.HostUnregister(st.pages)
+		st.registered = err != nil
+		return err
+	case ModuleUnload:
+		err := d.ModuleUnload(st.module)
+		if err == nil {
+			st.module = 0
+		}
+		return err
+	case LegacyStreamLaunch, LegacyStreamLaunchBlockingCapture:
+		st.legacy = true
+		return d.LaunchKernel(p.tiny, hip.D1(1), hip.D1(1), 0, hip.StreamLegacy, p.scratch, uint32(2))
+	}
 	return fmt.Errorf("unknown action %q", a)
 }
 
@@ -394,6 +472,7 @@ func (p *prober) cleanup(st *cellState, out *Outcome) {
 	if st.b != 0 {
 		note("synchronizing B", d.StreamSynchronize(st.b))
 	}
+	p.cleanupAdded(st, note)
 	for _, g := range st.graphs {
 		note("destroying a graph", d.GraphDestroy(g))
 	}
@@ -411,5 +490,32 @@ func (p *prober) cleanup(st *cellState, out *Outcome) {
 		if s != 0 {
 			note("destroying a stream", d.StreamDestroy(s))
 		}
+	}
+}
+
+// cleanupAdded gives back what prepare and addedAction took, noting each
+// call that fails.
+func (p *prober) cleanupAdded(st *cellState, note func(what string, err error)) {
+	d := p.d
+	if st.legacy {
+		note("synchronizing the legacy stream", d.StreamSynchronize(hip.StreamLegacy))
+	}
+	for _, b := range [][]byte{st.pinned, st.hostExtra} {
+		if b != nil {
+			note("freeing pinned host memory", d.HostFree(b))
+		}
+	}
+	if st.registered {
+		err := d.HostUnregister(st.pages)
+		note("unregistering host memory", err)
+		st.registered = err != nil
+	}
+	if st.unmap != nil && !st.registered {
+		// Registered memory that would not unregister stays mapped: the
+		// runtime may still touch it.
+		note("unmapping host memory", st.unmap())
+	}
+	if st.module != 0 {
+		note("unloading a module", d.ModuleUnload(st.module))
 	}
 }

@@ -29,6 +29,14 @@ var wantCall = map[rules.Action]struct{ op, target string }{
 	rules.SyncMemcpy:            {"MemcpyHtoD", ""},
 	rules.DeviceSync:            {"DeviceSynchronize", ""},
 	rules.EndCaptureOtherThread: {"StreamEndCapture", "A"},
+	rules.HostAlloc:             {"HostAlloc", ""},
+	rules.HostFree:              {"HostFree", ""},
+	rules.HostRegister:          {"HostRegister", ""},
+	rules.HostUnregister:        {"HostUnregister", ""},
+	rules.ModuleUnload:          {"ModuleUnload", ""},
+	rules.LegacyStreamLaunch:    {"LaunchKernel", "legacy"},
+
+	rules.LegacyStreamLaunchBlockingCapture: {"LaunchKernel", "legacy"},
 }
 
 func probe(t *testing.T, d hip.Device, opts rules.Options) *rules.Measurement {
@@ -63,6 +71,13 @@ func TestProbeMakesEachCallOnTheRightThreadInTheRightMode(t *testing.T) {
 		}
 		if got.mode != key.Mode {
 			t.Errorf("%s: acting thread's mode was %s", key, got.mode)
+		}
+		wantFlags := hip.StreamNonBlocking
+		if key.Action == rules.LegacyStreamLaunchBlockingCapture {
+			wantFlags = 0
+		}
+		if flags := f.captureFlags(); flags != wantFlags {
+			t.Errorf("%s: A was created with flags %#x, want %#x", key, flags, wantFlags)
 		}
 		o := m.Outcomes[0]
 		if !o.Valid() || o.Returns != hip.Success || o.Attempts != 1 {
@@ -195,9 +210,9 @@ func TestLateCellsAreRetriedThenReported(t *testing.T) {
 
 func TestMatrixKeysAreUniqueAndRoundTrip(t *testing.T) {
 	keys := rules.Matrix()
-	// 13 actions x 3 capture modes x 2 threads x 3 acting modes, plus the
+	// 20 actions x 3 capture modes x 2 threads x 3 acting modes, plus the
 	// wrong-thread end (other thread only) x 3 x 3.
-	if len(keys) != 13*3*2*3+3*3 {
+	if len(keys) != 20*3*2*3+3*3 {
 		t.Fatalf("matrix has %d cells", len(keys))
 	}
 	seen := map[rules.CellKey]bool{}
@@ -227,6 +242,13 @@ func TestLabelsFollowTheDialect(t *testing.T) {
 		{rules.Free, "cuMemFree(p)", "hipFree(p)"},
 		{rules.DeviceSync, "cuCtxSynchronize", "hipDeviceSynchronize"},
 		{rules.SyncCapturedEvent, "cuEventSynchronize(evA)", "hipEventSynchronize(evA)"},
+		{rules.HostAlloc, "cuMemHostAlloc", "hipHostMalloc"},
+		{rules.HostFree, "cuMemFreeHost(h)", "hipHostFree(h)"},
+		{rules.HostRegister, "cuMemHostRegister(m)", "hipHostRegister(m)"},
+		{rules.HostUnregister, "cuMemHostUnregister(m)", "hipHostUnregister(m)"},
+		{rules.ModuleUnload, "cuModuleUnload(mod)", "hipModuleUnload(mod)"},
+		{rules.LegacyStreamLaunch, "cuLaunchKernel(legacy)", "hipModuleLaunchKernel(legacy)"},
+		{rules.LegacyStreamLaunchBlockingCapture, "cuLaunchKernel(legacy), A blocking", "hipModuleLaunchKernel(legacy), A blocking"},
 	}
 	for _, tc := range cases {
 		if got := tc.a.Label(hip.DialectCUDA); got != tc.cuda {

@@ -769,10 +769,34 @@ func (t *Tracker) Close() error {
 		}
 	}
 
+	pins, left, leftBytes := t.settleSlots(busy)
+	for _, p := range pins {
+		t.release(p)
+	}
+	for _, s := range slots {
+		if !busy[s] {
+			keep(t.dev.StreamDestroy(s.stream))
+		}
+	}
+	if err := t.retryFailedFrees(); err != nil {
+		keep(err)
+	}
+	if len(left) > 0 {
+		t.c.leaked.Add(leftBytes)
+		stuck = append(stuck, busyStreams(left, leftBytes))
+	}
+	if len(stuck) > 0 {
+		return fmt.Errorf("stream tracker teardown stopped waiting after %v: %s", t.closeTimeout, strings.Join(stuck, "; "))
+	}
+	return first
+}
+
+// settleSlots takes, at teardown, what every slot that is not busy still
+// pins (retiring a draining slot as the backstop would), and keeps the
+// busy slots, whose pins a kernel may still write to, with their bytes.
+func (t *Tracker) settleSlots(busy map[*Slot]bool) (pins []Pin, left []*Slot, leftBytes int64) {
 	t.mu.Lock()
-	var pins []Pin
-	var left []*Slot
-	leftBytes := int64(0)
+	defer t.mu.Unlock()
 	for _, s := range t.slots {
 		if busy[s] {
 			left = append(left, s)
@@ -792,31 +816,17 @@ func (t *Tracker) Close() error {
 		}
 	}
 	t.slots = left
-	t.mu.Unlock()
-	for _, p := range pins {
-		t.release(p)
+	return pins, left, leftBytes
+}
+
+// busyStreams names the streams still busy at teardown and what they pin.
+func busyStreams(left []*Slot, leftBytes int64) string {
+	names := make([]string, len(left))
+	for i, s := range left {
+		names[i] = fmt.Sprintf("stream %#x", uintptr(s.stream))
 	}
-	for _, s := range slots {
-		if !busy[s] {
-			keep(t.dev.StreamDestroy(s.stream))
-		}
-	}
-	if err := t.retryFailedFrees(); err != nil {
-		keep(err)
-	}
-	if len(left) > 0 {
-		t.c.leaked.Add(leftBytes)
-		names := make([]string, len(left))
-		for i, s := range left {
-			names[i] = fmt.Sprintf("stream %#x", uintptr(s.stream))
-		}
-		stuck = append(stuck, fmt.Sprintf("%d stream(s) still busy (%s), pinning %d bytes left allocated",
-			len(left), strings.Join(names, ", "), leftBytes))
-	}
-	if len(stuck) > 0 {
-		return fmt.Errorf("stream tracker teardown stopped waiting after %v: %s", t.closeTimeout, strings.Join(stuck, "; "))
-	}
-	return first
+	return fmt.Sprintf("%d stream(s) still busy (%s), pinning %d bytes left allocated",
+		len(left), strings.Join(names, ", "), leftBytes)
 }
 
 // synchronize synchronizes the slots' streams until deadline and returns

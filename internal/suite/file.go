@@ -71,9 +71,12 @@ type Check struct {
 	Exclusive bool
 	// Command is the miotool command the check runs, e.g. "capture".
 	Command string
-	// Program is what a trace check runs: the program and its
+	// Program is what a trace or repeat check runs: the program and its
 	// arguments, after "--". Nil for miotool's own checks.
 	Program []string
+	// Others are the command lines of further programs the check runs
+	// (repeat's unfixed build, --against); nil for most.
+	Others []string
 	// Library is a library the check loads into its program (trace's
 	// observer flag); "" when none.
 	Library string
@@ -104,15 +107,20 @@ var (
 // CheckCommands are the miotool commands a suite check may run: those
 // that check something and print its result. version, help, completion
 // and report print none.
-var CheckCommands = []string{"capture", "doctor", "find", "heuristic", "replay", "rules", "stress-threads", "trace"}
+var CheckCommands = []string{"capture", "doctor", "find", "heuristic", "repeat", "replay", "rules", "stress-threads", "trace"}
+
+// ProgramCommands are the checks that run a program given after "--",
+// which only a user who allows programs lets a suite run.
+var ProgramCommands = []string{"repeat", "trace"}
 
 // ExclusiveCommands are the commands whose checks run alone unless the
 // suite file says otherwise: find's verdict rests on the naive
 // evaluation overrunning a multiple of the best solver's time, which a
 // neighbour's load shifts; stress-threads measures a race, and starts
 // processes of its own on every core; trace runs a program miotool knows
-// nothing about.
-var ExclusiveCommands = []string{"find", "stress-threads", "trace"}
+// nothing about; repeat runs a program many times and counts how often it
+// fails, which a neighbour's load changes.
+var ExclusiveCommands = []string{"find", "repeat", "stress-threads", "trace"}
 
 // Spellings are the words of miotool's command line that a suite file's
 // commands are read and refused by. The command layer spells them from
@@ -136,6 +144,9 @@ type Spellings struct {
 	// Library are flags with which a check loads a library into the
 	// program it runs.
 	Library []string
+	// Programs are flags whose value is the command line of another
+	// program a check runs (repeat's --against).
+	Programs []string
 	// LoadingEnv are miotool's own variables that make a check load
 	// code (the environment's forms of the Library flags, and the like).
 	LoadingEnv []string
@@ -279,6 +290,9 @@ func parseCheck(node *yaml.Node, opts LoadOptions, fail func(int, string, ...any
 			}
 			if err == nil && c.Program != nil {
 				c.Library = flagValue(ownWords(c.Args), opts.Flags.Library)
+				if other := flagValue(ownWords(c.Args), opts.Flags.Programs); other != "" {
+					c.Others = []string{other}
+				}
 			}
 		case "exclusive":
 			var b bool
@@ -469,15 +483,15 @@ func commandWord(words, globalValue []string) (string, int) {
 }
 
 // programOf is the program a `miotool trace [flags] -- PROGRAM [ARGS...]`
-// check runs, which only a user who allows programs lets it; nil for
-// every other check.
+// or `miotool repeat ...` check runs, which only a user who allows
+// programs lets it; nil for every other check.
 func programOf(args []string, command string, line int, what string, opts LoadOptions, fail func(int, string, ...any) error) ([]string, error) {
-	if command != "trace" {
+	if !slices.Contains(ProgramCommands, command) {
 		return nil, nil
 	}
 	i := slices.Index(args, "--")
 	if i < 0 || i+1 == len(args) {
-		return nil, fail(line, "%scommand: trace runs the program given after --: write `miotool trace [flags] -- PROGRAM [ARGS...]`", what)
+		return nil, fail(line, "%scommand: %s runs the program given after --: write `miotool %s [flags] -- PROGRAM [ARGS...]`", what, command, command)
 	}
 	program := slices.Clone(args[i+1:])
 	if !opts.AllowPrograms {
@@ -564,6 +578,9 @@ func (f *File) Programs() []string {
 			out = append(out, fmt.Sprintf("%s:%d: check %q runs %s", f.Path, c.Line, c.Name, report.JoinCommandLine(c.Program)))
 			if c.Library != "" {
 				out = append(out, fmt.Sprintf("%s:%d: check %q loads the library %s into it", f.Path, c.Line, c.Name, c.Library))
+			}
+			for _, o := range c.Others {
+				out = append(out, fmt.Sprintf("%s:%d: check %q also runs %s", f.Path, c.Line, c.Name, o))
 			}
 		}
 		for _, kv := range c.Loads {

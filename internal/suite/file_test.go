@@ -23,6 +23,7 @@ var miotoolFlags = Spellings{
 	Writes:        []string{"--write-expect"},
 	AllowPrograms: "--allow-programs",
 	Library:       []string{"--observer"},
+	Programs:      []string{"--against"},
 	LoadingEnv:    []string{"MIOTOOL_TRACE_OBSERVER", "MIOTOOL_TRACE_CUPTI"},
 }
 

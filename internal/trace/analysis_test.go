@@ -164,6 +164,11 @@ func TestCollectorKeepsBoundedCaptures(t *testing.T) {
 	if len(c.captures) > 4 || r.Ran() != 10 || len(r.Failing()) != 1 {
 		t.Errorf("kept %d, ran %d, failing %d", len(c.captures), r.Ran(), len(r.Failing()))
 	}
+	// Their end records name no graph, so they say nothing of its nodes:
+	// no capture is taken for an empty one.
+	if n := len(r.Empty()); n != 0 {
+		t.Errorf("%d captures read as empty from end records that do not say", n)
+	}
 }
 
 func frames(names ...string) []Frame {
@@ -192,6 +197,40 @@ func TestFirstCulprit(t *testing.T) {
 	r = &Result{Captures: []*Capture{{End: &Ending{Result: 901}, Refused: []*Call{launch}}}}
 	if c, _ := r.FirstCulprit(); c != nil {
 		t.Errorf("culprit %+v: a 901 only reports an earlier refusal", c)
+	}
+}
+
+// TestTheCulpritIsTheEarliest: of two refused calls before a capture's
+// end, the culprit is the earlier one, whatever order their records
+// arrived in (threads report independently): the later one may be its
+// consequence, never its cause. The capture's own screen agrees.
+func TestTheCulpritIsTheEarliest(t *testing.T) {
+	first := &Call{PID: 1, TID: 533, Time: 20, Name: "cuEventQuery", Result: 900}
+	second := &Call{PID: 1, TID: 561, Time: 30, Name: "cuCtxSynchronize_v2", Result: 900}
+	then1 := &Call{PID: 1, TID: 485, Time: 31, Name: "cuLaunchKernel", Stream: 0xa, Result: 901}
+	then2 := &Call{PID: 1, TID: 485, Time: 32, Name: "cuLaunchKernel", Stream: 0xa, Result: 901}
+	for _, order := range [][]*Call{{second, first, then1, then2}, {then2, then1, first, second}} {
+		cp := &Capture{ID: 1, PID: 1, TID: 485, Stream: 0xa, Begin: 10, End: &Ending{TID: 485, Time: 40, Result: 901}, Refused: order}
+		r := &Result{Captures: []*Capture{cp}}
+		if c, at := r.FirstCulprit(); c != first || at != cp {
+			t.Errorf("culprit %+v, want the earlier refusal %+v", c, first)
+		}
+		if j := Judge(r, false); j.Culprit != first || !strings.HasPrefix(j.Summary, "cuEventQuery from thread 533") {
+			t.Errorf("headline %s, want the earlier refusal", j.Headline())
+		}
+		if c := cp.FirstRefused(); c != first {
+			t.Errorf("the capture's first refused call %+v, want %+v", c, first)
+		}
+		qs := cp.Consequences(first)
+		if len(qs) != 2 || qs[0].TID != 561 || qs[0].Calls != 1 || qs[1].TID != 485 || qs[1].Calls != 2 ||
+			qs[1].Result != 901 || qs[1].ByName["cuLaunchKernel"] != 2 || qs[1].First != 31 {
+			t.Errorf("consequences %+v, want the later synchronize, then 2 launches on thread 485 that returned 901", qs)
+		}
+	}
+	// A capture that saw only consequences shows the earliest of them.
+	only := &Capture{End: &Ending{Time: 40, Result: 901}, Refused: []*Call{then2, then1}}
+	if c := only.FirstRefused(); c != then1 {
+		t.Errorf("first refused %+v, want the earliest 901", c)
 	}
 }
 
@@ -225,6 +264,12 @@ func TestJudge(t *testing.T) {
 			Reasons: []string{"the capture was begun in relaxed mode"}}
 	}
 	hc, h := hazardous()
+	escaped := func() *Capture {
+		c := clean()
+		c.Outside = []*Call{{PID: 7, TID: 485, Time: 4, API: hip.DialectCUDA, Name: "cuLaunchKernel", Stream: 0x77, Outside: true,
+			Callers: frames("launch_side")}}
+		return c
+	}
 	proc := []*Process{{PID: 7}}
 	cases := []struct {
 		name    string
@@ -248,15 +293,38 @@ func TestJudge(t *testing.T) {
 		{"clean captures only counted still count", &Result{Processes: proc, Exit: ok, CapturesOmitted: 5}, false, Pass,
 			"5 captures ended with success"},
 		{"a hazard is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{hc}, Hazards: []Hazard{h}}, false, Pass,
-			"1 latent hazard, the first: cuStreamQuery from thread 600 (worker_query) succeeded during the relaxed-mode capture begun by thread 485 on stream 0x356a1150 only because the capture was begun in relaxed mode; a global-mode capture with a global-mode caller refuses it: query-other-stream/global/other/global returns 900, end 901 (measured, configs/rules/h200-cuda.yaml)"},
+			"1 latent hazard, the first: cuStreamQuery from thread 600 (worker_query) succeeded during the relaxed-mode capture begun by thread 485 on stream 0x356a1150 only because the capture was begun in relaxed mode; a global-mode capture refuses it: query-other-stream/global/other/global returns 900, end 901 (measured, configs/rules/h200-cuda.yaml)"},
 		{"a hazard fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{hc}, Hazards: []Hazard{h}}, true, Fail,
-			"cuStreamQuery from thread 600 (worker_query) succeeded during the relaxed-mode capture"},
+			"cuStreamQuery from thread 600 (worker_query) succeeded during the relaxed-mode capture begun by thread 485 on stream 0x356a1150 only because the capture was begun in relaxed mode; a global-mode capture refuses it: query-other-stream/global/other/global returns 900, end 901 (measured, configs/rules/h200-cuda.yaml) (--strict: 1 hazard)"},
 		{"no capture", &Result{Processes: proc, Exit: ok}, false, NothingToCheck, "no capture began: nothing to check"},
-		{"no capture, and the program failed", &Result{Processes: proc, Exit: Exit{Code: 2}}, false, NothingToCheck,
-			"no capture began: nothing to check; the program exited with status 2"},
-		{"the observer never loaded", &Result{Exit: ok}, false, NothingToCheck, "the observer never loaded into the program"},
-		{"CUPTI was not subscribed", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "error", Text: "libcupti could not be loaded"}}}, false, NothingToCheck,
-			"CUDA calls of process 7 were not observed: libcupti could not be loaded"},
+		{"no capture, and the program failed: the failure is not hidden", &Result{Processes: proc, Exit: Exit{Code: 2}}, false, Fail,
+			"the program exited with status 2, and began no capture"},
+		{"no capture, and graphs built without capture were launched", &Result{Processes: proc, Exit: ok, Graphs: GraphUse{Launches: 9, Launched: 3, Uncaptured: 3}}, false, NothingToCheck,
+			"no capture began; 3 graphs built without capture were launched: nothing to judge"},
+		{"no capture, graphs launched, and the program failed", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGABRT}, Graphs: GraphUse{Launched: 1, Uncaptured: 1}}, false, Fail,
+			"the program was killed by signal SIGABRT (aborted), and began no capture; 1 graph built without capture was launched"},
+		{"the observer never loaded: it could not observe", &Result{Exit: ok}, false, CouldNotObserve, "the observer never loaded into the program: no process reported it"},
+		{"the observer never loaded and the program failed: both are said", &Result{Exit: Exit{Code: 3}, Path: "/opt/app"}, false, Fail,
+			"the program exited with status 3; the observer never loaded into the program: no process reported it"},
+		{"a static program", &Result{Exit: ok, Path: "/opt/static-app", Executable: ProgramFile{Read: true, Static: true}}, false, CouldNotObserve,
+			"the observer never loaded into the program: /opt/static-app is statically linked: no dynamic loader loads the observer into it"},
+		{"a setuid program", &Result{Exit: ok, Path: "/usr/bin/su-app", Executable: ProgramFile{Read: true, SetID: true}}, false, CouldNotObserve,
+			"/usr/bin/su-app is set-user-ID or set-group-ID: the dynamic loader ignores LD_PRELOAD for it"},
+		{"a nested trace whose inner trace failed", &Result{Program: "miotool", Args: []string{"trace", "--", "python3", "x.py"}, Exit: Exit{Code: 1},
+			Processes: []*Process{{PID: 7, Exe: "/usr/local/bin/miotool"}}}, false, Fail,
+			"the program exited with status 1; the program is miotool trace itself, whose own observer reports to it and not to this trace: this trace could not observe what it ran (trace it once: miotool trace -- python3 x.py)"},
+		{"a nested trace that passed is still not observed", &Result{Program: "./bin/miotool", Path: "./bin/miotool", Args: []string{"--format", "json", "trace", "--", "prog"}, Exit: ok,
+			Processes: []*Process{{PID: 7, Exe: "/work/bin/miotool"}}}, false, CouldNotObserve,
+			"the program is miotool trace itself"},
+		{"a nested trace through a shell", &Result{Program: "sh", Path: "/bin/sh", Args: []string{"-c", "exec ./miotool --format json trace -- ./prog --x"}, Exit: ok,
+			Processes: []*Process{{PID: 7, Exe: "/work/miotool"}}}, false, CouldNotObserve,
+			"this trace could not observe what it ran (trace it once: miotool trace -- ./prog --x)"},
+		{"a shell whose program's arguments say trace", &Result{Program: "sh", Path: "/bin/sh", Args: []string{"-c", "./prog trace"}, Exit: ok,
+			Processes: []*Process{{PID: 7, Exe: "/bin/sh"}}}, false, NothingToCheck, "no capture began: nothing to check"},
+		{"miotool's other commands are observed", &Result{Program: "miotool", Args: []string{"capture", "--", "trace"}, Exit: ok, Processes: []*Process{{PID: 7, Exe: "/usr/local/bin/miotool"}}}, false, NothingToCheck,
+			"no capture began: nothing to check"},
+		{"CUPTI was not subscribed", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "error", Text: "libcupti could not be loaded"}}}, false, CouldNotObserve,
+			"the program's CUDA calls were not observed (process 7): libcupti could not be loaded"},
 		{"a begin that failed", &Result{Processes: proc, Exit: ok, Captures: []*Capture{{API: hip.DialectCUDA, TID: 3, Stream: 1, BeginName: "cuStreamBeginCapture_v2", BeginResult: 900}}}, false, Fail,
 			"cuStreamBeginCapture on stream 0x1 from thread 3 returned 900 STREAM_CAPTURE_UNSUPPORTED: the capture never began"},
 		{"an invalidation nobody was seen to cause", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture { c := clean(); c.End.Result = 901; return c }()}}, false, Fail,
@@ -271,8 +339,19 @@ func TestJudge(t *testing.T) {
 			"(SIGTERM); 1 capture seen, none failed so far"},
 		{"Ctrl-C on the program's terminal", &Result{Processes: proc, Exit: Exit{Code: -1, Signal: syscall.SIGINT}, Captures: []*Capture{clean()}}, false, Interrupted,
 			"interrupted: the program was killed by signal SIGINT (interrupt); 1 capture seen, none failed so far"},
-		{"no libcupti to load", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "missing", Text: "libcupti could not be loaded; tried libcupti.so.13; "}}}, false, NothingToCheck,
-			"CUDA calls of process 7 were not observed: libcupti could not be loaded; tried libcupti.so.13; " + CUPTIInstall},
+		{"no libcupti to load", &Result{Processes: proc, Exit: ok, Notes: []Note{{PID: 7, Topic: "cupti", Status: "missing", Text: "libcupti could not be loaded; tried libcupti.so.13; "}}}, false, CouldNotObserve,
+			"the program's CUDA calls were not observed (process 7): libcupti could not be loaded; tried libcupti.so.13; " + CUPTIInstall},
+		{"work outside the capture is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{escaped()}}, false, Pass,
+			"1 capture ended with success, nothing refused; 1 call enqueued work outside a capture, the first: cuLaunchKernel from thread 485 (launch_side) enqueued work into stream 0x77, which was not capturing, during the global-mode capture begun by thread 485 on stream 0x356a1150: the graph does not hold it"},
+		{"work outside the capture alone fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{escaped()}}, true, Fail,
+			"the graph does not hold it (--strict: 1 call outside a capture)"},
+		{"work outside the capture fails a strict trace", &Result{Processes: proc, Exit: ok, Captures: []*Capture{escaped(), hc}, Hazards: []Hazard{h}}, true, Fail,
+			"cuLaunchKernel from thread 485 (launch_side) enqueued work into stream 0x77, which was not capturing, during the global-mode capture begun by thread 485 on stream 0x356a1150: the graph does not hold it (--strict: 1 hazard, 1 call outside a capture)"},
+		{"an empty capture is reported", &Result{Processes: proc, Exit: ok, Captures: []*Capture{func() *Capture {
+			c := clean()
+			c.End.Graph, c.End.NodesKnown = 0x9, true
+			return c
+		}()}}, false, Pass, "1 capture ended with success, nothing refused; 1 capture captured no work (an empty graph)"},
 		{"several processes are named", &Result{Processes: []*Process{{PID: 6}, {PID: 7}}, Exit: ok, Captures: []*Capture{invalidated()}}, false, Fail,
 			"the global-mode capture begun by thread 485 of process 7 on stream 0x356a1150"},
 	}
@@ -284,9 +363,9 @@ func TestJudge(t *testing.T) {
 		if strings.Contains(j.Summary, "\n") {
 			t.Errorf("%s: the summary is not one line: %q", c.name, j.Summary)
 		}
-		// Only the strict case here has hazards that alone fail it.
-		if j.HazardsFailed != c.strict {
-			t.Errorf("%s: hazards failed the trace: %v", c.name, j.HazardsFailed)
+		// Only the strict cases here have findings that alone fail them.
+		if j.StrictFailed != c.strict || j.HazardsFailed {
+			t.Errorf("%s: findings failed the trace: %v (hazards: %v)", c.name, j.StrictFailed, j.HazardsFailed)
 		}
 	}
 }
@@ -306,12 +385,14 @@ func TestHazards(t *testing.T) {
 	}{
 		{"a relaxed capture lets another thread query another stream", cu, relaxed,
 			Call{TID: 2, Name: "cuStreamQuery", ThreadMode: global, Action: rules.QueryOtherStream}, "the capture was begun in relaxed mode"},
-		{"a relaxed thread may free during a global capture", cu, global,
-			Call{TID: 2, Name: "cuMemFree_v2", ThreadMode: relaxed, Action: rules.Free}, "thread 2 had switched itself to relaxed mode"},
+		{"a relaxed thread's free is judged in its own mode: no hazard", cu, global,
+			Call{TID: 2, Name: "cuMemFree_v2", ThreadMode: relaxed, Action: rules.Free}, ""},
+		{"a relaxed thread's query of another stream during a relaxed capture: no hazard", hp, relaxed,
+			Call{TID: 1, Name: "hipStreamQuery", ThreadMode: relaxed, Action: rules.QueryOtherStream}, ""},
 		{"a thread-local capture does not restrict other threads", hp, threadLocal,
 			Call{TID: 2, Name: "hipMalloc", ThreadMode: global, Action: rules.Malloc}, "thread-local mode, which does not restrict other threads"},
-		{"both reasons", hp, relaxed,
-			Call{TID: 1, Name: "hipStreamQuery", ThreadMode: relaxed, Action: rules.QueryOtherStream}, "relaxed mode and thread 1 had switched"},
+		{"a relaxed capture lets its own thread query another stream", hp, relaxed,
+			Call{TID: 1, Name: "hipStreamQuery", ThreadMode: global, Action: rules.QueryOtherStream}, "the capture was begun in relaxed mode"},
 		{"a relaxed capture ended from another thread", cu, relaxed,
 			Call{TID: 2, Name: "cuStreamEndCapture", ThreadMode: global, Action: rules.EndCaptureOtherThread}, "relaxed mode"},
 		{"the strict situation itself is no hazard", cu, global,
@@ -331,7 +412,7 @@ func TestHazards(t *testing.T) {
 			t.Errorf("%s: hazard %+v", c.name, hs[0])
 		case c.because != "" && (len(hs) != 1 || !strings.Contains(hs[0].Because(), c.because)):
 			t.Errorf("%s: %+v, want one hazard because %q", c.name, hs, c.because)
-		case c.because != "" && (hs[0].Strict.Capture != global || hs[0].Strict.Mode != global || !refusal(hs[0].Would.Returns)):
+		case c.because != "" && (hs[0].Strict.Capture != global || hs[0].Strict.Mode != c.call.ThreadMode || !refusal(hs[0].Would.Returns)):
 			t.Errorf("%s: strict cell %v would %+v", c.name, hs[0].Strict, hs[0].Would)
 		}
 	}
@@ -354,6 +435,13 @@ func TestActionFor(t *testing.T) {
 		{Call{Name: "cuMemsetD8_v2"}, rules.SyncMemset},
 		{Call{Name: "hipMemcpyDtoH"}, rules.SyncMemcpy},
 		{Call{Name: "cuCtxSynchronize_v2"}, rules.DeviceSync},
+		{Call{Name: "cuMemHostAlloc"}, rules.HostAlloc},
+		{Call{Name: "cuMemAllocHost_v2"}, rules.HostAlloc},
+		{Call{Name: "hipHostMalloc"}, rules.HostAlloc},
+		{Call{Name: "cuMemFreeHost"}, rules.HostFree},
+		{Call{Name: "cuMemHostRegister_v2"}, rules.HostRegister},
+		{Call{Name: "hipHostUnregister"}, rules.HostUnregister},
+		{Call{Name: "cuModuleUnload"}, rules.ModuleUnload},
 		{Call{Name: "cuLaunchKernel", Stream: 0xa}, ""},
 	}
 	for _, c := range cases {
@@ -361,6 +449,86 @@ func TestActionFor(t *testing.T) {
 		got, ok := actionFor(&call, cp)
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("%s on %#x: %q %v, want %q", c.call.Name, c.call.Stream, got, ok, c.want)
+		}
+	}
+}
+
+// TestGuardedCalls: a call its own thread made in relaxed mode is the
+// sanctioned guard (ScopedRelaxedCaptureMode, PyTorch's
+// cudaMallocMaybeCapturing): counted as guarded, never a hazard candidate,
+// whoever began the capture and in whichever mode. A call that only the
+// capture's mode let through stays a hazard.
+func TestGuardedCalls(t *testing.T) {
+	tables, err := BuiltinRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		api        hip.Dialect
+		capture    hip.CaptureMode
+		tid        int
+		call       string
+		threadMode hip.CaptureMode
+		guarded    int
+		hazards    int
+	}{
+		{"PyTorch's allocator on the capturing thread, global capture", hip.DialectCUDA, global, 1, "cuMemAlloc_v2", relaxed, 1, 0},
+		{"another thread's relaxed malloc during a global capture", hip.DialectCUDA, global, 2, "cuMemAlloc_v2", relaxed, 1, 0},
+		{"another thread's relaxed free during a thread-local capture", hip.DialectHIP, threadLocal, 2, "hipFree", relaxed, 1, 0},
+		{"MIOpen's relaxed query of another stream during a relaxed capture", hip.DialectHIP, relaxed, 1, "hipStreamQuery", relaxed, 1, 0},
+		{"a thread-local exchange on another thread guards it too", hip.DialectCUDA, global, 2, "cuMemAlloc_v2", threadLocal, 1, 0},
+		{"a thread-local exchange on the capturing thread does not", hip.DialectCUDA, relaxed, 1, "cuMemAlloc_v2", threadLocal, 0, 1},
+		{"a malloc only the relaxed capture let through", hip.DialectCUDA, relaxed, 2, "cuMemAlloc_v2", global, 0, 1},
+		{"a malloc a thread-local capture does not restrict", hip.DialectCUDA, threadLocal, 2, "cuMemAlloc_v2", global, 0, 1},
+	}
+	for _, c := range cases {
+		coll := newCollector(Limits{}, nil)
+		coll.tables = tables
+		coll.add(Event{Kind: kindHello, PID: 1, TID: 1, Time: 1, Exe: "/usr/bin/python3"})
+		coll.add(Event{Kind: kindBegin, PID: 1, TID: 1, Time: 2, API: c.api, Name: "begin", Stream: 0xa, Mode: c.capture})
+		coll.add(Event{Kind: kindCall, PID: 1, TID: c.tid, Time: 3, API: c.api, Name: c.call, Stream: 0xb, Mode: c.threadMode})
+		coll.add(Event{Kind: kindEnd, PID: 1, TID: 1, Time: 4, API: c.api, Name: "end", Stream: 0xa})
+		r := coll.result()
+		cp := r.Captures[0]
+		if cp.Guarded != c.guarded || len(r.Hazards) != c.hazards || len(cp.Candidates) != c.hazards {
+			t.Errorf("%s: %d guarded, %d candidates, %d hazards; want %d guarded, %d hazards", c.name, cp.Guarded,
+				len(cp.Candidates), len(r.Hazards), c.guarded, c.hazards)
+		}
+		if c.guarded > 0 && cp.GuardedByName[BaseName(c.call)] != c.guarded {
+			t.Errorf("%s: guarded by name %v", c.name, cp.GuardedByName)
+		}
+		if j := Judge(r, true); (j.Verdict == Pass) != (c.hazards == 0) {
+			t.Errorf("%s: strict %s", c.name, j.Headline())
+		}
+	}
+}
+
+// TestRelaxedRowsGuardEveryCapture holds the guard to the measured
+// tables: in each shipped table, the calls a thread guards by relaxing
+// itself (allocating, freeing, querying or synchronizing other work) are
+// refused in no capture mode, from the capturing thread or another
+// (the relaxed{...} rows), while the same calls in global mode are.
+func TestRelaxedRowsGuardEveryCapture(t *testing.T) {
+	tables, err := BuiltinRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guardable := []rules.Action{rules.Malloc, rules.Free, rules.QueryOtherStream, rules.SyncOtherStream,
+		rules.QueryUncapturedEvent, rules.SyncUncapturedEvent}
+	for d, table := range tables.ByDialect {
+		for _, a := range guardable {
+			for _, other := range []bool{false, true} {
+				if !SafeInEveryCapture(table, a, other, relaxed) {
+					t.Errorf("%s: %s (other thread %v) in relaxed mode is refused in some capture mode", d, a, other)
+				}
+			}
+			if SafeInEveryCapture(table, a, true, global) {
+				t.Errorf("%s: %s in global mode is safe in every capture mode: nothing to guard", d, a)
+			}
+		}
+		if SafeInEveryCapture(table, rules.QueryCapturingStream, false, relaxed) || SafeInEveryCapture(table, rules.EndCaptureOtherThread, true, relaxed) {
+			t.Errorf("%s: a call refused in relaxed mode too counts as guarded", d)
 		}
 	}
 }

@@ -60,6 +60,13 @@ type Call struct {
 	// Action is the capture-rules action the call is, relative to the
 	// capture it is listed under ("" when the rules have none for it).
 	Action rules.Action
+	// ThreadName is the calling thread's OS name and Python its Python
+	// stack, where the record carried them.
+	ThreadName string
+	Python     PyStack
+	// Outside: work enqueued during a capture into a stream that was not
+	// capturing, which no capture holds.
+	Outside bool
 }
 
 // Refused says whether the runtime refused the call as a capture
@@ -82,6 +89,19 @@ type Ending struct {
 	// end result.
 	StreamGone bool
 	Callers    []Frame
+	ThreadName string
+	Python     PyStack
+	// Graph is the graph the capture produced (0: none or not said) and
+	// Nodes how many nodes it has, where NodesKnown.
+	Graph      uint64
+	Nodes      int
+	NodesKnown bool
+}
+
+// Empty says whether the capture ended with success into a graph that has
+// no node: it captured no work.
+func (e *Ending) Empty() bool {
+	return e != nil && !e.StreamGone && e.Result == 0 && e.NodesKnown && e.Nodes == 0
 }
 
 // Capture is one stream capture a traced process made.
@@ -100,6 +120,10 @@ type Capture struct {
 	BeginName    string
 	BeginResult  hip.Code
 	BeginCallers []Frame
+	// BeginThreadName and BeginPython are the beginning thread's OS name
+	// and Python stack, where the record carried them.
+	BeginThreadName string
+	BeginPython     PyStack
 	// End is nil while the capture was active when tracing stopped.
 	End *Ending
 
@@ -120,6 +144,18 @@ type Capture struct {
 	// past the limit.
 	Candidates        []*Call
 	CandidatesOmitted int
+	// Guarded counts the calls that succeeded because their own thread had
+	// switched itself to a mode that the rules tables say is safe under
+	// every capture mode (relaxed, as ScopedRelaxedCaptureMode and
+	// PyTorch's cudaMallocMaybeCapturing do): the sanctioned guard, not a
+	// hazard. GuardedByName counts them by base name.
+	Guarded       int
+	GuardedByName map[string]int
+	// Outside are the calls that enqueued work, while it was active, into
+	// a stream that was not capturing: work that escaped it.
+	// OutsideOmitted counts those past the limit.
+	Outside        []*Call
+	OutsideOmitted int
 
 	capturedEvents map[uint64]bool
 }
@@ -148,6 +184,12 @@ type Process struct {
 	Exe       string
 	Forked    bool // a fork of its parent, not a new image
 	Start     int64
+	// MainThreadName is the OS name of its main thread where a record
+	// carried it: the name every thread it starts inherits.
+	MainThreadName string
+	// Python: some record of it carried a Python stack (frames or why
+	// they could not be read), so it runs CPython.
+	Python bool
 }
 
 // Device is a device some capture of a process began on, as the
@@ -191,6 +233,9 @@ type collector struct {
 	stray          int // calls during no known capture
 	first          int64
 	resolve        func([]RawFrame) []Frame
+	graphs         *graphTracker
+	// tables tell guarded calls from hazards; nil means BuiltinRules.
+	tables *RulesTables
 }
 
 func newCollector(l Limits, resolve func([]RawFrame) []Frame) *collector {
@@ -198,7 +243,26 @@ func newCollector(l Limits, resolve func([]RawFrame) []Frame) *collector {
 		resolve = rawFrames
 	}
 	return &collector{limits: l.withDefaults(), procIndex: map[int]*Process{}, active: map[int][]*Capture{},
-		recent: map[int][]*Capture{}, resolve: resolve}
+		recent: map[int][]*Capture{}, resolve: resolve, graphs: newGraphTracker()}
+}
+
+// rules are the tables the collector judges guards by: its own, else the
+// built-in ones (nil when those cannot be read: then no call is guarded).
+func (c *collector) rules() *RulesTables {
+	if c.tables == nil {
+		c.tables, _ = BuiltinRules()
+	}
+	return c.tables
+}
+
+// result is what the collector saw, with the hazards judged by the same
+// tables as the guards; the caller adds the program and how it ended.
+func (c *collector) result() *Result {
+	r := &Result{Processes: c.procs, ProcessesOmitted: c.procsOmitted, Notes: c.notes, Devices: c.devices,
+		Captures: c.captures, CapturesOmitted: c.omitted, Graphs: c.graphs.result(),
+		Events: c.events, Malformed: c.malformed, Stray: c.stray, Start: c.first}
+	r.Hazards = Hazards(r.Captures, c.rules())
+	return r
 }
 
 // recentKept is how many ended captures per process stay in reach of late
@@ -210,18 +274,12 @@ func (c *collector) add(e Event) {
 	if c.first == 0 || e.Time < c.first {
 		c.first = e.Time
 	}
+	c.thread(e)
 	switch e.Kind {
 	case kindHello, kindFork:
-		if _, seen := c.procIndex[e.PID]; !seen && len(c.procs) >= c.limits.Processes {
-			c.procsOmitted++
-		} else if !seen {
-			p := &Process{PID: e.PID, PPID: e.PPID, Exe: e.Exe, Forked: e.Kind == kindFork, Start: e.Time}
-			c.procs = append(c.procs, p)
-			c.procIndex[e.PID] = p
-		} else if e.Kind == kindHello {
-			// An exec: the same process, a new image.
-			c.procIndex[e.PID].Exe = e.Exe
-		}
+		c.process(e)
+	case kindGraph:
+		c.graphs.record(e)
 	case kindNote:
 		c.notes = append(c.notes, Note{PID: e.PID, Topic: e.Topic, Status: e.Status, Text: e.Text})
 	case kindDevice:
@@ -237,6 +295,38 @@ func (c *collector) add(e Event) {
 		}
 	case kindCall:
 		c.call(e)
+	}
+}
+
+// process notes a process that loaded the observer, or an exec of one.
+func (c *collector) process(e Event) {
+	p, seen := c.procIndex[e.PID]
+	switch {
+	case !seen && len(c.procs) >= c.limits.Processes:
+		c.procsOmitted++
+	case !seen:
+		p = &Process{PID: e.PID, PPID: e.PPID, Exe: e.Exe, Forked: e.Kind == kindFork, Start: e.Time}
+		c.procs = append(c.procs, p)
+		c.procIndex[e.PID] = p
+	case e.Kind == kindHello:
+		// An exec: the same process, a new image, which may name its
+		// threads and run Python differently.
+		p.Exe, p.MainThreadName, p.Python = e.Exe, "", false
+	}
+}
+
+// thread notes what a record says of its process's threads: the main
+// thread's name, and whether it runs Python.
+func (c *collector) thread(e Event) {
+	p := c.procIndex[e.PID]
+	if p == nil {
+		return
+	}
+	if e.TID == e.PID && e.ThreadName != "" {
+		p.MainThreadName = e.ThreadName
+	}
+	if e.Python.State == PyFrames || e.Python.State == PyUnavailable {
+		p.Python = true
 	}
 }
 
@@ -257,7 +347,8 @@ func (c *collector) begin(e Event) {
 	c.ids++
 	cp := &Capture{ID: c.ids, API: e.API, PID: e.PID, TID: e.TID, Stream: e.Stream, Mode: e.Mode, Begin: e.Time, Device: e.Device,
 		BeginName: e.Name, BeginResult: e.Result, BeginCallers: c.resolve(e.Callers),
-		ByName: map[string]int{}, ByThread: map[int]int{}}
+		BeginThreadName: e.ThreadName, BeginPython: e.Python,
+		ByName: map[string]int{}, ByThread: map[int]int{}, GuardedByName: map[string]int{}}
 	c.captures = append(c.captures, cp)
 	if cp.Ran() {
 		c.active[e.PID] = append(c.active[e.PID], cp)
@@ -280,12 +371,13 @@ func (c *collector) end(e Event) {
 		// An end of a capture that never began (the stream was not
 		// capturing): a failed call like any other.
 		c.call(Event{Kind: kindCall, PID: e.PID, TID: e.TID, Time: e.Time, API: e.API, Name: e.Name, Stream: e.Stream,
-			Result: e.Result, Callers: e.Callers, Omitted: e.Omitted})
+			Result: e.Result, Callers: e.Callers, Omitted: e.Omitted, ThreadName: e.ThreadName, Python: e.Python})
 		return
 	}
 	if e.TID != cp.TID {
 		call := &Call{PID: e.PID, TID: e.TID, Time: e.Time, API: e.API, Name: e.Name, Stream: e.Stream,
-			Result: e.Result, Callers: c.resolve(e.Callers), Omitted: e.Omitted, Action: rules.EndCaptureOtherThread}
+			Result: e.Result, Callers: c.resolve(e.Callers), Omitted: e.Omitted, Action: rules.EndCaptureOtherThread,
+			ThreadName: e.ThreadName, Python: e.Python}
 		if call.Refused() {
 			c.keepRefused(cp, call)
 		} else {
@@ -297,7 +389,13 @@ func (c *collector) end(e Event) {
 			return
 		}
 	}
-	cp.End = &Ending{TID: e.TID, Time: e.Time, Name: e.Name, Result: e.Result, Callers: c.resolve(e.Callers)}
+	cp.End = &Ending{TID: e.TID, Time: e.Time, Name: e.Name, Result: e.Result, Callers: c.resolve(e.Callers),
+		ThreadName: e.ThreadName, Python: e.Python, Graph: e.Graph, Nodes: e.Nodes,
+		// A record that names no graph says nothing of its nodes either.
+		NodesKnown: e.Graph != 0 && e.Nodes >= 0}
+	if e.Result == hip.Success {
+		c.graphs.capturedGraph(e.PID, e.API, e.Graph)
+	}
 	c.retire(cp)
 }
 
@@ -400,7 +498,8 @@ func attribute(call *Call, active []*Capture) (counted, broken []*Capture) {
 
 func (c *collector) call(e Event) {
 	call := &Call{PID: e.PID, TID: e.TID, Time: e.Time, API: e.API, Name: e.Name, Stream: e.Stream, Event: e.Event,
-		Result: e.Result, ThreadMode: e.Mode, Omitted: e.Omitted}
+		Result: e.Result, ThreadMode: e.Mode, Omitted: e.Omitted, ThreadName: e.ThreadName, Python: e.Python,
+		Outside: e.Outside && !refusal(e.Result)}
 	counted, broken := attribute(call, c.during(e.PID, e.Time))
 	if len(counted) == 0 {
 		c.stray++
@@ -411,22 +510,7 @@ func (c *collector) call(e Event) {
 	}
 	base := BaseName(e.Name)
 	for _, cp := range counted {
-		cp.Calls++
-		cp.ByName[base]++
-		if _, ok := cp.ByThread[e.TID]; ok || len(cp.ByThread) < c.limits.Threads {
-			cp.ByThread[e.TID]++
-		} else {
-			cp.OtherThreads++
-		}
-		if (base == "cuEventRecord" || base == "cuEventRecordWithFlags" || base == "hipEventRecord") &&
-			e.Result == hip.Success && e.Stream == cp.Stream && e.Event != 0 {
-			if cp.capturedEvents == nil {
-				cp.capturedEvents = map[uint64]bool{}
-			}
-			if len(cp.capturedEvents) < 4096 {
-				cp.capturedEvents[e.Event] = true
-			}
-		}
+		c.count(cp, e, base)
 	}
 	if call.Refused() {
 		for _, cp := range broken {
@@ -435,11 +519,71 @@ func (c *collector) call(e Event) {
 		return
 	}
 	for _, cp := range counted {
-		if a, ok := actionFor(call, cp); ok {
-			judged := *call
-			judged.Action = a
-			c.keepCandidate(cp, &judged)
+		if call.Outside {
+			c.keepOutside(cp, call)
 		}
+		c.judgeSucceeded(cp, call, base)
+	}
+}
+
+// count counts a call made during capture cp, and an event it recorded
+// into the capturing stream.
+func (c *collector) count(cp *Capture, e Event, base string) {
+	cp.Calls++
+	cp.ByName[base]++
+	if _, ok := cp.ByThread[e.TID]; ok || len(cp.ByThread) < c.limits.Threads {
+		cp.ByThread[e.TID]++
+	} else {
+		cp.OtherThreads++
+	}
+	if (base == "cuEventRecord" || base == "cuEventRecordWithFlags" || base == "hipEventRecord") &&
+		e.Result == hip.Success && e.Stream == cp.Stream && e.Event != 0 {
+		if cp.capturedEvents == nil {
+			cp.capturedEvents = map[uint64]bool{}
+		}
+		if len(cp.capturedEvents) < 4096 {
+			cp.capturedEvents[e.Event] = true
+		}
+	}
+}
+
+// judgeSucceeded sorts a call that succeeded during capture cp and that
+// the rules tables govern: guarded by its own thread, or a candidate for
+// a hazard.
+func (c *collector) judgeSucceeded(cp *Capture, call *Call, base string) {
+	a, ok := actionFor(call, cp)
+	switch {
+	case !ok:
+	case c.guarded(call, cp, a):
+		cp.Guarded++
+		cp.GuardedByName[base]++
+	default:
+		judged := *call
+		judged.Action = a
+		c.keepCandidate(cp, &judged)
+	}
+}
+
+// guarded says whether a call that succeeded during capture cp, as action
+// a, was made under the sanctioned guard: its own thread had switched
+// itself to a mode (relaxed) in which the rules tables say the call is
+// safe whatever the mode of the capture.
+func (c *collector) guarded(call *Call, cp *Capture, a rules.Action) bool {
+	if call.ThreadMode == hip.CaptureModeGlobal || call.Result != hip.Success {
+		return false
+	}
+	t := c.rules()
+	if t == nil {
+		return false
+	}
+	return SafeInEveryCapture(t.ByDialect[cp.API], a, call.PID != cp.PID || call.TID != cp.TID, call.ThreadMode)
+}
+
+func (c *collector) keepOutside(cp *Capture, call *Call) {
+	if len(cp.Outside) < c.limits.Calls {
+		cp.Outside = append(cp.Outside, call)
+	} else {
+		cp.OutsideOmitted++
 	}
 }
 
@@ -501,6 +645,16 @@ func actionFor(call *Call, cp *Capture) (rules.Action, bool) {
 		return rules.SyncMemcpy, true
 	case "cuCtxSynchronize", "hipDeviceSynchronize":
 		return rules.DeviceSync, true
+	case "cuMemHostAlloc", "cuMemAllocHost", "hipHostMalloc", "hipHostAlloc", "hipExtHostAlloc", "hipMallocHost", "hipMemAllocHost":
+		return rules.HostAlloc, true
+	case "cuMemFreeHost", "hipHostFree", "hipFreeHost":
+		return rules.HostFree, true
+	case "cuMemHostRegister", "hipHostRegister":
+		return rules.HostRegister, true
+	case "cuMemHostUnregister", "hipHostUnregister":
+		return rules.HostUnregister, true
+	case "cuModuleUnload", "hipModuleUnload":
+		return rules.ModuleUnload, true
 	}
 	return "", false
 }

@@ -59,6 +59,19 @@ type Event struct {
 	Exe  string
 	// note.
 	Topic, Status, Text string
+
+	// Python frames, thread names, graphs and crashes.
+	ThreadName string  // the OS name of the calling thread (/proc/self/task/<tid>/comm): on begin, end, crash and every call record that carries callers
+	Python     PyStack // the calling thread's Python stack: on begin, end, crash and every call record that carries callers (refusals and hazard candidates)
+	Graph      uint64  // end: the graph the capture produced (0: none); graph records: the graph
+	Exec       uint64  // graph records: the executable graph instantiated or launched
+	Nodes      int     // end: how many nodes the captured graph has (-1: unknown); graph records of instantiation: the graph's node count (-1: unknown)
+	Outside    bool    // call records of calls that enqueue work (kernel launches, async copies and memsets, host functions, graph launches) made while a capture is active: the stream the call named was not capturing (work that escaped every capture)
+	// crash records:
+	Signal     int    // the signal number
+	SignalCode int    // si_code
+	Addr       uint64 // si_addr for SIGSEGV/SIGBUS/SIGILL/SIGFPE
+	Run        string // the run token the process (or its ancestor) was started with (MIOTOOL_CRASH_RUN), "" when none
 }
 
 var errNotRecord = errors.New("not an observer record")
@@ -195,4 +208,39 @@ func BaseName(raw string) string {
 		}
 		raw = trimmed
 	}
+}
+
+// Record kinds of graphs and crashes.
+const (
+	kindGraph = "graph" // a graph was instantiated or launched: runtime, call, graph, exec, stream, result, nodes
+	kindCrash = "crash" // the crash handler: signal, code, address, thread name, callers, Python stack, run token
+)
+
+// PyFrame is one Python frame: the code's file, the line being run, the function's
+// qualified name where the interpreter has one (co_qualname on 3.11+), else co_name.
+type PyFrame struct {
+	File     string
+	Line     int // 0: unknown
+	Function string
+}
+
+// PyState says what the observer could read of the calling thread's Python stack.
+type PyState string
+
+// What the observer could read of a thread's Python stack.
+const (
+	PyNone        PyState = ""            // not collected (a record kind or path that never collects)
+	PyNative      PyState = "native"      // not a Python thread: no thread state (NCCL watchdog, driver threads)
+	PyFrames      PyState = "frames"      // frames read (Frames may still be empty: a thread in C before any Python frame)
+	PyUnavailable PyState = "unavailable" // a Python thread whose frames could not be read: Why says why
+)
+
+// PyStack is the calling thread's Python stack as the observer read it.
+type PyStack struct {
+	State      PyState
+	Why        string    // for PyUnavailable, e.g. "GIL held by another thread", "CPython 3.9: not supported"
+	ThreadName string    // the thread's threading name (threading.current_thread().name) when it could be read safely; "" otherwise
+	Version    string    // the interpreter's version, e.g. "3.12.1", when known
+	Frames     []PyFrame // innermost first
+	Omitted    int       // frames that did not fit
 }

@@ -54,13 +54,66 @@ func (f Frame) String() string {
 	return f.Object() + "(" + f.Symbol + ")"
 }
 
-// Demangle is a C++ (or Rust) symbol's readable name without parameters;
-// other names come back unchanged.
+// Demangle is a C++ (or Rust) symbol's readable name without parameters,
+// or a Cython function's Python name; other names come back unchanged.
 func Demangle(raw string) string {
+	if name, ok := demangleCython(raw); ok {
+		return name
+	}
 	if !strings.HasPrefix(raw, "_Z") && !strings.HasPrefix(raw, "_R") {
 		return raw
 	}
 	return demangle.Filter(raw, demangle.NoParams, demangle.NoClones)
+}
+
+// cythonPrefixes start the C names Cython gives a module's functions: cdef
+// functions (__pyx_f_), def functions (__pyx_pf_) and their Python-callable
+// wrappers (__pyx_pw_).
+var cythonPrefixes = []string{"__pyx_f_", "__pyx_pf_", "__pyx_pw_"}
+
+// demangleCython reads a Cython function's C name as its Python one:
+// __pyx_f_13cupy_backends_4cuda_3api_7runtime_malloc is
+// cupy_backends.cuda.api.runtime.malloc. After the prefix come the
+// module's and classes' names, each as its length, the name and "_", then
+// the function's name, with a counter in front of it for def functions
+// (__pyx_pw_4cupy_5_core_4core_7ndarray_15get is cupy._core.core.ndarray.get).
+func demangleCython(raw string) (string, bool) {
+	rest, ok := "", false
+	for _, p := range cythonPrefixes {
+		if strings.HasPrefix(raw, p) {
+			rest, ok = raw[len(p):], true
+			break
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	var parts []string
+	for {
+		n, width := leadingNumber(rest)
+		if width == 0 || n == 0 || width+n >= len(rest) || rest[width+n] != '_' {
+			break
+		}
+		parts = append(parts, rest[width:width+n])
+		rest = rest[width+n+1:]
+	}
+	// What is left is the function's name, after a def function's counter.
+	_, width := leadingNumber(rest)
+	name := rest[width:]
+	if len(parts) == 0 || name == "" {
+		return "", false
+	}
+	return strings.Join(append(parts, name), "."), true
+}
+
+// leadingNumber is the decimal number s starts with and how many bytes it
+// takes (0 when s starts with none).
+func leadingNumber(s string) (n, width int) {
+	for width < len(s) && width < 6 && s[width] >= '0' && s[width] <= '9' {
+		n = n*10 + int(s[width]-'0')
+		width++
+	}
+	return n, width
 }
 
 // rawFrames names frames by what the observer sent alone.
@@ -182,4 +235,119 @@ func loadModule(path string) *moduleSyms {
 		}
 	}
 	return m
+}
+
+// runtimeObjects start the file names of the objects whose frames are the
+// runtime's, the observer's or the C library's: never a caller a person
+// looks for. A wheel's copy of a library has a hash after its name
+// (libcudart-d0da41ae.so.11.0).
+var runtimeObjects = []string{
+	"libcuda.so", "libcuda-", "libcudart.so", "libcudart-", "libcupti", "libamdhip64", "libhsa-runtime64",
+	"libmiotool-observer", "libc.so", "libc-", "libpthread", "libdl.so", "ld-linux", "ld64.so",
+}
+
+// staticCUDARuntime starts the symbols of a CUDA runtime linked statically
+// into another object (CuPy's extensions): libcudart_static_<hash>.
+const staticCUDARuntime = "libcudart_static_"
+
+// RuntimeFrame says whether a frame is inside the GPU runtime, the
+// observer or the C library, by its object or, for a statically linked
+// CUDA runtime, its symbol.
+func RuntimeFrame(f Frame) bool {
+	if strings.HasPrefix(f.Raw, staticCUDARuntime) || strings.HasPrefix(f.Symbol, staticCUDARuntime) {
+		return true
+	}
+	obj := f.Object()
+	for _, p := range runtimeObjects {
+		if strings.HasPrefix(obj, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeEntry says whether a runtime frame is an entry point of the
+// CUDA runtime or HIP, named as the program calls it (cudaMalloc,
+// hipStreamQuery).
+func runtimeEntry(f Frame) bool {
+	obj := f.Object()
+	if !strings.HasPrefix(obj, "libcudart") && !strings.HasPrefix(obj, "libamdhip64") {
+		return false
+	}
+	for _, p := range []string{"cuda", "hip"} {
+		if rest, ok := strings.CutPrefix(f.Symbol, p); ok && rest != "" && rest[0] >= 'A' && rest[0] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// Callers are a call's native callers as a person reads them: the runtime
+// entry point the program called, and the frames outside the runtime.
+type Callers struct {
+	// Entry is the CUDA runtime or HIP function the program called
+	// (cudaMalloc); "" when no runtime frame names one (a statically
+	// linked runtime's frames have hashed names).
+	Entry string
+	// Frames are the frames outside the runtime, the observer and the C
+	// library, innermost first.
+	Frames []Frame
+	// Skipped counts the frames left out.
+	Skipped int
+}
+
+// ReadableCallers leaves out the frames of the runtime, the observer and
+// the C library, and names the runtime's entry point from the outermost
+// of its named frames below the first frame outside.
+func ReadableCallers(frames []Frame) Callers {
+	var c Callers
+	outside := false
+	for _, f := range frames {
+		if RuntimeFrame(f) {
+			c.Skipped++
+			if !outside && runtimeEntry(f) {
+				c.Entry = f.Symbol
+			}
+			continue
+		}
+		outside = true
+		c.Frames = append(c.Frames, f)
+	}
+	return c
+}
+
+// Names are the entry point (when known) and the outside frames' names,
+// innermost first, at most n of them, a frame repeated in a row once.
+func (c Callers) Names(n int) []string {
+	var names []string
+	if c.Entry != "" {
+		names = append(names, c.Entry)
+	}
+	for _, f := range c.Frames {
+		if len(names) == n {
+			break
+		}
+		name := f.Name()
+		if len(names) > 0 && names[len(names)-1] == name {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// Summary is the entry point and the first named frames outside, at most
+// n names joined by " ← " (called from): what a headline shows. Where no
+// frame outside has a name, the first one is shown as object+offset.
+func (c Callers) Summary(n int) string {
+	named := Callers{Entry: c.Entry}
+	for _, f := range c.Frames {
+		if f.Symbol != "" {
+			named.Frames = append(named.Frames, f)
+		}
+	}
+	if len(named.Frames) == 0 && len(c.Frames) > 0 {
+		named.Frames = c.Frames[:1]
+	}
+	return strings.Join(named.Names(n), " ← ")
 }

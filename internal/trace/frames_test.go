@@ -19,6 +19,14 @@ func TestDemangle(t *testing.T) {
 		"cudaDeviceSynchronize":                     "cudaDeviceSynchronize",
 		"miotool/internal/streams.(*Tracker).Query": "miotool/internal/streams.(*Tracker).Query",
 		"_Znot-a-mangled-name":                      "_Znot-a-mangled-name",
+		// Cython: cdef functions, def functions and their wrappers.
+		"__pyx_f_13cupy_backends_4cuda_3api_7runtime_malloc":         "cupy_backends.cuda.api.runtime.malloc",
+		"__pyx_pw_4cupy_5_core_4core_7ndarray_15get":                 "cupy._core.core.ndarray.get",
+		"__pyx_pf_13cupy_backends_4cuda_3api_7runtime_12memcpyAsync": "cupy_backends.cuda.api.runtime.memcpyAsync",
+		"__pyx_pw_4cupy_4cuda_6stream_6Stream_5synchronize":          "cupy.cuda.stream.Stream.synchronize",
+		"__pyx_module_is_main_cupy":                                  "__pyx_module_is_main_cupy",
+		"__pyx_f_":                                                   "__pyx_f_",
+		"__pyx_f_malloc":                                             "__pyx_f_malloc",
 	} {
 		if got := Demangle(raw); got != want {
 			t.Errorf("Demangle(%q) = %q, want %q", raw, got, want)
@@ -41,11 +49,11 @@ func TestFrameNames(t *testing.T) {
 		}
 	}
 	fs := []Frame{bare, {Symbol: "a"}, {Symbol: "a"}, {Symbol: "b"}, {Symbol: "c"}}
-	if got := CallerSummary(fs, 2); got != "a ← b" {
-		t.Errorf("CallerSummary = %q", got)
+	if got := ReadableCallers(fs).Summary(2); got != "a ← b" {
+		t.Errorf("Summary = %q, want the named frames", got)
 	}
-	if got := CallerSummary([]Frame{bare}, 2); got != "" {
-		t.Errorf("CallerSummary of nameless frames = %q", got)
+	if got := ReadableCallers([]Frame{bare}).Summary(2); got != "miotool+0x146af8" {
+		t.Errorf("Summary of a nameless frame = %q, want its object and offset", got)
 	}
 }
 
@@ -113,5 +121,59 @@ func TestSymbolizerNamesGoFrames(t *testing.T) {
 	}
 	if f := NewSymbolizer().Frames([]RawFrame{{Module: "/nonexistent", Offset: 5}})[0]; f.Symbol != "" {
 		t.Errorf("a frame of a missing file was named %+v", f)
+	}
+}
+
+// TestReadableCallers: the frames a person looks for are the ones outside
+// the runtime, the observer and the C library; the runtime's entry point
+// is named from its own frames where they have a name.
+func TestReadableCallers(t *testing.T) {
+	f := func(module, symbol string) Frame {
+		return Frame{Module: module, Raw: symbol, Symbol: Demangle(symbol), Offset: 0x40}
+	}
+	cupy := "/site-packages/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so"
+	cases := []struct {
+		name    string
+		frames  []Frame
+		entry   string
+		outside []string
+		summary string
+	}{
+		{"PyTorch: the driver, the CUDA runtime's entry, then PyTorch",
+			[]Frame{f("/usr/lib/libcuda.so.1", ""), f("/x/nvidia/cu13/lib/libcudart.so.13", ""),
+				f("/x/nvidia/cu13/lib/libcudart.so.13", "cudaDeviceSynchronize"),
+				f("/x/torch/lib/libc10_cuda.so", "_ZN3c104cuda18device_synchronizeEv"),
+				f("/x/torch/lib/libtorch_python.so", "THCPModule_cudaSynchronize"),
+				f("/lib/x86_64-linux-gnu/libc.so.6", "start_thread")},
+			"cudaDeviceSynchronize", []string{"c10::cuda::device_synchronize", "THCPModule_cudaSynchronize"},
+			"cudaDeviceSynchronize ← c10::cuda::device_synchronize"},
+		{"CuPy: a statically linked CUDA runtime has hashed names, Cython names read as Python",
+			[]Frame{f(cupy, "libcudart_static_53829f2a1b"), f(cupy, "libcudart_static_f74e0c11aa"),
+				f(cupy, "__pyx_f_13cupy_backends_4cuda_3api_7runtime_malloc"), f("/usr/bin/python3.12", "")},
+			"", []string{"cupy_backends.cuda.api.runtime.malloc", "python3.12+0x40"},
+			"cupy_backends.cuda.api.runtime.malloc"},
+		{"HIP: libamdhip64 and HSA are the runtime, the observer too",
+			[]Frame{f("/cache/libmiotool-observer.so", "hipStreamQuery"), f("/opt/rocm/lib/libhsa-runtime64.so.1", ""),
+				f("/opt/rocm/lib/libamdhip64.so.6", "hipStreamQuery"), f("/opt/rocm/lib/libMIOpen.so.1", "_ZN6miopen6Handle3RunENS_6KernelEPvS2_mb")},
+			"hipStreamQuery", []string{"miopen::Handle::Run"}, "hipStreamQuery ← miopen::Handle::Run"},
+		{"an unsymbolized frame is its object and offset",
+			[]Frame{f("/usr/lib/libcudart.so.12", "cudaMalloc"), f("/opt/app/bin/app", "")},
+			"cudaMalloc", []string{"app+0x40"}, "cudaMalloc ← app+0x40"},
+		{"a wheel's hashed copy of the runtime is the runtime",
+			[]Frame{f("/x/libcudart-d0da41ae.so.11.0", "cudaStreamQuery"), f("/x/libfoo.so", "foo")},
+			"cudaStreamQuery", []string{"foo"}, "cudaStreamQuery ← foo"},
+		{"only runtime frames", []Frame{f("/usr/lib/libcuda.so.1", "cuInit")}, "", nil, ""},
+	}
+	for _, c := range cases {
+		got := ReadableCallers(c.frames)
+		var outside []string
+		for _, fr := range got.Frames {
+			outside = append(outside, fr.Name())
+		}
+		if got.Entry != c.entry || strings.Join(outside, ",") != strings.Join(c.outside, ",") || got.Summary(2) != c.summary ||
+			got.Skipped != len(c.frames)-len(c.outside) {
+			t.Errorf("%s: entry %q, outside %q, summary %q, %d skipped; want %q, %q, %q", c.name, got.Entry, outside,
+				got.Summary(2), got.Skipped, c.entry, c.outside, c.summary)
+		}
 	}
 }

@@ -58,17 +58,17 @@ func BuiltinRules() (*RulesTables, error) {
 }
 
 // Hazard is a call that succeeded during a capture only because of the
-// capture's mode, the calling thread's exchanged mode or the thread it
-// came from, and that a global-mode capture with a global-mode caller
-// would have refused: a capture that is safe today and breaks the day
-// someone captures in global mode (PyTorch's default) or the call moves
-// to a thread that did not relax itself.
+// capture's mode, and that a global-mode capture would have refused or
+// been invalidated by: a capture that is safe today and breaks the day
+// someone captures in global mode (PyTorch's default). A call its own
+// thread guarded, by switching itself to a mode the tables say is safe
+// under every capture, is no hazard (Capture.Guarded counts it).
 type Hazard struct {
 	Capture *Capture
 	Call    *Call
 	// Cell is the situation the call was in; Strict the one a global-mode
-	// capture with a global-mode caller would put it in, and Would what
-	// the table says of that.
+	// capture would put it in (the same thread, in the same mode), and
+	// Would what the table says of that.
 	Cell, Strict rules.CellKey
 	Would        rules.Expected
 	Table        string // the rules table's name
@@ -96,10 +96,28 @@ func (h Hazard) Because() string { return strings.Join(h.Reasons, " and ") }
 // already over).
 func blocks(e rules.Expected) bool { return refusal(e.Returns) || refusal(e.End) }
 
+// SafeInEveryCapture says whether the table has action a, made by the
+// capturing thread or another one (other) in thread mode mode, neither
+// refused nor invalidating the capture whatever mode the capture was begun
+// in: a thread that put itself in that mode guards the call.
+func SafeInEveryCapture(table *rules.Expectation, a rules.Action, other bool, mode hip.CaptureMode) bool {
+	if table == nil {
+		return false
+	}
+	for _, capture := range hip.CaptureModes {
+		e, ok := table.Cells[rules.CellKey{Action: a, Capture: capture, Other: other, Mode: mode}]
+		if !ok || blocks(e) {
+			return false
+		}
+	}
+	return true
+}
+
 // Hazards judges every kept candidate call of the captures against the
 // tables. A call is a hazard when its own cell lets it through (or the
-// table has no cell for it and it succeeded) while the strict cell refuses
-// it or invalidates the capture.
+// table has no cell for it and it succeeded) while the strict cell, the
+// same call in a global-mode capture, refuses it or invalidates the
+// capture: only the capture's mode let it through.
 func Hazards(captures []*Capture, t *RulesTables) []Hazard {
 	if t == nil {
 		return nil
@@ -117,7 +135,7 @@ func Hazards(captures []*Capture, t *RulesTables) []Hazard {
 			other := call.PID != cp.PID || call.TID != cp.TID
 			cell := rules.CellKey{Action: call.Action, Capture: cp.Mode, Other: other, Mode: call.ThreadMode}
 			strict := rules.CellKey{Action: call.Action, Capture: hip.CaptureModeGlobal, Other: other,
-				Mode: hip.CaptureModeGlobal}
+				Mode: call.ThreadMode}
 			if cell == strict {
 				continue
 			}
@@ -131,16 +149,11 @@ func Hazards(captures []*Capture, t *RulesTables) []Hazard {
 				continue
 			}
 			h := Hazard{Capture: cp, Call: call, Cell: cell, Strict: strict, Would: would, Table: t.Names[cp.API]}
-			if cp.Mode != hip.CaptureModeGlobal {
-				r := fmt.Sprintf("the capture was begun in %s mode", cp.Mode)
-				if other && cp.Mode == hip.CaptureModeThreadLocal {
-					r += ", which does not restrict other threads"
-				}
-				h.Reasons = append(h.Reasons, r)
+			r := fmt.Sprintf("the capture was begun in %s mode", cp.Mode)
+			if other && cp.Mode == hip.CaptureModeThreadLocal {
+				r += ", which does not restrict other threads"
 			}
-			if call.ThreadMode != hip.CaptureModeGlobal {
-				h.Reasons = append(h.Reasons, fmt.Sprintf("thread %d had switched itself to %s mode", call.TID, call.ThreadMode))
-			}
+			h.Reasons = append(h.Reasons, r)
 			out = append(out, h)
 		}
 	}

@@ -184,6 +184,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	symbols := NewSymbolizer()
 	coll := newCollector(o.Limits, symbols.Frames)
+	coll.tables = tables
 	token := randomToken()
 	readDone := make(chan struct{})
 	go func() {
@@ -205,10 +206,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Program: o.Program, Path: path, Args: o.Args, Observer: observer, Exit: exit,
-		Processes: coll.procs, ProcessesOmitted: coll.procsOmitted, Notes: coll.notes, Devices: coll.devices, Captures: coll.captures, CapturesOmitted: coll.omitted,
-		Events: coll.events, Malformed: coll.malformed, Stray: coll.stray, Start: coll.first}
-	r.Hazards = Hazards(r.Captures, tables)
+	r := coll.result()
+	r.Program, r.Path, r.Args, r.Observer, r.Exit = o.Program, path, o.Args, observer, exit
+	r.Executable = InspectProgram(path)
 	return r, nil
 }
 

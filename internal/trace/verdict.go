@@ -75,6 +75,11 @@ type Result struct {
 	// counted.
 	CapturesOmitted int
 	Hazards         []Hazard
+	// Graphs is what the trace saw of graphs instantiated and launched.
+	Graphs GraphUse
+	// Executable is what the program's file said before it ran (read
+	// where the runner could).
+	Executable ProgramFile
 	// Events read, records that did not parse, and calls that fell in no
 	// known capture.
 	Events, Malformed, Stray int
@@ -132,6 +137,31 @@ func (r *Result) Ran() int {
 	return n
 }
 
+// Empty lists the captures that ended with success into an empty graph.
+func (r *Result) Empty() []*Capture {
+	var out []*Capture
+	for _, c := range r.Captures {
+		if c.End.Empty() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Outside counts the calls that enqueued work outside some capture while
+// it was active, and returns the earliest with its capture.
+func (r *Result) Outside() (n int, first *Call, at *Capture) {
+	for _, c := range r.Captures {
+		n += len(c.Outside) + c.OutsideOmitted
+		for _, call := range c.Outside {
+			if first == nil || call.Time < first.Time {
+				first, at = call, c
+			}
+		}
+	}
+	return n, first, at
+}
+
 // Failing lists the captures that did not end well or had a call refused.
 func (r *Result) Failing() []*Capture {
 	var out []*Capture
@@ -180,8 +210,14 @@ type Verdict string
 const (
 	Pass Verdict = "PASS"
 	Fail Verdict = "FAIL"
-	// NothingToCheck: no capture began (or the observer never saw one).
+	// NothingToCheck: the observer was in the program, which exited 0 and
+	// began no capture.
 	NothingToCheck Verdict = "SKIP"
+	// CouldNotObserve: the program exited 0 and the observer could not see
+	// its runtime calls (it never loaded, CUDA's callbacks could not be
+	// subscribed to, the program is itself a trace): the trace cannot say
+	// whether a capture broke.
+	CouldNotObserve Verdict = "ERROR"
 	// Interrupted: miotool, or SIGINT on the program's terminal, stopped
 	// the program.
 	Interrupted Verdict = "INTERRUPTED"
@@ -190,16 +226,24 @@ const (
 // Judgement is a trace's verdict and the one line that says why.
 type Judgement struct {
 	Verdict Verdict
+	// Summary is the one line; where --strict findings alone failed the
+	// trace it names the flag and counts them.
 	Summary string
-	// HazardsFailed says that the hazards alone failed the trace, as the
-	// strict judgement asked.
+	// StrictFailed says that findings alone failed the trace, as the
+	// strict judgement asked: hazards, or work enqueued outside a capture.
+	StrictFailed bool
+	// HazardsFailed is never set: StrictFailed says it, and the summary
+	// already names the flag.
 	HazardsFailed bool
 	// Culprit is the first culprit and Capture the capture it broke (or
 	// the first failing capture when no call was refused); Hazard the
-	// first hazard. Each may be nil.
-	Culprit *Call
-	Capture *Capture
-	Hazard  *Hazard
+	// first hazard; Outside the first call that enqueued work outside a
+	// capture, during OutsideCapture. Each may be nil.
+	Culprit        *Call
+	Capture        *Capture
+	Hazard         *Hazard
+	Outside        *Call
+	OutsideCapture *Capture
 }
 
 // Headline is the verdict and the summary, e.g. "FAIL - cuCtxSynchronize
@@ -207,18 +251,27 @@ type Judgement struct {
 // thread 485 on stream 0x356a1150; end capture 901".
 func (j Judgement) Headline() string { return string(j.Verdict) + " - " + j.Summary }
 
-// Judge decides a trace. FAIL when a capture did not end well or a call
-// was refused during one, or (strict) a hazard was found, or the program
-// did not exit by itself with status 0 after captures that all ended well;
-// PASS only when at least one capture ran, every capture ended with
-// success, nothing was refused and the program exited 0; SKIP ("nothing
-// to check") when no capture began; INTERRUPTED when miotool was
-// interrupted or SIGINT ended the program (Ctrl-C on its terminal).
+// Judge decides a trace, from facts alone.
+//   - INTERRUPTED when miotool was interrupted or SIGINT ended the program
+//     (Ctrl-C on its terminal), with what was seen.
+//   - FAIL when a capture did not end well or a call was refused during
+//     one, naming the first culprit.
+//   - With no capture begun: FAIL when the program failed (both facts
+//     said), ERROR when the trace could not observe the program (and
+//     why), SKIP ("nothing to check") only when the observer was in the
+//     program, which exited 0.
+//   - FAIL under strict when a hazard was found or work was enqueued
+//     outside a capture; FAIL when the program did not exit by itself
+//     with status 0 after captures that all ended well.
+//   - PASS otherwise: at least one capture ran, every capture ended with
+//     success, nothing was refused, the program exited 0; the summary
+//     adds what strict would have failed.
 func Judge(r *Result, strict bool) Judgement {
 	j := Judgement{}
 	if len(r.Hazards) > 0 {
 		j.Hazard = &r.Hazards[0]
 	}
+	_, j.Outside, j.OutsideCapture = r.Outside()
 	failing := r.Failing()
 	if len(failing) > 0 {
 		j.Culprit, j.Capture = r.FirstCulprit()
@@ -232,96 +285,124 @@ func Judge(r *Result, strict bool) Judgement {
 		// miotool stopped: on a terminal, Ctrl-C reaches the program's
 		// group, which has the foreground, and not miotool.
 		j.Verdict = Interrupted
-		seen := fmt.Sprintf("%d %s seen", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
-		switch {
-		case j.Capture != nil:
-			seen += "; " + failureSummary(r, j.Culprit, j.Capture)
-		case r.Ran() > 0:
-			seen += ", none failed so far"
-		}
-		j.Summary = "interrupted: the program " + r.Exit.Describe() + "; " + seen
+		j.Summary = interruptedSummary(r, j)
 	case j.Capture != nil:
 		j.Verdict = Fail
 		j.Summary = failureSummary(r, j.Culprit, j.Capture)
 	case r.Ran() == 0:
-		j.Verdict = NothingToCheck
-		j.Summary = "no capture began: nothing to check" + nothingReasons(r)
-	case strict && j.Hazard != nil:
+		j.Verdict, j.Summary = nothingBegan(r)
+	case strict && (j.Hazard != nil || j.Outside != nil):
 		j.Verdict = Fail
-		j.HazardsFailed = true
-		j.Summary = hazardSummary(r, *j.Hazard)
+		j.StrictFailed = true
+		j.Summary = strictSummary(r, j)
 	case !r.Exit.OK():
 		j.Verdict = Fail
 		j.Summary = fmt.Sprintf("every capture ended well (%d), but the program %s", r.Ran(), r.Exit.Describe())
 	default:
 		j.Verdict = Pass
-		j.Summary = fmt.Sprintf("%d %s ended with success, nothing refused", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
-		if j.Hazard != nil {
-			j.Summary += fmt.Sprintf("; %d latent %s, the first: %s", len(r.Hazards),
-				words.Plural(len(r.Hazards), "hazard", "hazards"), hazardSummary(r, *j.Hazard))
-		}
+		j.Summary = passSummary(r, j)
 	}
 	return j
 }
 
-// CaptureName is how a line names a capture: "the global-mode capture
-// begun by thread 485 on stream 0x356a1150" (with the process where the
-// trace saw several).
-func CaptureName(r *Result, c *Capture) string {
-	s := fmt.Sprintf("the %s-mode capture begun by thread %d", c.Mode, c.TID)
-	if len(r.Processes)+r.ProcessesOmitted > 1 {
-		s += fmt.Sprintf(" of process %d", c.PID)
+func interruptedSummary(r *Result, j Judgement) string {
+	seen := fmt.Sprintf("%d %s seen", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
+	switch {
+	case j.Capture != nil:
+		seen += "; " + failureSummary(r, j.Culprit, j.Capture)
+	case r.Ran() > 0:
+		seen += ", none failed so far"
 	}
-	return s + fmt.Sprintf(" on stream %#x", c.Stream)
+	return "interrupted: the program " + r.Exit.Describe() + "; " + seen
 }
 
-// CallName is how a line names a call: "cuCtxSynchronize from thread 512
-// (cudaDeviceSynchronize ← c10::cuda::device_synchronize)", the callers
-// innermost first, ← read as "called from".
-func CallName(c *Call) string {
-	s := fmt.Sprintf("%s from thread %d", BaseName(c.Name), c.TID)
-	if callers := CallerSummary(c.Callers, 2); callers != "" {
-		s += " (" + callers + ")"
+// nothingBegan judges a trace that saw no capture begin. The program's own
+// failure is never hidden as nothing to check, and a program the trace
+// could not observe is never said to have begun no capture.
+func nothingBegan(r *Result) (Verdict, string) {
+	unobserved := r.Unobserved()
+	switch {
+	case unobserved != "" && !r.Exit.OK():
+		return Fail, "the program " + r.Exit.Describe() + "; " + unobserved
+	case unobserved != "":
+		return CouldNotObserve, unobserved
+	case !r.Exit.OK():
+		return Fail, "the program " + r.Exit.Describe() + ", and began no capture" + graphsWithoutCapture(r)
+	}
+	if r.Graphs.Uncaptured > 0 {
+		return NothingToCheck, "no capture began" + graphsWithoutCapture(r) + ": nothing to judge"
+	}
+	return NothingToCheck, "no capture began: nothing to check"
+}
+
+// graphsWithoutCapture says how many graphs built without capture were
+// launched, where there were any: "; 2 graphs built without capture were
+// launched".
+func graphsWithoutCapture(r *Result) string {
+	n := r.Graphs.Uncaptured
+	if n == 0 {
+		return ""
+	}
+	more := ""
+	if r.Graphs.Partial {
+		more = "at least "
+	}
+	return fmt.Sprintf("; %s%d %s built without capture %s launched", more, n, words.Plural(n, "graph", "graphs"),
+		words.Plural(n, "was", "were"))
+}
+
+// strictCounts is the strict judgement's findings: "(--strict: 1 hazard,
+// 2 calls outside a capture)".
+func strictCounts(r *Result) string {
+	var parts []string
+	if n := len(r.Hazards); n > 0 {
+		parts = append(parts, words.Count(n, "hazard", "hazards"))
+	}
+	if n, _, _ := r.Outside(); n > 0 {
+		parts = append(parts, words.Count(n, "call", "calls")+" outside a capture")
+	}
+	return "(--strict: " + strings.Join(parts, ", ") + ")"
+}
+
+// strictSummary names the first finding that failed a strict trace: work
+// that escaped a capture before a hazard, since its graph lacks the work
+// today.
+func strictSummary(r *Result, j Judgement) string {
+	if j.Outside != nil {
+		return outsideSummary(r, j.Outside, j.OutsideCapture) + " " + strictCounts(r)
+	}
+	return hazardSummary(r, *j.Hazard) + " " + strictCounts(r)
+}
+
+// passSummary counts the captures and adds what a strict trace would fail
+// and the empty graphs.
+func passSummary(r *Result, j Judgement) string {
+	s := fmt.Sprintf("%d %s ended with success, nothing refused", r.Ran(), words.Plural(r.Ran(), "capture", "captures"))
+	if n, _, _ := r.Outside(); n > 0 {
+		s += fmt.Sprintf("; %d %s enqueued work outside a capture, the first: %s", n, words.Plural(n, "call", "calls"),
+			outsideSummary(r, j.Outside, j.OutsideCapture))
+	}
+	if n := len(r.Hazards); n > 0 {
+		s += fmt.Sprintf("; %d latent %s", n, words.Plural(n, "hazard", "hazards"))
+		if j.Outside == nil {
+			s += ", the first: " + hazardSummary(r, *j.Hazard)
+		}
+	}
+	if n := len(r.Empty()); n > 0 {
+		s += fmt.Sprintf("; %d %s captured no work (an empty graph)", n, words.Plural(n, "capture", "captures"))
 	}
 	return s
-}
-
-// CallerSummary names the first n callers that have a name, innermost
-// first, joined by " ← "; "" when none has one.
-func CallerSummary(frames []Frame, n int) string {
-	var names []string
-	for _, f := range frames {
-		if f.Symbol == "" {
-			continue
-		}
-		if len(names) > 0 && names[len(names)-1] == f.Symbol {
-			continue
-		}
-		names = append(names, f.Symbol)
-		if len(names) == n {
-			break
-		}
-	}
-	return strings.Join(names, " ← ")
 }
 
 func failureSummary(r *Result, culprit *Call, c *Capture) string {
 	name := CaptureName(r, c)
 	switch {
 	case !c.Ran():
-		return fmt.Sprintf("%s on stream %#x from thread %d returned %d %s: the capture never began",
-			BaseName(c.BeginName), c.Stream, c.TID, int(c.BeginResult), c.BeginResult.Short(c.API))
-	case culprit != nil && c.Invalidated():
-		return fmt.Sprintf("%s invalidated %s; end capture %d", CallName(culprit), name, int(c.End.Result))
-	case culprit != nil && c.End == nil:
-		return fmt.Sprintf("%s was refused (%d) during %s, which never ended: the program %s",
-			CallName(culprit), int(culprit.Result), name, r.Exit.Describe())
-	case culprit != nil && c.End.StreamGone:
-		return fmt.Sprintf("%s was refused (%d) during %s, whose stream was destroyed before the capture ended",
-			CallName(culprit), int(culprit.Result), name)
+		return fmt.Sprintf("%s on stream %#x from %s returned %d %s: the capture never began",
+			BaseName(c.BeginName), c.Stream, threadLabel(r, c.PID, c.TID, c.BeginThreadName, c.BeginPython),
+			int(c.BeginResult), c.BeginResult.Short(c.API))
 	case culprit != nil:
-		return fmt.Sprintf("%s was refused (%d) during %s; end capture %d", CallName(culprit), int(culprit.Result),
-			name, int(c.End.Result))
+		return culpritSummary(r, culprit, c)
 	case c.End == nil:
 		return fmt.Sprintf("%s never ended: the program %s", name, r.Exit.Describe())
 	case c.End.StreamGone:
@@ -332,31 +413,29 @@ func failureSummary(r *Result, culprit *Call, c *Capture) string {
 	return fmt.Sprintf("%s ended with %d %s", name, int(c.End.Result), c.End.Result.Short(c.API))
 }
 
-func hazardSummary(r *Result, h Hazard) string {
-	return fmt.Sprintf("%s succeeded during %s only because %s; a global-mode capture with a global-mode caller refuses it: %s",
-		CallName(h.Call), CaptureName(r, h.Capture), h.Because(), h.Rule())
+// culpritSummary says what the first culprit did to the capture it broke.
+func culpritSummary(r *Result, culprit *Call, c *Capture) string {
+	call, name := CallName(r, culprit), CaptureName(r, c)
+	switch {
+	case c.Invalidated():
+		return fmt.Sprintf("%s invalidated %s; end capture %d", call, name, int(c.End.Result))
+	case c.End == nil:
+		return fmt.Sprintf("%s was refused (%d) during %s, which never ended: the program %s",
+			call, int(culprit.Result), name, r.Exit.Describe())
+	case c.End.StreamGone:
+		return fmt.Sprintf("%s was refused (%d) during %s, whose stream was destroyed before the capture ended",
+			call, int(culprit.Result), name)
+	}
+	return fmt.Sprintf("%s was refused (%d) during %s; end capture %d", call, int(culprit.Result), name, int(c.End.Result))
 }
 
-// nothingReasons says why nothing could be seen, where the trace knows.
-func nothingReasons(r *Result) string {
-	var parts []string
-	if len(r.Processes)+r.ProcessesOmitted == 0 {
-		parts = append(parts, "the observer never loaded into the program (a statically linked program cannot be traced)")
-	}
-	if n, ok := r.CUPTIMissing(); ok {
-		parts = append(parts, fmt.Sprintf("CUDA calls of process %d were not observed: %s; %s", n.PID,
-			strings.TrimRight(n.Text, "; "), CUPTIInstall))
-	} else {
-		for _, n := range r.CUPTIErrors() {
-			parts = append(parts, fmt.Sprintf("CUDA calls of process %d were not observed: %s", n.PID, n.Text))
-			break
-		}
-	}
-	if !r.Exit.OK() {
-		parts = append(parts, "the program "+r.Exit.Describe())
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(parts, "; ")
+func hazardSummary(r *Result, h Hazard) string {
+	return fmt.Sprintf("%s succeeded during %s only because %s; a global-mode capture refuses it: %s",
+		CallName(r, h.Call), CaptureName(r, h.Capture), h.Because(), h.Rule())
+}
+
+// outsideSummary says which call enqueued work outside which capture.
+func outsideSummary(r *Result, call *Call, c *Capture) string {
+	return fmt.Sprintf("%s enqueued work into stream %#x, which was not capturing, during %s: the graph does not hold it",
+		CallName(r, call), call.Stream, CaptureName(r, c))
 }

@@ -241,18 +241,43 @@ func (b *builder) embedding(l *layerJSON, ins []int) ([]int, error) {
 	return []int{out}, nil
 }
 
-func (b *builder) lstm(l *layerJSON, ins []int) ([]int, error) {
-	var cfg struct {
-		Units               int     `json:"units"`
-		Activation          *string `json:"activation"`
-		RecurrentActivation *string `json:"recurrent_activation"`
-		UseBias             *bool   `json:"use_bias"`
-		ReturnSequences     bool    `json:"return_sequences"`
-		ReturnState         bool    `json:"return_state"`
-		GoBackwards         bool    `json:"go_backwards"`
-		Stateful            bool    `json:"stateful"`
-		TimeMajor           bool    `json:"time_major"`
+// lstmConfig is what an LSTM layer's config says.
+type lstmConfig struct {
+	Units               int     `json:"units"`
+	Activation          *string `json:"activation"`
+	RecurrentActivation *string `json:"recurrent_activation"`
+	UseBias             *bool   `json:"use_bias"`
+	ReturnSequences     bool    `json:"return_sequences"`
+	ReturnState         bool    `json:"return_state"`
+	GoBackwards         bool    `json:"go_backwards"`
+	Stateful            bool    `json:"stateful"`
+	TimeMajor           bool    `json:"time_major"`
+}
+
+// activations reads the LSTM's activation and recurrent activation
+// (tanh and sigmoid when unset); softmax is not one an LSTM can use.
+func (cfg lstmConfig) activations() (act, recAct activation, err error) {
+	actName, recName := "tanh", "sigmoid"
+	if cfg.Activation != nil {
+		actName = *cfg.Activation
 	}
+	if cfg.RecurrentActivation != nil {
+		recName = *cfg.RecurrentActivation
+	}
+	if act, err = parseActivation(actName); err != nil {
+		return act, recAct, err
+	}
+	if recAct, err = parseActivation(recName); err != nil {
+		return act, recAct, err
+	}
+	if act == actSoftmax || recAct == actSoftmax {
+		return act, recAct, errors.New("softmax is not supported as an LSTM activation")
+	}
+	return act, recAct, nil
+}
+
+func (b *builder) lstm(l *layerJSON, ins []int) ([]int, error) {
+	var cfg lstmConfig
 	if err := decodeConfig(l, &cfg); err != nil {
 		return nil, err
 	}
@@ -262,23 +287,9 @@ func (b *builder) lstm(l *layerJSON, ins []int) ([]int, error) {
 	if cfg.Units < 1 || cfg.Units > maxTensorElems/(4*cfg.Units) {
 		return nil, fmt.Errorf("units is %d", cfg.Units)
 	}
-	actName, recName := "tanh", "sigmoid"
-	if cfg.Activation != nil {
-		actName = *cfg.Activation
-	}
-	if cfg.RecurrentActivation != nil {
-		recName = *cfg.RecurrentActivation
-	}
-	act, err := parseActivation(actName)
+	act, recAct, err := cfg.activations()
 	if err != nil {
 		return nil, err
-	}
-	recAct, err := parseActivation(recName)
-	if err != nil {
-		return nil, err
-	}
-	if act == actSoftmax || recAct == actSoftmax {
-		return nil, errors.New("softmax is not supported as an LSTM activation")
 	}
 	if len(ins) != 1 && len(ins) != 3 {
 		return nil, fmt.Errorf("takes an input and optionally an initial (h, c) state; %d tensors are connected", len(ins))
@@ -302,43 +313,55 @@ func (b *builder) lstm(l *layerJSON, ins []int) ([]int, error) {
 		}
 		op.h0, op.c0 = b.slots[ins[1]].span, b.slots[ins[2]].span
 	}
-	seqShape := Shape{u}
-	if cfg.ReturnSequences {
-		seqShape = Shape{steps, u}
-	}
-	seq, err := b.alloc(seqShape)
+	outs, err := b.lstmBuffers(op, cfg)
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.alloc(Shape{u})
-	if err != nil {
+	if err := b.lstmWeights(op, l.Name, cfg); err != nil {
 		return nil, err
-	}
-	c, err := b.alloc(Shape{u})
-	if err != nil {
-		return nil, err
-	}
-	z, err := b.alloc(Shape{4 * u})
-	if err != nil {
-		return nil, err
-	}
-	op.seq, op.h, op.c, op.z = b.slots[seq].span, b.slots[h].span, b.slots[c].span, b.slots[z].span
-	if err := b.bind(&op.w, l.Name, "weights", inDim*4*u); err != nil {
-		return nil, err
-	}
-	if err := b.bind(&op.u, l.Name, "recurrent_weights", u*4*u); err != nil {
-		return nil, err
-	}
-	if cfg.UseBias == nil || *cfg.UseBias {
-		if err := b.bind(&op.b, l.Name, "bias", 4*u); err != nil {
-			return nil, err
-		}
 	}
 	b.ops = append(b.ops, op)
+	return outs, nil
+}
+
+// lstmBuffers allocates the LSTM's output sequence, its state and its gate
+// scratch, and returns the output tensors: the sequence, and the final h
+// and c when the layer returns its state.
+func (b *builder) lstmBuffers(op *lstmOp, cfg lstmConfig) ([]int, error) {
+	u := op.units
+	seqShape := Shape{u}
+	if cfg.ReturnSequences {
+		seqShape = Shape{op.steps, u}
+	}
+	var slots [4]int
+	for i, sh := range []Shape{seqShape, {u}, {u}, {4 * u}} {
+		s, err := b.alloc(sh)
+		if err != nil {
+			return nil, err
+		}
+		slots[i] = s
+	}
+	seq, h, c, z := slots[0], slots[1], slots[2], slots[3]
+	op.seq, op.h, op.c, op.z = b.slots[seq].span, b.slots[h].span, b.slots[c].span, b.slots[z].span
 	if cfg.ReturnState {
 		return []int{seq, h, c}, nil
 	}
 	return []int{seq}, nil
+}
+
+// lstmWeights binds the LSTM's kernel, recurrent kernel and bias.
+func (b *builder) lstmWeights(op *lstmOp, name string, cfg lstmConfig) error {
+	u := op.units
+	if err := b.bind(&op.w, name, "weights", op.inDim*4*u); err != nil {
+		return err
+	}
+	if err := b.bind(&op.u, name, "recurrent_weights", u*4*u); err != nil {
+		return err
+	}
+	if cfg.UseBias == nil || *cfg.UseBias {
+		return b.bind(&op.b, name, "bias", 4*u)
+	}
+	return nil
 }
 
 func (b *builder) concatenate(l *layerJSON, ins []int) ([]int, error) {

@@ -172,6 +172,59 @@ type builder struct {
 	inputs   map[string]int // InputLayer name -> slot
 }
 
+// indexLayers names each layer (from its config where the entry has no
+// name of its own) and indexes it by name; a layer without a name, or a
+// name used twice, is an error.
+func (b *builder) indexLayers(layers []layerJSON) error {
+	for i := range layers {
+		l := &layers[i]
+		if l.Name == "" {
+			var named struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(l.Config, &named)
+			l.Name = named.Name
+		}
+		if l.Name == "" {
+			return fmt.Errorf("layer %d (%s) has no name", i, l.ClassName)
+		}
+		if _, dup := b.layers[l.Name]; dup {
+			return fmt.Errorf("layer name %q is used twice", l.Name)
+		}
+		b.layers[l.Name] = l
+	}
+	return nil
+}
+
+// ports builds the model's declared inputs and outputs into m and returns
+// the input layers it declares.
+func (b *builder) ports(m *Model, inRefs, outRefs []tensorRef) (map[string]bool, error) {
+	declared := make(map[string]bool, len(inRefs))
+	for i, ref := range inRefs {
+		l, ok := b.layers[ref.layer]
+		if !ok || l.ClassName != "InputLayer" || ref.node != 0 || ref.tensor != 0 {
+			return nil, fmt.Errorf("input_layers[%d] (%s) is not an InputLayer", i, ref.layer)
+		}
+		if declared[ref.layer] {
+			return nil, fmt.Errorf("input_layers lists %q twice", ref.layer)
+		}
+		declared[ref.layer] = true
+		s, err := b.tensor(ref)
+		if err != nil {
+			return nil, err
+		}
+		m.inputs = append(m.inputs, port{span: b.slots[s].span, shape: b.slots[s].shape, name: ref.layer})
+	}
+	for _, ref := range outRefs {
+		s, err := b.tensor(ref)
+		if err != nil {
+			return nil, err
+		}
+		m.outputs = append(m.outputs, port{span: b.slots[s].span, shape: b.slots[s].shape, name: ref.layer})
+	}
+	return declared, nil
+}
+
 func build(data []byte, name string) (*Model, []selfTestCase, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil, errors.New("file is empty")
@@ -199,22 +252,8 @@ func build(data []byte, name string) (*Model, []selfTestCase, error) {
 		decoded:  make(map[string][]float32),
 		inputs:   make(map[string]int),
 	}
-	for i := range arch.Config.Layers {
-		l := &arch.Config.Layers[i]
-		if l.Name == "" {
-			var named struct {
-				Name string `json:"name"`
-			}
-			_ = json.Unmarshal(l.Config, &named)
-			l.Name = named.Name
-		}
-		if l.Name == "" {
-			return nil, nil, fmt.Errorf("layer %d (%s) has no name", i, l.ClassName)
-		}
-		if _, dup := b.layers[l.Name]; dup {
-			return nil, nil, fmt.Errorf("layer name %q is used twice", l.Name)
-		}
-		b.layers[l.Name] = l
+	if err := b.indexLayers(arch.Config.Layers); err != nil {
+		return nil, nil, err
 	}
 	inRefs, err := parseRefList(arch.Config.InputLayers)
 	if err != nil {
@@ -229,28 +268,9 @@ func build(data []byte, name string) (*Model, []selfTestCase, error) {
 	}
 
 	m := &Model{name: name, hash: mj.Hash}
-	declared := make(map[string]bool, len(inRefs))
-	for i, ref := range inRefs {
-		l, ok := b.layers[ref.layer]
-		if !ok || l.ClassName != "InputLayer" || ref.node != 0 || ref.tensor != 0 {
-			return nil, nil, fmt.Errorf("input_layers[%d] (%s) is not an InputLayer", i, ref.layer)
-		}
-		if declared[ref.layer] {
-			return nil, nil, fmt.Errorf("input_layers lists %q twice", ref.layer)
-		}
-		declared[ref.layer] = true
-		s, err := b.tensor(ref)
-		if err != nil {
-			return nil, nil, err
-		}
-		m.inputs = append(m.inputs, port{span: b.slots[s].span, shape: b.slots[s].shape, name: ref.layer})
-	}
-	for _, ref := range outRefs {
-		s, err := b.tensor(ref)
-		if err != nil {
-			return nil, nil, err
-		}
-		m.outputs = append(m.outputs, port{span: b.slots[s].span, shape: b.slots[s].shape, name: ref.layer})
+	declared, err := b.ports(m, inRefs, outRefs)
+	if err != nil {
+		return nil, nil, err
 	}
 	for in := range b.inputs {
 		if !declared[in] {

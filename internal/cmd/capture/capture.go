@@ -4,18 +4,15 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"miotool/configs"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/libtarget"
-	"miotool/internal/conv"
+	"miotool/internal/cmd/matrix"
 	"miotool/internal/dnn/target"
-	"miotool/internal/finder"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
@@ -95,29 +92,17 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
   # Another thread launches while this one captures
   miotool capture --mode=all --reclaim=all --variant=other-thread`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.DeviceRunE(f, opts, runF),
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
 	fl := cmd.Flags()
 	fl.StringSliceVar(&opts.Modes, "mode", []string{"global"}, "capture mode: "+cli.OrList(cli.WithAll(cli.StringsOf(hip.CaptureModes))))
-	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"worker"}, "reclaim policy: "+cli.OrList(cli.WithAll(cli.Names(streams.Policies))))
+	cli.AddReclaimListFlag(cmd, &opts.Reclaims, string(streams.Worker))
 	fl.StringSliceVar(&opts.Variants, "variant", []string{"same-thread"}, "who launches during the capture: "+cli.OrList(cli.WithAll(cli.Names(scenario.Variants)))+" (all by default when several modes or policies are given)")
 	cli.CompleteList(cmd, "mode", cli.WithAll(cli.StringsOf(hip.CaptureModes)))
-	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
 	cli.CompleteList(cmd, "variant", cli.WithAll(cli.Names(scenario.Variants)))
-	fl.IntVar(&opts.Samples, "samples", 3, fmt.Sprintf("timed runs per solver in the scenario's find (at most %d)", MaxSamples))
-	fl.IntVar(&opts.Repeat, "repeat", 1, fmt.Sprintf("run every case this many times and count the outcomes (at most %d)", MaxRepeat))
+	cli.AddSamplesFlag(cmd, &opts.Samples, 3)
+	cli.AddRepeatFlag(cmd, &opts.Repeat, matrix.MaxRepeat)
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
 	fl.Var(cli.NewEnumValue(&opts.Target, target.Builtin, target.Names...), "target",
 		"what runs find and the captured convolution: builtin (miotool's own mechanisms), miopen (libMIOpen, HIP) or cudnn (libcudnn, CUDA)")
@@ -128,7 +113,7 @@ fails with the code, e.g. hipErrorStreamCaptureInvalidated (901).`,
 // Complete reads the configuration and resolves the matrix the flags name:
 // modes, policies and variants. A matrix run covers both variants unless
 // --variant says otherwise.
-func (o *CaptureOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *CaptureOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	if err := o.Scenario.Complete(f, cmd); err != nil {
 		return err
 	}
@@ -147,44 +132,9 @@ func (o *CaptureOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Bounds of the counts capture and replay take. Each bound is far past
-// any use, so that a count that cannot finish in reason (or that a typo
-// made) is refused up front rather than run for hours.
-const (
-	// MaxSamples: find trims its samples by modified z-score, which
-	// settles within tens; the scenario's find only has to abandon naive.
-	MaxSamples = 1000
-	// MaxRepeat: ten thousand runs of a case put a failure rate of one in
-	// a few thousand within reach; a case takes a fraction of a second on
-	// a GPU and about a second on the simulator, so more belongs in
-	// several invocations merged with 'miotool report merge'.
-	MaxRepeat = 10000
-	// MaxRuns bounds the runs of one invocation, repeats times
-	// combinations: each run's facts are kept for the result (a few
-	// hundred bytes each).
-	MaxRuns = 100000
-)
-
-// ValidateCounts checks --samples and --repeat against their bounds, and
-// the runs they make with combinations cases each.
-func ValidateCounts(samples, repeat, combinations int) error {
-	if err := cli.AtLeastOne(cli.Count{Flag: "--samples", N: samples}, cli.Count{Flag: "--repeat", N: repeat}); err != nil {
-		return err
-	}
-	switch {
-	case samples > MaxSamples:
-		return cli.UsageErrorf("--samples %d: at most %d", samples, MaxSamples)
-	case repeat > MaxRepeat:
-		return cli.UsageErrorf("--repeat %d: at most %d (merge the results of several runs with 'miotool report merge')", repeat, MaxRepeat)
-	case repeat*combinations > MaxRuns:
-		return cli.UsageErrorf("--repeat %d of %d combinations is %d runs: at most %d in one invocation", repeat, combinations, repeat*combinations, MaxRuns)
-	}
-	return nil
-}
-
 // Validate checks the counts against their bounds.
 func (o *CaptureOptions) Validate() error {
-	return ValidateCounts(o.Samples, o.Repeat, len(o.modes)*max(1, len(o.policies))*len(o.variants))
+	return matrix.ValidateCounts(o.Samples, o.Repeat, len(o.modes)*max(1, len(o.policies))*len(o.variants))
 }
 
 func (o *CaptureOptions) parseMatrix() error {
@@ -199,73 +149,27 @@ func (o *CaptureOptions) parseMatrix() error {
 	return err
 }
 
-// ScenarioProblems resolves the find problem and the captured one, for
-// capture and replay, and refuses (exit 2) a pair whose find and capture
-// need more device memory than the device has, before anything is
-// allocated.
-func ScenarioProblems(s *cli.Scenario, pf *cli.ProblemFlags, props hip.Props) (capturescen.Options, string, error) {
-	fp, name, err := pf.Resolve(props.Backend)
-	if err != nil {
-		return capturescen.Options{}, "", err
-	}
-	cp, err := configs.Problem("", "capture-small")
-	if err != nil {
-		return capturescen.Options{}, "", err
-	}
-	label := fp.String()
-	if name != "" {
-		label = name + " (" + label + ")"
-	}
-	if err := fits(fp, cp.Problem, s.Env.NaiveTimeoutPercent, props.TotalMemory); err != nil {
-		return capturescen.Options{}, "", cli.UsageErrorf("find problem %s: %v", label, err)
-	}
-	return capturescen.Options{
-		FindProblem:     fp,
-		CaptureProblem:  cp.Problem,
-		NaiveTimeoutPct: s.Env.NaiveTimeoutPercent,
-		MaxDraining:     streams.MaxDrainingFor(s.Env.HWQueues),
-		Log:             s.Verbosef,
-	}, label, nil
-}
-
-// fits reports an error wrapping finder.ErrTooLarge when the scenario's
-// find of fp and the tensors of the captured cp, which it holds at once,
-// need more than total bytes (0: a device that does not say).
-func fits(fp, cp conv.Problem, naiveTimeoutPct int, total uint64) error {
-	need, err := finder.Need(fp, finder.Options{NaiveTimeoutPct: naiveTimeoutPct})
-	if err != nil {
-		return err
-	}
-	if err := need.Fits(total); err != nil {
-		return err
-	}
-	captured, err := finder.Need(cp, finder.Options{NaiveTimeoutPct: 0})
-	if err != nil {
-		return err
-	}
-	both := finder.MemoryNeed{Input: need.Input + captured.Input, Weights: need.Weights + captured.Weights,
-		Output: need.Output + captured.Output, Workspace: need.Workspace + captured.Workspace, NaiveScratch: need.NaiveScratch}
-	if err := both.Fits(total); err != nil {
-		return fmt.Errorf("with the captured convolution: %w", err)
-	}
-	return nil
-}
-
-// Run runs the cases and writes the result.
-func (o *CaptureOptions) Run() error {
-	start := o.Now()
+// Device opens the selected backend's device, or, with --target, the
+// device of the library's runtime once the library has loaded and
+// supports it.
+func (o *CaptureOptions) Device() cli.DeviceRequest {
 	if o.Target != target.Builtin {
-		return runTargetCapture(o, start)
+		return cli.DeviceRequest{Check: "capture", Open: func(check string, start time.Time) (hip.Device, *report.Result, func()) {
+			return libtarget.Open(&o.Scenario, check, o.Target, start)
+		}}
 	}
-	dev, r := o.Open("capture", start)
-	if dev == nil {
-		return cli.RenderResult(o.IO, o.Global.Format, r)
+	return o.Scenario.DeviceRequest("capture")
+}
+
+// RunOn runs the cases on d and judges them.
+func (o *CaptureOptions) RunOn(ctx context.Context, d *cli.Device) (*report.Result, error) {
+	if o.Target != target.Builtin {
+		return runTargetCapture(ctx, o, d)
 	}
-	closeDevice := CloseDevice(o.Context, dev)
-	defer closeDevice()
-	co, label, err := ScenarioProblems(&o.Scenario, &o.Problem, dev.Props())
+	r := d.Result
+	co, label, err := matrix.ScenarioProblems(&o.Scenario, &o.Problem, d.Props())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	co.Modes, co.Policies, co.Variants, co.Samples, co.Seed, co.Repeat = o.modes, o.policies, o.variants, o.Samples, o.Seed, o.Repeat
 	if co.NaiveTimeoutPct == 0 {
@@ -274,65 +178,26 @@ func (o *CaptureOptions) Run() error {
 	r.Note("find problem %s; captured problem %s", label, co.CaptureProblem)
 	update, done := o.Progress("capture: case")
 	co.Progress = update
-	cases, err := capturescen.Run(o.Context, dev, co)
+	cases, err := capturescen.Run(ctx, d.Device, co)
 	done()
-	stop, err := Stopped(o.Context, err, capturescen.Planned(co))
+	stop, err := matrix.Stopped(ctx, err, capturescen.Planned(co))
 	if err != nil {
-		return fmt.Errorf("capture: %w", err)
+		return nil, fmt.Errorf("capture: %w", err)
 	}
-	fillCases(r, cases, dev.Dialect(), stop, o.Now())
-	return RenderStopped(&o.Scenario, r, stop)
-}
-
-// Stopped sorts out how a run of cases ended: an interruption (a
-// signal), with planned cases in all, gives the Interruption to render
-// and no error; any other error is returned as it is.
-func Stopped(ctx context.Context, err error, planned int) (*Interruption, error) {
-	if cli.Interrupted(ctx) == nil {
-		return nil, err
-	}
-	if err != nil && !errors.Is(err, capturescen.ErrInterrupted) && !errors.Is(err, context.Canceled) {
-		return nil, err
-	}
-	return &Interruption{Reason: cli.InterruptedReason(ctx).Error(), Planned: planned}, nil
-}
-
-// RenderStopped writes r; a run an interruption stopped then ends with
-// the signal's status.
-func RenderStopped(s *cli.Scenario, r *report.Result, stop *Interruption) error {
-	err := cli.RenderResult(s.IO, s.Global.Format, r)
-	if stop == nil {
-		return err
-	}
-	var ee *cli.ExitError
-	if err != nil && (!errors.As(err, &ee) || ee.Code == cli.ExitToolFailure) {
-		return err
-	}
-	return cli.Interrupted(s.Context)
-}
-
-// CloseDevice returns the function that closes dev at the end of a
-// command: once the command is interrupted, it waits for the close only
-// for a short grace, and the process's exit ends the rest.
-func CloseDevice(ctx context.Context, dev hip.Device) func() {
-	return func() { _, _ = cli.CloseUnlessInterrupted(ctx, dev.Close) }
+	fillCases(r, cases, d.Dialect(), stop, o.Now())
+	return r, nil
 }
 
 // runTargetCapture is capture against a real library: its find on an empty
 // find-db, then a capture of its forward convolution.
-func runTargetCapture(opts *CaptureOptions, start time.Time) error {
-	dev, r, cleanup := libtarget.Open(&opts.Scenario, "capture", opts.Target, start)
-	defer cleanup()
-	if dev == nil {
-		return cli.RenderResult(opts.IO, opts.Global.Format, r)
-	}
-	defer CloseDevice(opts.Context, dev)()
-	p, name, err := opts.Problem.Resolve(dev.Props().Backend)
+func runTargetCapture(ctx context.Context, opts *CaptureOptions, d *cli.Device) (*report.Result, error) {
+	r := d.Result
+	p, name, err := opts.Problem.Resolve(d.Props().Backend)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.Note("target %s; problem %s %s", opts.Target, name, p)
-	for _, n := range target.NotesFor(nil, dev, opts.Target) {
+	for _, n := range target.NotesFor(nil, d.Device, opts.Target) {
 		r.Note("%s", n)
 	}
 	update, done := opts.Progress("capture: case")
@@ -340,12 +205,12 @@ func runTargetCapture(opts *CaptureOptions, start time.Time) error {
 		Target: opts.Target, Modes: opts.modes, Variants: opts.variants, Problem: p,
 		Seed: opts.Seed, Repeat: opts.Repeat, Log: opts.Verbosef, Progress: update,
 	}
-	cases, err := capturescen.RunTarget(opts.Context, dev, to)
+	cases, err := capturescen.RunTarget(ctx, d.Device, to)
 	done()
-	stop, err := Stopped(opts.Context, err, max(1, opts.Repeat)*len(opts.modes)*max(1, len(opts.variants)))
+	stop, err := matrix.Stopped(ctx, err, max(1, opts.Repeat)*len(opts.modes)*max(1, len(opts.variants)))
 	if err != nil {
-		return fmt.Errorf("capture --target=%s: %w", opts.Target, err)
+		return nil, fmt.Errorf("capture --target=%s: %w", opts.Target, err)
 	}
-	fillTargetCases(r, cases, dev.Dialect(), stop, opts.Now())
-	return RenderStopped(&opts.Scenario, r, stop)
+	fillTargetCases(r, cases, d.Dialect(), stop, opts.Now())
+	return r, nil
 }

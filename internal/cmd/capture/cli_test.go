@@ -23,12 +23,12 @@ func TestCaptureBadInput(t *testing.T) {
 		env   []string
 		first string // the first stderr line starts with it
 	}{
-		{"zero repeats", []string{"--repeat", "0"}, nil, "miotool: --repeat 0: want 1 or more"},
-		{"negative repeats", []string{"--repeat", "-2"}, nil, "miotool: --repeat -2: want 1 or more"},
+		{"zero repeats", []string{"--repeat", "0"}, nil, "miotool: --repeat 0: want 1 to 10000"},
+		{"negative repeats", []string{"--repeat", "-2"}, nil, "miotool: --repeat -2: want 1 to 10000"},
 		{"repeats past the bound", []string{"--repeat", "100000000"}, nil, "miotool: --repeat 100000000: at most 10000"},
 		{"runs past the bound", []string{"--repeat", "10000", "--mode=all", "--reclaim=all"}, nil, "miotool: --repeat 10000 of 24 combinations is 240000 runs: at most 100000"},
-		{"zero samples", []string{"--samples", "0"}, nil, "miotool: --samples 0: want 1 or more"},
-		{"samples past the bound", []string{"--samples", "5000"}, nil, "miotool: --samples 5000: at most 1000"},
+		{"zero samples", []string{"--samples", "0"}, nil, "miotool: --samples 0: want 1 to 1000"},
+		{"samples past the bound", []string{"--samples", "5000"}, nil, "miotool: --samples 5000: want 1 to 1000"},
 		{"unknown mode", []string{"--mode", "sideways"}, nil, `miotool: --mode: unknown capture mode "sideways"`},
 		{"unknown policy", []string{"--reclaim", "sometimes"}, nil, `miotool: --reclaim: unknown reclaim policy "sometimes"`},
 		{"unknown variant", []string{"--variant", "third-thread"}, nil, `miotool: --variant: unknown variant "third-thread"`},

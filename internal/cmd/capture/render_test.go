@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/internal/cmd/matrix"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
@@ -39,7 +40,7 @@ func TestFillCasesInterrupted(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("capture", "miotool capture", time.Unix(0, 0))
-			fillCases(r, tt.cases, hip.DialectCUDA, &Interruption{Reason: "interrupted by SIGINT", Planned: tt.planned}, time.Unix(1, 0))
+			fillCases(r, tt.cases, hip.DialectCUDA, &matrix.Interruption{Reason: "interrupted by SIGINT", Planned: tt.planned}, time.Unix(1, 0))
 			if r.Verdict != report.Interrupted || r.Summary != tt.summary || !strings.HasPrefix(r.Status, "Interrupted (") {
 				t.Errorf("verdict %s status %q summary %q; want INTERRUPTED with %q", r.Verdict, r.Status, r.Summary, tt.summary)
 			}

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -32,11 +33,21 @@ func TestGPUCUDNNTargetCapture(t *testing.T) {
 		r.Note("%s", n)
 	}
 	fillTargetCases(r, cases, dev.Dialect(), nil, time.Now())
-	targettest.LogResult(t, r)
+	logResult(t, r)
 	for _, c := range cases {
 		t.Logf("%s/%s: %s, chosen %s, max |err| %.3g, %v", c.Mode, c.Variant, c.Measured, c.Chosen, c.MaxAbsErr, c.Elapsed.Round(time.Millisecond))
 		if c.Measured != scenario.Pass {
 			t.Errorf("%s/%s: %s %s %s", c.Mode, c.Variant, c.EndCapture.Name(hip.DialectCUDA), c.FirstRefusal, c.Detail)
 		}
 	}
+}
+
+// logResult logs r as text.
+func logResult(t *testing.T, r *report.Result) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.WriteText(&buf, r, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", buf.String())
 }

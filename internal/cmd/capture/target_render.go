@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"miotool/internal/cmd/libtarget"
+	"miotool/internal/cmd/matrix"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
@@ -18,7 +19,7 @@ import (
 // cases that did not (the library has the bug), with a checklist status
 // such as "Fails with --target=miopen (global, thread-local), passes
 // (relaxed)".
-func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dialect, stop *Interruption, end time.Time) {
+func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dialect, stop *matrix.Interruption, end time.Time) {
 	if len(cases) == 0 && stop != nil {
 		finishTargetInterrupted(r, cases, stop, end)
 		return
@@ -58,7 +59,7 @@ func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dia
 			detail = scenario.JoinDetail("library call failed: "+c.FirstRefusal, detail)
 		}
 		cells := []string{c.Mode.String(), string(c.Variant), c.Chosen.String(), string(c.Expected), string(c.Measured),
-			CodeCell(c.EndCapture, d), out, detail}
+			matrix.CodeCell(c.EndCapture, d), out, detail}
 		label := c.Mode.String()
 		if len(uniqueVariants(cases)) > 1 {
 			label += "/" + string(c.Variant)
@@ -90,7 +91,7 @@ func fillTargetCases(r *report.Result, cases []capturescen.TargetCase, d hip.Dia
 		labels := map[string][]string{}
 		for _, c := range cases {
 			if !c.Agrees() {
-				reason := CodeCell(c.EndCapture, d) + " " + firstNonEmpty(c.FirstRefusal, c.Detail)
+				reason := matrix.CodeCell(c.EndCapture, d) + " " + firstNonEmpty(c.FirstRefusal, c.Detail)
 				if _, seen := labels[reason]; !seen {
 					reasons = append(reasons, reason)
 				}
@@ -141,7 +142,7 @@ func firstNonEmpty(ss ...string) string {
 // finishTargetInterrupted is the verdict of library cases a signal
 // stopped between two cases: INTERRUPTED, with the finished cases and
 // those not run counted, and what the finished ones showed so far.
-func finishTargetInterrupted(r *report.Result, cases []capturescen.TargetCase, stop *Interruption, end time.Time) {
+func finishTargetInterrupted(r *report.Result, cases []capturescen.TargetCase, stop *matrix.Interruption, end time.Time) {
 	disagree := 0
 	for _, c := range cases {
 		if !c.Agrees() {

@@ -3,6 +3,7 @@
 package doctor
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -56,13 +57,7 @@ variable's row says what is wrong.`,
   miotool doctor --backend cuda
   GPU_MAX_HW_QUEUES=8 miotool doctor --format json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Complete(f)
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	cmd.Flags().Var(cli.NewEnumValue(&opts.Dialect, hip.DialectCUDA, hip.DialectCUDA, hip.DialectHIP), "dialect",
 		"rule table and naming of the simulated device: cuda or hip")
@@ -71,15 +66,20 @@ variable's row says what is wrong.`,
 
 // Complete reads the global options, the runtime variables and the
 // configuration file used.
-func (o *DoctorOptions) Complete(f *cli.Factory) {
+func (o *DoctorOptions) Complete(f *cli.Factory, _ *cobra.Command, _ []string) error {
 	o.Global = f.Global
 	o.CommandLine = f.CommandLine()
 	o.Env = f.RuntimeEnv()
 	o.ConfigUsed = f.ConfigUsed
+	return nil
 }
 
-// Run diagnoses and writes the result.
-func (o *DoctorOptions) Run() error {
+// Validate has nothing to refuse: a runtime variable other commands
+// refuse is what doctor is there to report.
+func (o *DoctorOptions) Validate() error { return nil }
+
+// Run diagnoses and judges the diagnosis.
+func (o *DoctorOptions) Run(context.Context) (*cli.Outcome, error) {
 	start := o.Now()
 	d := doctor.Diagnose(doctor.Input{
 		Backend:  string(o.Global.Backend),
@@ -105,13 +105,10 @@ func (o *DoctorOptions) Run() error {
 		refused = append(refused, err.Error()+": find refuses it")
 	}
 	if len(refused) == 0 {
-		return cli.RenderResult(o.IO, o.Global.Format, r)
+		return cli.Single(r), nil
 	}
 	r.Finish(report.Error, strings.Join(refused, "; "), o.Now())
 	r.ExitStatus = cli.ExitUsage
-	if err := cli.RenderResult(o.IO, o.Global.Format, r); cli.ExitCodeOf(err) == cli.ExitToolFailure {
-		return err // the result could not be written
-	}
-	return &cli.ExitError{Code: cli.ExitUsage, Err: errors.New(strings.Join(refused, "; ")),
-		Hint: "Unset it or give a value miotool can use (see Runtime variables in the report)."}
+	return cli.Single(r).WithMessage(&cli.ExitError{Code: cli.ExitUsage, Err: errors.New(strings.Join(refused, "; ")),
+		Hint: "Unset it or give a value miotool can use (see Runtime variables in the report)."}), nil
 }

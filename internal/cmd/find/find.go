@@ -3,6 +3,7 @@
 package find
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 	"miotool/internal/cli"
 	"miotool/internal/finddb"
 	"miotool/internal/finder"
-	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/runenv"
 	findscen "miotool/internal/scenario/find"
@@ -36,12 +36,6 @@ type FindOptions struct {
 	// progressBar draws on stderr (nil: no bar; see Factory.ProgressBar).
 	progressBar func(label string) *cli.ProgressBar
 }
-
-// MaxSamples bounds --samples: the timed runs of each solver are kept
-// and trimmed by modified z-score, which settles within tens of samples;
-// a thousand is far past any use, and the default problem's tiled solver
-// takes about a second per sample on the simulator.
-const MaxSamples = 1000
 
 // NewCmdFind builds `miotool find`; runF, when set, replaces the run function.
 func NewCmdFind(f *cli.Factory, runF func(*FindOptions) error) *cobra.Command {
@@ -108,25 +102,14 @@ holding the solvers timed so far.`,
   # Time naive in full, as before the time bound existed
   MIOPEN_NAIVE_TIMEOUT=0 miotool find --problem naive-timeout-sim`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.DeviceRunE(f, opts, runF),
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-long-%s")
 	fl := cmd.Flags()
 	fl.StringVar(&opts.FindMode, "find-mode", "normal", "normal (benchmark), fast (a find-db record, else the immediate-mode heuristic, no benchmark), hybrid or dynamic-hybrid (a find-db record, else benchmark); MIOPEN_FIND_MODE, when set, gives the default")
-	fl.IntVar(&opts.Samples, "samples", 7, fmt.Sprintf("timed runs per solver after the warm-up (at most %d)", MaxSamples))
+	cli.AddSamplesFlag(cmd, &opts.Samples, 7)
 	fl.BoolVar(&opts.RequireAbandoned, "require-abandoned", false, "ERROR unless the naive evaluation was abandoned at its deadline: the check then tests the time bound or says it did not")
-	fl.Var(cli.NewEnumValue(&opts.Reclaim, streams.Worker, streams.Policies...), "reclaim", "how abandoned streams are reclaimed: "+cli.OrList(streams.Policies))
+	cli.AddReclaimFlag(cmd, &opts.Reclaim, streams.Worker)
 	cli.CompleteValues(cmd, "find-mode", cli.Names(finder.Modes))
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random input and weights")
 	opts.AddDialectFlag(cmd)
@@ -135,7 +118,7 @@ holding the solvers timed so far.`,
 
 // Complete reads the configuration and the runtime variables; a usable
 // MIOPEN_FIND_MODE gives --find-mode's default.
-func (o *FindOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *FindOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	if err := o.Scenario.Complete(f, cmd); err != nil {
 		return err
 	}
@@ -164,8 +147,8 @@ func (o *FindOptions) Validate() error {
 	if _, err := finder.ParseMode(o.FindMode); err != nil {
 		return cli.UsageErrorf("--find-mode: %v", err)
 	}
-	if o.Samples < 1 || o.Samples > MaxSamples {
-		return cli.UsageErrorf("--samples %d: want 1 to %d", o.Samples, MaxSamples)
+	if err := cli.ValidateSamples(o.Samples); err != nil {
+		return err
 	}
 	if o.Env.UserDBPath != "" {
 		if err := finddb.CheckDir(o.Env.UserDBPath); errors.Is(err, finddb.ErrNotAFolder) {
@@ -175,24 +158,19 @@ func (o *FindOptions) Validate() error {
 	return nil
 }
 
-// Run finds and writes the result. With the text format the verdict is
-// written as soon as find has it, and the teardown's figures follow;
-// other formats write one document once the teardown is done.
-func (o *FindOptions) Run() error {
-	start := o.Now()
-	dev, r := o.Open("find", start)
-	if dev == nil {
-		return cli.RenderResult(o.IO, o.Global.Format, r)
-	}
-	deviceOpen := true
-	defer func() {
-		if deviceOpen {
-			_ = dev.Close()
-		}
-	}()
+// Device opens the selected backend's device.
+func (o *FindOptions) Device() cli.DeviceRequest { return o.Scenario.DeviceRequest("find") }
+
+// RunOn finds on d and judges the find. With the text format the verdict
+// is said on stderr as soon as find has it, and the teardown's figures
+// follow in the result. Interrupted, what was measured is the result, and
+// the teardown gets a short grace: the process's exit ends the abandoned
+// evaluation.
+func (o *FindOptions) RunOn(ctx context.Context, d *cli.Device) (*report.Result, error) {
+	r, dev := d.Result, d.Device
 	p, label, err := o.Problem.Resolve(dev.Props().Backend)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mode, _ := finder.ParseMode(o.FindMode)
 	bar := o.bar("find:")
@@ -210,55 +188,44 @@ func (o *FindOptions) Run() error {
 	}
 	if err := fits(so, dev.Props().TotalMemory); err != nil {
 		bar.Done()
-		return err
+		return nil, err
 	}
-	found, err := findscen.Start(o.Context, dev, so)
+	found, err := findscen.Start(ctx, dev, so)
 	bar.Done()
 	in := fillInput{opts: so, requireAbandoned: o.RequireAbandoned}
 	if found == nil {
-		if cli.Interrupted(o.Context) == nil {
-			return err
+		if ctx.Err() == nil {
+			return nil, err
 		}
-		in.interrupted = cli.InterruptedReason(o.Context).Error()
+		in.interrupted = cli.InterruptedReason(ctx).Error()
 		in.out = &findscen.Outcome{Result: &finder.Result{Problem: p, Key: p.Key(), Interrupted: true}}
 		fill(r, in, o.Now())
-		return o.renderInterrupted(r)
+		return r, nil
 	}
 	if errors.Is(err, finder.ErrInterrupted) {
-		// What was measured is written now; the teardown gets a short
-		// grace, and the process's exit ends the abandoned evaluation.
-		in.interrupted = cli.InterruptedReason(o.Context).Error()
+		in.interrupted = cli.InterruptedReason(ctx).Error()
 		out := found.Outcome
 		in.out = &out
 		fill(r, in, o.Now())
-		renderErr := o.renderInterrupted(r)
-		deviceOpen = false
-		_, _ = cli.CloseUnlessInterrupted(o.Context, func() error {
+		_, _ = d.CloseWith(func() error {
 			_, terr := found.Teardown(finder.TeardownOptions{})
 			return errors.Join(terr, dev.Close())
 		})
-		return renderErr
+		return r, nil
 	}
 	out := found.Outcome // before the teardown, which may go on after an interruption
 	if out.AfterFind.Draining > 0 && o.Global.Format != report.JSON {
 		o.sayVerdict(r, in, out)
 	}
-	terr, finished := o.tearDown(found, dev, &deviceOpen)
+	terr, finished := o.tearDown(found, d)
 	if finished {
 		out = found.Outcome
 	} else {
-		in.teardownInterrupted = cli.InterruptedReason(o.Context).Error()
+		in.teardownInterrupted = cli.InterruptedReason(ctx).Error()
 	}
 	in.out = &out
 	fill(r, in, o.Now())
-	renderErr := cli.RenderResult(o.IO, o.Global.Format, r)
-	switch {
-	case terr != nil:
-		return terr
-	case !finished:
-		return cli.Interrupted(o.Context)
-	}
-	return renderErr
+	return r, terr
 }
 
 // sayVerdict writes the find's verdict on stderr as soon as it is known,
@@ -279,7 +246,7 @@ func (o *FindOptions) sayVerdict(r *report.Result, in fillInput, out findscen.Ou
 // wait shown on a progress bar, until it ends or the command is
 // interrupted: then it waits a short grace and returns with finished
 // false, the teardown left running for the process's exit to end.
-func (o *FindOptions) tearDown(found *findscen.Found, dev hip.Device, deviceOpen *bool) (err error, finished bool) {
+func (o *FindOptions) tearDown(found *findscen.Found, d *cli.Device) (err error, finished bool) {
 	bar := o.bar("find: teardown")
 	defer bar.Done()
 	// The label is the notice, e.g. "waiting for the abandoned naive
@@ -290,24 +257,11 @@ func (o *FindOptions) tearDown(found *findscen.Found, dev hip.Device, deviceOpen
 		bar.SetLabel("find: " + w.String())
 		bar.Update(int(w.Waited/time.Second), 0)
 	}
-	*deviceOpen = false
-	finished, err = cli.CloseUnlessInterrupted(o.Context, func() error {
+	finished, err = d.CloseWith(func() error {
 		_, terr := found.Teardown(finder.TeardownOptions{Notice: notice})
-		return errors.Join(terr, dev.Close())
+		return errors.Join(terr, d.Device.Close())
 	})
 	return err, finished
-}
-
-// renderInterrupted writes an interrupted result and ends with the
-// signal's status.
-func (o *FindOptions) renderInterrupted(r *report.Result) error {
-	if err := cli.RenderResult(o.IO, o.Global.Format, r); err != nil {
-		var ee *cli.ExitError
-		if !errors.As(err, &ee) || ee.Code == cli.ExitToolFailure {
-			return err
-		}
-	}
-	return cli.Interrupted(o.Context)
 }
 
 // bar is a progress bar on stderr, nil (which does nothing) when there is

@@ -31,7 +31,6 @@ type fillInput struct {
 // teardown's figures are in it when the teardown has run.
 func fill(r *report.Result, in fillInput, end time.Time) {
 	o, out := in.opts, in.out
-	res := out.Result
 	if o.ProblemName != "" {
 		r.Note("problem %s: %s", o.ProblemName, o.Problem)
 	} else {
@@ -41,6 +40,23 @@ func fill(r *report.Result, in fillInput, end time.Time) {
 		r.Note("teardown (waits for abandoned evaluations) took %s", out.Teardown.Round(time.Millisecond))
 	}
 	r.Note("reclaim policy %s, backlog cap %d (GPU_MAX_HW_QUEUES=%d)", o.Reclaim, out.MaxDraining, o.HWQueues)
+	rankTable(r, out.Result)
+	if out.TornDown {
+		counters(r, "stream tracker", out.AfterFind, out.AfterTeardown)
+	} else {
+		countersAfterFind(r, "stream tracker", out.AfterFind)
+	}
+	findNotes(r, in)
+	verdict(r, in, end)
+	if in.teardownInterrupted != "" {
+		r.Finish(report.Interrupted, fmt.Sprintf("%s during the teardown that waits for the abandoned naive evaluation; find had finished: %s, %s",
+			in.teardownInterrupted, r.Verdict, r.Summary), end)
+		r.Status = ""
+	}
+}
+
+// rankTable adds the solvers, ranked, with their times and checks.
+func rankTable(r *report.Result, res *finder.Result) {
 	t := r.AddTable(fmt.Sprintf("find %s", res.Key), "rank", "solver", "algorithm", "time (ms)", "workspace", "status", "detail")
 	for i, e := range res.Entries {
 		tm := "-"
@@ -60,11 +76,13 @@ func fill(r *report.Result, in fillInput, end time.Time) {
 		}
 		t.AddRow(rank, e.Solver, strings.TrimPrefix(e.Algorithm, "miopenConvolution"), tm, fmt.Sprint(e.Workspace), string(e.Status), detail)
 	}
-	if out.TornDown {
-		counters(r, "stream tracker", out.AfterFind, out.AfterTeardown)
-	} else {
-		countersAfterFind(r, "stream tracker", out.AfterFind)
-	}
+}
+
+// findNotes says what the naive evaluation did, what the find-db gave or
+// took, and how long find took.
+func findNotes(r *report.Result, in fillInput) {
+	out := in.out
+	res := out.Result
 	if res.NaiveDeadlineMs > 0 {
 		r.Note("naive deadline %.4g ms (MIOPEN_NAIVE_TIMEOUT percent of the best time); find waited %.4g ms on it", res.NaiveDeadlineMs, res.NaiveWaitMs)
 	}
@@ -95,12 +113,6 @@ func fill(r *report.Result, in fillInput, end time.Time) {
 	if in.interrupted != "" && out.AfterFind.Draining > 0 {
 		r.Note("%s: the teardown did not wait for the abandoned naive evaluation; the process's exit ends it", in.interrupted)
 	}
-	verdict(r, in, end)
-	if in.teardownInterrupted != "" {
-		r.Finish(report.Interrupted, fmt.Sprintf("%s during the teardown that waits for the abandoned naive evaluation; find had finished: %s, %s",
-			in.teardownInterrupted, r.Verdict, r.Summary), end)
-		r.Status = ""
-	}
 }
 
 // verdict finishes r: INTERRUPTED when the find was stopped; ERROR when
@@ -112,18 +124,7 @@ func verdict(r *report.Result, in fillInput, end time.Time) {
 	failed := res.FailedVerification()
 	switch {
 	case in.interrupted != "":
-		timed, stopped, notRun := 0, 0, 0
-		for _, e := range res.Entries {
-			switch e.Status {
-			case finder.StatusNotApplicable:
-			case finder.StatusInterrupted:
-				stopped++
-			case finder.StatusNotRun:
-				notRun++
-			default:
-				timed++
-			}
-		}
+		timed, stopped, notRun := solverCounts(res)
 		r.Status = fmt.Sprintf("Interrupted (%d/%d finished)", timed, timed+stopped+notRun)
 		r.Finish(report.Interrupted, fmt.Sprintf("%s: %d of %d applicable solvers finished (%d interrupted, %d not run); nothing chosen, nothing written to the find-db",
 			in.interrupted, timed, timed+stopped+notRun, stopped, notRun), end)
@@ -152,6 +153,23 @@ func verdict(r *report.Result, in fillInput, end time.Time) {
 		}
 		r.Finish(report.Pass, s, end)
 	}
+}
+
+// solverCounts counts the applicable solvers that were timed, stopped by
+// an interruption and never run.
+func solverCounts(res *finder.Result) (timed, stopped, notRun int) {
+	for _, e := range res.Entries {
+		switch e.Status {
+		case finder.StatusNotApplicable:
+		case finder.StatusInterrupted:
+			stopped++
+		case finder.StatusNotRun:
+			notRun++
+		default:
+			timed++
+		}
+	}
+	return timed, stopped, notRun
 }
 
 func counters(r *report.Result, title string, a, b streams.Counters) {

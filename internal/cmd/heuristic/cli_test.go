@@ -3,7 +3,9 @@
 package heuristic
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +45,36 @@ func TestHeuristicBadInput(t *testing.T) {
 				t.Errorf("left in TMPDIR: %v", left)
 			}
 		})
+	}
+}
+
+// A model that is there but does not load is the model's failure, as the
+// help says: an ERROR result, exit 3, written to every output the user
+// asked for, not a usage error that writes nothing.
+func TestHeuristicBrokenModelIsAnError(t *testing.T) {
+	bin := cmdtest.BuildMiotool(t)
+	u := cmdtest.NewUserFiles(t, "sim.ufdb.txt")
+	models := t.TempDir()
+	for _, name := range []string{"gfx942.tn.model", "gfx942_metadata.tn.model"} {
+		if err := os.WriteFile(filepath.Join(models, name), []byte(`{"broken": true}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	junit, js := filepath.Join(out, "h.xml"), filepath.Join(out, "h.json")
+	ran := cmdtest.RunBinary(t, bin, u.Dir, u.Env(), time.Minute, "heuristic", "--model-dir", models, "--arch", "gfx942",
+		"--junit", junit, "--export-json", js)
+	if ran.Code != 3 {
+		t.Fatalf("exit %d, want 3\nstdout: %s\nstderr: %s", ran.Code, ran.Stdout, ran.Stderr)
+	}
+	if !strings.Contains(ran.Stdout, "heuristic: ERROR - ") || !strings.Contains(ran.Stdout, "TunaNet metadata") {
+		t.Errorf("stdout does not say the model failed:\n%s", ran.Stdout)
+	}
+	data, err := os.ReadFile(js)
+	if err != nil || !strings.Contains(string(data), `"verdict": "ERROR"`) || !strings.Contains(string(data), `"exit_code": 3`) {
+		t.Errorf("--export-json: %v\n%s", err, data)
+	}
+	if data, err := os.ReadFile(junit); err != nil || !strings.Contains(string(data), "<error") {
+		t.Errorf("--junit: %v\n%s", err, data)
 	}
 }

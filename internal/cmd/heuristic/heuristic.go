@@ -3,6 +3,7 @@
 package heuristic
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -99,26 +100,21 @@ in MIOpen 3.3.
 Exit status: 0 the model ranked the solvers; 4 the model does not cover the
 problem; 2 a bad problem, arch or model directory; 3 a model that fails to
 load or its self-tests.`,
-		Example: `  # MI300 (gfx942), ResNet-50's 3x3 layer, from the models of an installed ROCm
+		Example: `  # miotool's own model and solvers (runs anywhere: the model is inside miotool)
+  miotool heuristic --arch miotool --problem resnet50-conv2 --format json
+
+  # MI300 (gfx942), ResNet-50's 3x3 layer, from the models of an installed ROCm
+  # (without one, name a directory of MIOpen model files with --model-dir)
   miotool heuristic --arch gfx942 -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 
   # The same from a directory of MIOpen model files, backward data in FP16, with the features
   miotool heuristic --model-dir /opt/rocm/share/miopen/db --arch gfx942 --direction B --dtype FP16 \
       -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --verbose
 
-  # A stride TunaNet does not cover, as a PR checklist row
-  miotool heuristic --arch gfx90a -n 1 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -u 2 -v 1 --format markdown
-
-  # miotool's own model and solvers (no ROCm needed)
-  miotool heuristic --arch miotool --problem resnet50-conv2 --format json`,
+  # A stride TunaNet does not cover, as a PR checklist row (ROCm's models, or --model-dir)
+  miotool heuristic --arch gfx90a -n 1 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -u 2 -v 1 --format markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Complete(f)
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "")
 	fl := cmd.Flags()
@@ -155,24 +151,32 @@ func (o *HeuristicOptions) problem() (aiheur.Problem, error) {
 }
 
 // Complete reads the global options.
-func (o *HeuristicOptions) Complete(f *cli.Factory) {
+func (o *HeuristicOptions) Complete(f *cli.Factory, _ *cobra.Command, _ []string) error {
 	o.Global = f.Global
 	o.CommandLine = f.CommandLine()
+	return nil
 }
 
-// Run asks the model and writes the result.
-func (o *HeuristicOptions) Run() error {
+// Validate has nothing to check before the run: the problem and the
+// model directory are checked as they are read.
+func (o *HeuristicOptions) Validate() error { return nil }
+
+// Run asks the model and judges its answer. A question that cannot be
+// answered as asked (a bad problem, arch or model directory) is a usage
+// error with no result; a model that is there but does not load or fails
+// its self-tests is an ERROR result (exit 3), written like any other.
+func (o *HeuristicOptions) Run(context.Context) (*cli.Outcome, error) {
 	start := o.Now()
 	p, err := o.problem()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	models, err := heuristicscen.FindModels(o.ModelDir, "--model-dir", o.FindModels)
 	if err != nil {
 		if o.ModelDir != "" {
 			err = fmt.Errorf("--model-dir: %w", err)
 		}
-		return heuristicError(err)
+		return o.failed(start, err)
 	}
 	answer, err := heuristicscen.Ask(heuristicscen.Query{Problem: p, Arch: o.Arch, Models: models})
 	var in *heuristicscen.InputError
@@ -180,19 +184,26 @@ func (o *HeuristicOptions) Run() error {
 		err = &heuristicscen.InputError{Err: fmt.Errorf("%w; no installed ROCm's share/miopen/db was found: name a directory of MIOpen model files with --model-dir", err)}
 	}
 	if err != nil {
-		return heuristicError(err)
+		return o.failed(start, err)
 	}
 	r := report.New(check, o.CommandLine, start)
 	fill(r, answer, o.Global.Verbose, o.Now())
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	return cli.Single(r), nil
 }
 
-// heuristicError is exit 2 for a question that cannot be answered as asked
-// and 3 for a tool failure (e.g. an installed model that does not load).
-func heuristicError(err error) error {
+// failed is how a question the heuristic could not answer ends: exit 2
+// for a question that cannot be answered as asked, an ERROR result for a
+// model that fails (exit 3), the tool's failure otherwise.
+func (o *HeuristicOptions) failed(start time.Time, err error) (*cli.Outcome, error) {
 	var in *heuristicscen.InputError
-	if errors.As(err, &in) {
-		return cli.UsageError(err)
+	var model *heuristicscen.ModelError
+	switch {
+	case errors.As(err, &in):
+		return nil, cli.UsageError(err)
+	case errors.As(err, &model):
+		r := report.New(check, o.CommandLine, start)
+		r.Finish(report.Error, model.Error(), o.Now())
+		return cli.Single(r), nil
 	}
-	return err
+	return nil, err
 }

@@ -21,14 +21,20 @@ var tree = withRun(nil)
 
 // withRun is a command tree whose heuristic command hands its options to
 // runF.
-func withRun(runF func(*HeuristicOptions) error) func(*cli.Factory) *cobra.Command {
-	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return NewCmdHeuristic(f, runF) })
+func withRun(runF func(*cli.Factory, *HeuristicOptions) error) func(*cli.Factory) *cobra.Command {
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command {
+		var run func(*HeuristicOptions) error
+		if runF != nil {
+			run = func(o *HeuristicOptions) error { return runF(f, o) }
+		}
+		return NewCmdHeuristic(f, run)
+	})
 }
 
 // noROCm runs the command as on a machine without an installed ROCm.
-func noROCm(o *HeuristicOptions) error {
+func noROCm(f *cli.Factory, o *HeuristicOptions) error {
 	o.FindModels = func() (string, string) { return "", aiheur.SourceEmbedded }
-	return o.Run()
+	return f.Finish(o.Run(f.Context))
 }
 
 var doneWhenProblem = []string{"-n", "16", "-c", "64", "-H", "56", "-W", "56", "-k", "64", "-y", "3", "-x", "3", "-p", "1", "-q", "1"}
@@ -94,7 +100,7 @@ func TestHeuristicRanksFromAModelDirectory(t *testing.T) {
 func TestHeuristicFlagsReachTheOptions(t *testing.T) {
 	var got *HeuristicOptions
 	h := cmdtest.New(t)
-	code := h.Run(withRun(func(o *HeuristicOptions) error { got = o; return nil }),
+	code := h.Run(withRun(func(_ *cli.Factory, o *HeuristicOptions) error { got = o; return nil }),
 		"heuristic", "-n", "2", "-c", "8", "-H", "9", "-W", "10", "-k", "16", "-y", "1", "-x", "3", "-p", "0", "-q", "1",
 		"-u", "2", "-v", "3", "-l", "1", "-j", "2", "-g", "4", "--direction", "wrw", "--dtype", "bf16",
 		"--arch", "gfx90a", "--model-dir", "/models", "--verbose")

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	capturecmd "miotool/internal/cmd/capture"
+	"miotool/internal/cmd/matrix"
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/scenario"
@@ -14,14 +14,14 @@ import (
 )
 
 // fillCases writes the replay cases into r, with capture's matrix verdict.
-func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, stop *capturecmd.Interruption, end time.Time) {
+func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, stop *matrix.Interruption, end time.Time) {
 	t := r.AddTable("replay-only workload: is the abandoned evaluation's scratch released?", "reclaim", "expected", "measured", "end capture", "pinned after find", "pinned at deadline", "released after (median)", "replays", "detail")
 	t.FlagColumn = "differs from expected"
-	runs := make([]capturecmd.MatrixRun, len(cases))
+	runs := make([]matrix.Run, len(cases))
 	for i, c := range cases {
-		runs[i] = capturecmd.MatrixRun{Policy: c.Policy, Key: string(c.Policy), Expected: c.Expected, Measured: c.Measured, End: c.EndCapture, Detail: c.Detail}
+		runs[i] = matrix.Run{Policy: c.Policy, Key: string(c.Policy), Expected: c.Expected, Measured: c.Measured, End: c.EndCapture, Detail: c.Detail}
 	}
-	groups := capturecmd.GroupRuns(runs)
+	groups := matrix.GroupRuns(runs)
 	byPolicy := map[streams.Policy][]capturescen.ReplayCase{}
 	for _, c := range cases {
 		byPolicy[c.Policy] = append(byPolicy[c.Policy], c)
@@ -72,6 +72,6 @@ func fillCases(r *report.Result, cases []capturescen.ReplayCase, d hip.Dialect, 
 			t.AddFlaggedRow("!", cells...)
 		}
 	}
-	r.Count("runs", int64(capturecmd.FinishedRuns(runs)))
-	capturecmd.FinishMatrix(r, groups, stop, end)
+	r.Count("runs", int64(matrix.FinishedRuns(runs)))
+	matrix.Finish(r, groups, stop, end)
 }

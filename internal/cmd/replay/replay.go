@@ -3,14 +3,16 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"miotool/internal/cli"
-	capturecmd "miotool/internal/cmd/capture"
+	"miotool/internal/cmd/matrix"
 	"miotool/internal/hip"
+	"miotool/internal/report"
 	capturescen "miotool/internal/scenario/capture"
 	"miotool/internal/streams"
 )
@@ -66,29 +68,17 @@ holding the runs that finished. Bounds: --replays at most 1000000,
   # The merged fix only, 100 replays, as a PR checklist row
   miotool replay --reclaim=worker --replays 100 --format markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.DeviceRunE(f, opts, runF),
 	}
 	cli.AddProblemFlags(cmd, f, &opts.Problem, "naive-timeout-%s")
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Mode, "mode", "global", "capture mode: "+cli.OrList(cli.StringsOf(hip.CaptureModes)))
-	fl.StringSliceVar(&opts.Reclaims, "reclaim", []string{"all"}, "reclaim policy: "+cli.OrList(cli.WithAll(cli.Names(streams.Policies))))
+	cli.AddReclaimListFlag(cmd, &opts.Reclaims, "all")
 	cli.CompleteValues(cmd, "mode", cli.StringsOf(hip.CaptureModes))
-	cli.CompleteList(cmd, "reclaim", cli.WithAll(cli.Names(streams.Policies)))
 	fl.IntVar(&opts.Replays, "replays", 20, fmt.Sprintf("graph launches (at most %d)", MaxReplays))
 	fl.DurationVar(&opts.Deadline, "deadline", 10*time.Second, fmt.Sprintf("how long after the last replay is queued the scratch must be freed (at most %s)", maxDeadlineText))
-	fl.IntVar(&opts.Samples, "samples", 3, fmt.Sprintf("timed runs per solver in the scenario's find (at most %d)", capturecmd.MaxSamples))
-	fl.IntVar(&opts.Repeat, "repeat", 1, fmt.Sprintf("run every case this many times and count the outcomes (at most %d)", capturecmd.MaxRepeat))
+	cli.AddSamplesFlag(cmd, &opts.Samples, 3)
+	cli.AddRepeatFlag(cmd, &opts.Repeat, matrix.MaxRepeat)
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the random data")
 	opts.AddDialectFlag(cmd)
 	return cmd
@@ -96,7 +86,7 @@ holding the runs that finished. Bounds: --replays at most 1000000,
 
 // Complete reads the configuration and resolves the mode and policies the
 // flags name.
-func (o *ReplayOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *ReplayOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	if err := o.Scenario.Complete(f, cmd); err != nil {
 		return err
 	}
@@ -137,20 +127,18 @@ func (o *ReplayOptions) Validate() error {
 	if o.Replays > MaxReplays {
 		return cli.UsageErrorf("--replays %d: at most %d", o.Replays, MaxReplays)
 	}
-	return capturecmd.ValidateCounts(o.Samples, o.Repeat, len(o.policies))
+	return matrix.ValidateCounts(o.Samples, o.Repeat, len(o.policies))
 }
 
-// Run runs the workload once per policy and writes the result.
-func (o *ReplayOptions) Run() error {
-	start := o.Now()
-	dev, r := o.Open("replay", start)
-	if dev == nil {
-		return cli.RenderResult(o.IO, o.Global.Format, r)
-	}
-	defer capturecmd.CloseDevice(o.Context, dev)()
-	co, label, err := capturecmd.ScenarioProblems(&o.Scenario, &o.Problem, dev.Props())
+// Device opens the selected backend's device.
+func (o *ReplayOptions) Device() cli.DeviceRequest { return o.Scenario.DeviceRequest("replay") }
+
+// RunOn runs the workload once per policy on d and judges it.
+func (o *ReplayOptions) RunOn(ctx context.Context, d *cli.Device) (*report.Result, error) {
+	r := d.Result
+	co, label, err := matrix.ScenarioProblems(&o.Scenario, &o.Problem, d.Props())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	co.Policies, co.Samples, co.Seed, co.Repeat = o.policies, o.Samples, o.Seed, o.Repeat
 	r.Note("find problem %s; captured problem %s; capture mode %s", label, co.CaptureProblem, o.mode)
@@ -162,12 +150,12 @@ func (o *ReplayOptions) Run() error {
 		Replays:         o.Replays,
 		ReleaseDeadline: o.Deadline,
 	}
-	cases, err := capturescen.RunReplay(o.Context, dev, ro)
+	cases, err := capturescen.RunReplay(ctx, d.Device, ro)
 	done()
-	stop, err := capturecmd.Stopped(o.Context, err, capturescen.PlannedReplays(ro))
+	stop, err := matrix.Stopped(ctx, err, capturescen.PlannedReplays(ro))
 	if err != nil {
-		return fmt.Errorf("replay: %w", err)
+		return nil, fmt.Errorf("replay: %w", err)
 	}
-	fillCases(r, cases, dev.Dialect(), stop, o.Now())
-	return capturecmd.RenderStopped(&o.Scenario, r, stop)
+	fillCases(r, cases, d.Dialect(), stop, o.Now())
+	return r, nil
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -44,42 +45,40 @@ result), which would count its runs twice.`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Complete(f, args)
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	cli.MarkInputArgs(cmd)
 	return cmd
 }
 
 // Complete reads the global options and the files to merge.
-func (o *ReportMergeOptions) Complete(f *cli.Factory, files []string) {
+func (o *ReportMergeOptions) Complete(f *cli.Factory, _ *cobra.Command, files []string) error {
 	o.Global = f.Global
 	o.Files = files
+	return nil
 }
 
-// Run merges the files and writes the result.
-func (o *ReportMergeOptions) Run() error {
+// Validate has nothing to check before the files are read.
+func (o *ReportMergeOptions) Validate() error { return nil }
+
+// Run merges the files into one suite result.
+func (o *ReportMergeOptions) Run(context.Context) (*cli.Outcome, error) {
 	results := make([]*report.SuiteResult, 0, len(o.Files))
 	for _, path := range o.Files {
 		data, err := os.Open(path)
 		if err != nil {
-			return cli.UsageErrorf("merge: %v", err)
+			return nil, cli.UsageErrorf("merge: %v", err)
 		}
 		r, err := report.ReadSuiteJSON(data)
 		data.Close()
 		if err != nil {
-			return cli.UsageErrorf("merge: %s: %v", path, err)
+			return nil, cli.UsageErrorf("merge: %s: %v", path, err)
 		}
 		results = append(results, r)
 	}
 	merged, err := report.MergeSuites(results, o.Files)
 	if err != nil {
-		return cli.UsageErrorf("merge: %v", err)
+		return nil, cli.UsageErrorf("merge: %v", err)
 	}
-	return cli.RenderSuite(o.IO, o.Global.Format, merged)
+	return cli.Suite(merged), nil
 }

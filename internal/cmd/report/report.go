@@ -21,7 +21,6 @@ import (
 type ReportOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
-	Context     context.Context
 	Build       buildinfo.Info
 	ConfigUsed  string
 	Now         func() time.Time
@@ -114,18 +113,7 @@ Suite file (YAML):
   # JUnit for CI beside the text table
   miotool report --suite configs/suites/rocm27477.yaml --junit rocm27477.xml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
@@ -145,11 +133,10 @@ Suite file (YAML):
 }
 
 // Complete reads the global options and the --env variants.
-func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	o.Global = f.Global
-	o.Context = cmd.Context()
 	o.ConfigUsed = f.ConfigUsed
-	o.spellings = suiteSpellings(cmd.Root())
+	o.spellings = SuiteSpellings(cmd.Root())
 	o.variants = nil
 	for _, e := range o.Env {
 		if e == "" {
@@ -173,13 +160,8 @@ func (o *ReportOptions) Validate() error {
 		return cli.UsageErrorf("report: give a suite file with --suite FILE, or merge results with `miotool report merge`")
 	case o.Repeat < 1:
 		return cli.UsageErrorf("--repeat %d: want 1 or more", o.Repeat)
-	case o.CPULoad < 0:
-		return cli.UsageErrorf("--cpu-load %d: want 0 or more busy workers", o.CPULoad)
-	case o.CPULoad > maxCPULoadPerCore*o.NumCPU():
-		// Thousands of spinning workers starve the checks themselves: the
-		// suite would look hung rather than loaded.
-		return cli.UsageErrorf("--cpu-load %d: want at most %d busy workers (%d per CPU core, %d cores here)",
-			o.CPULoad, maxCPULoadPerCore*o.NumCPU(), maxCPULoadPerCore, o.NumCPU())
+	case cli.CheckCPULoad(o.CPULoad, o.NumCPU()) != nil:
+		return cli.CheckCPULoad(o.CPULoad, o.NumCPU())
 	case o.Timeout < 0:
 		return cli.UsageErrorf("--timeout %v: want a positive duration such as 5m", o.Timeout)
 	case o.Seed != 0 && !o.Shuffle:
@@ -188,18 +170,16 @@ func (o *ReportOptions) Validate() error {
 	return o.validateSuiteFlags()
 }
 
-// maxCPULoadPerCore bounds --cpu-load at this many busy workers per core.
-const maxCPULoadPerCore = 4
-
-// Run runs the suite and writes its result.
-func (o *ReportOptions) Run() error {
+// Run runs the suite and returns its result, judged check by check. An
+// interruption leaves the result INTERRUPTED with the runs made before.
+func (o *ReportOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	file, err := o.loadSuite()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	exe, err := o.Executable()
 	if err != nil {
-		return fmt.Errorf("finding the miotool binary to run checks with: %w", err)
+		return nil, fmt.Errorf("finding the miotool binary to run checks with: %w", err)
 	}
 	host := o.Host
 	if host == "" {
@@ -230,25 +210,19 @@ func (o *ReportOptions) Run() error {
 			bar.Update(done, total)
 		},
 	}
-	ctx := o.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	res, runErr := runner.Run(ctx, file, suite.Options{
 		Repeat: o.Repeat, Shuffle: o.Shuffle, Seed: seed, CPULoad: o.CPULoad,
 		Variants: o.variants, Timeout: o.Timeout, Jobs: o.jobs(),
 	})
 	bar.Done()
 	if res == nil {
-		return runErr
+		return nil, runErr
 	}
-	rendered := cli.RenderSuite(o.IO, o.Global.Format, res)
+	if errors.Is(runErr, context.Canceled) {
+		runErr = nil // the result says INTERRUPTED and holds the runs made before
+	}
 	if runErr != nil {
-		if errors.Is(runErr, context.Canceled) {
-			// The result says INTERRUPTED and holds the runs made before.
-			return cli.Interrupted(ctx)
-		}
-		return fmt.Errorf("suite %s: %w", file.Name, runErr)
+		runErr = fmt.Errorf("suite %s: %w", file.Name, runErr)
 	}
-	return rendered
+	return cli.Suite(res), runErr
 }

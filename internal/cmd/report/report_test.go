@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/buildinfo"
 	"miotool/internal/cli"
 	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/report"
@@ -22,19 +23,25 @@ import (
 var tree = withRun(nil)
 
 // withRun is a command tree whose report command hands its options to runF.
-func withRun(runF func(*ReportOptions) error) func(*cli.Factory) *cobra.Command {
-	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command { return cli.AddOutputFlags(f, NewCmdReport(f, runF)) })
+func withRun(runF func(*cli.Factory, *ReportOptions) error) func(*cli.Factory) *cobra.Command {
+	return cmdtest.Tree(func(f *cli.Factory) *cobra.Command {
+		var run func(*ReportOptions) error
+		if runF != nil {
+			run = func(o *ReportOptions) error { return runF(f, o) }
+		}
+		return cli.AddOutputFlags(f, NewCmdReport(f, run))
+	})
 }
 
 // withBinary points the report at bin and gives its checks an environment
 // of their own, so no check writes into the user's config directory.
-func withBinary(bin, home string) func(*ReportOptions) error {
-	return func(o *ReportOptions) error {
+func withBinary(bin, home string) func(*cli.Factory, *ReportOptions) error {
+	return func(f *cli.Factory, o *ReportOptions) error {
 		o.Executable = func() (string, error) { return bin, nil }
 		o.Environ = func() []string {
 			return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
 		}
-		return o.Run()
+		return f.Finish(o.Run(f.Context))
 	}
 }
 
@@ -215,7 +222,7 @@ func TestReportFlagsReachTheOptions(t *testing.T) {
 	h := cmdtest.New(t)
 	var got *ReportOptions
 	junit := filepath.Join(t.TempDir(), "out.xml")
-	code := h.Run(withRun(func(o *ReportOptions) error { got = o; return nil }),
+	code := h.Run(withRun(func(_ *cli.Factory, o *ReportOptions) error { got = o; return nil }),
 		"report", "--suite", "s.yaml", "--repeat", "20", "--shuffle", "--seed", "7", "--cpu-load", "2",
 		"--env", "GPU_MAX_HW_QUEUES=3", "--env", "A=1,B=2", "--junit", junit, "--timeout", "90s", "--host", "node7")
 	if code != 0 {
@@ -252,7 +259,9 @@ func TestReportJSONReadsBack(t *testing.T) {
 	s.Checks = []*report.SuiteCheck{{Name: "a", Command: "miotool find", Expect: report.Pass,
 		Runs: []report.SuiteRun{{Host: "h", Iteration: 1, Order: 1, Verdict: report.Pass}}}}
 	ios, _, out, _ := cli.Test()
-	if err := cli.RenderSuite(ios, report.JSON, s); err != nil {
+	f := cli.NewFactory(ios, buildinfo.Info{})
+	f.Global.Format = report.JSON
+	if err := f.Finish(cli.Suite(s), nil); err != nil {
 		t.Fatal(err)
 	}
 	back, err := report.ReadSuiteJSON(out)
@@ -305,7 +314,7 @@ func TestReportRefusesBeforeTheSuiteRuns(t *testing.T) {
 	h := cmdtest.New(t)
 	h.F.NumCPU = func() int { return 2 }
 	junit := filepath.Join(dir, "r.xml")
-	if code := h.Run(withRun(func(*ReportOptions) error { return nil }), "report", "--suite", "s.yaml", "--cpu-load", "8", "--junit", junit); code != 0 {
+	if code := h.Run(withRun(func(*cli.Factory, *ReportOptions) error { return nil }), "report", "--suite", "s.yaml", "--cpu-load", "8", "--junit", junit); code != 0 {
 		t.Errorf("--cpu-load 8 on 2 cores: exit %d: %s", code, h.ErrOut)
 	}
 	if _, err := os.Stat(junit); err == nil {

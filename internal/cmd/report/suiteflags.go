@@ -25,11 +25,11 @@ type suiteFlags struct {
 // allowProgramsFlag is the flag that lets a suite run other programs.
 const allowProgramsFlag = "allow-programs"
 
-// suiteSpellings are the words of miotool's command line a suite file's
+// SuiteSpellings are the words of miotool's command line a suite file's
 // commands are read and refused by, taken from the command tree that root
 // heads: the global flags that take a value, every flag that writes a file
 // of its own (rules --write-expect), the output flags the runner sets.
-func suiteSpellings(root *cobra.Command) suite.Spellings {
+func SuiteSpellings(root *cobra.Command) suite.Spellings {
 	return suite.Spellings{
 		Reserved:      cli.OutputFlags,
 		GlobalValue:   cli.ValueFlags(root.PersistentFlags()),
@@ -37,7 +37,9 @@ func suiteSpellings(root *cobra.Command) suite.Spellings {
 		Writes:        cli.WrittenFileFlags(root),
 		AllowPrograms: "--" + allowProgramsFlag,
 		// trace's observer, given prebuilt.
-		Library:    []string{"--observer"},
+		Library: []string{"--observer"},
+		// repeat's unfixed build.
+		Programs:   []string{"--against"},
 		LoadingEnv: []string{cli.EnvName("trace.observer"), trace.EnvCUPTI},
 	}
 }
@@ -65,10 +67,11 @@ Checks run side by side, up to --jobs at once (default: one more than the
 cores, at most 4), each still its own process; the table lists them in the
 suite file's order whatever order they end in. Each pass starts its exclusive
 checks first, one at a time with nothing beside them, then the others in the
-file's order. find, stress-threads and trace checks are exclusive (find's
-verdict rests on the naive evaluation overrunning a multiple of the best
-solver's time, which a neighbour's load shifts; stress-threads measures a
-race), and any check can say exclusive: true or false. --jobs 1 runs one check
+file's order. find, repeat, stress-threads and trace checks are exclusive
+(find's verdict rests on the naive evaluation overrunning a multiple of the
+best solver's time, which a neighbour's load shifts; stress-threads measures
+a race; repeat counts how often a program fails), and any check can say
+exclusive: true or false. --jobs 1 runs one check
 at a time, in the file's order.
 
 A check whose runs skip where it expects PASS or FAIL (the device or library
@@ -82,7 +85,8 @@ the suite file runs them on yours (MIOPEN_USER_DB_PATH, or its default). A
 suite file cannot set MIOPEN_USER_DB_PATH; --env can.
 
 A suite runs miotool's own checks. A check that runs another program
-(command: miotool trace [flags] -- PROGRAM [ARGS...]), or an env that makes
+(command: miotool trace [flags] -- PROGRAM [ARGS...], or miotool repeat, whose
+--against names one more), or an env that makes
 every check load other code (LD_PRELOAD and the other LD_ variables, PATH, CC,
 CUDA_INJECTION64_PATH, ROCM_PATH and the like), is refused unless you give
 --allow-programs; with it, the programs are listed on standard error before
@@ -103,7 +107,7 @@ func addSuiteFlags(cmd *cobra.Command, o *suiteFlags) {
 	cmd.Long += suiteFlagsHelp
 	fl := cmd.Flags()
 	fl.IntVar(&o.Jobs, "jobs", 0, "run up to N checks at once, each its own process (default: the cores plus one, at most 4; exclusive checks run alone)")
-	fl.BoolVar(&o.AllowPrograms, allowProgramsFlag, false, "let the suite run programs other than miotool (trace checks) and set variables that load other code")
+	fl.BoolVar(&o.AllowPrograms, allowProgramsFlag, false, "let the suite run programs other than miotool (trace and repeat checks) and set variables that load other code")
 }
 
 // validateSuiteFlags checks --jobs and --repeat before the suite file is

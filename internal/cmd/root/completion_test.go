@@ -167,3 +167,26 @@ func complete(t *testing.T, args ...string) ([]string, string) {
 	lines := strings.Split(strings.TrimSuffix(h.Out.String(), "\n"), "\n")
 	return lines[:len(lines)-1], lines[len(lines)-1]
 }
+
+// What follows trace's -- completes as a shell completes a command line:
+// the program from $PATH (no file names), a path as files, and the
+// program's own arguments as files.
+func TestTraceCompletesTheProgram(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"mytool-a", "mytool-b"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	got, directive := complete(t, "trace", "--", "mytool")
+	if !slices.Equal(got, []string{"mytool-a", "mytool-b"}) || directive != ":4" {
+		t.Errorf("the program: %q %s", got, directive)
+	}
+	if got, directive := complete(t, "trace", "--", "./my"); len(got) != 0 || directive != ":0" {
+		t.Errorf("a path: %q %s, want file names (:0)", got, directive)
+	}
+	if got, directive := complete(t, "trace", "--", "mytool-a", "in"); len(got) != 0 || directive != ":0" {
+		t.Errorf("the program's argument: %q %s, want file names (:0)", got, directive)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"miotool/internal/cmd/find"
 	"miotool/internal/cmd/genman"
 	"miotool/internal/cmd/heuristic"
+	"miotool/internal/cmd/repeat"
 	"miotool/internal/cmd/replay"
 	"miotool/internal/cmd/report"
 	"miotool/internal/cmd/rules"
@@ -40,6 +41,7 @@ func commands(f *cli.Factory) []*cobra.Command {
 		results(replay.NewCmdReplay(f, nil)),
 		results(stress.NewCmdStress(f, nil)),
 		results(trace.NewCmdTrace(f, nil)),
+		results(repeat.NewCmdRepeat(f, nil)),
 		results(heuristic.NewCmdHeuristic(f, nil)),
 		results(report.NewCmdReport(f, nil)),
 		completion.NewCmdCompletion(f),

@@ -12,7 +12,10 @@ import (
 // legend explains the table's names; it is the first note of a result.
 const legend = "A: the capturing stream; B: a non-blocking stream busy with a spin kernel; " +
 	"evA: an event recorded inside the capture; evB: an event recorded on B after the spin, outside any capture; " +
-	"p: a 1 MiB buffer allocated before the capture; x{}: the acting thread switched itself to mode x around the call"
+	"p: a 1 MiB buffer allocated before the capture; h: 1 MiB of pinned host memory allocated before it; " +
+	"m: 1 MiB of host pages (registered before it, to be unregistered); mod: a module loaded before it; " +
+	"legacy: the legacy default stream (A blocking: A was created without the non-blocking flag); " +
+	"x{}: the acting thread switched itself to mode x around the call"
 
 // maxListed caps how many cells a summary line names.
 const maxListed = 3

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"miotool/configs"
 	"miotool/internal/cli"
 	"miotool/internal/hip"
 	"miotool/internal/report"
@@ -20,7 +22,6 @@ import (
 type RulesOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
-	Context     context.Context
 	CommandLine string
 	OpenDevice  cli.OpenFunc
 	Now         func() time.Time
@@ -38,6 +39,22 @@ type RulesOptions struct {
 
 	actionNames []string
 	expectation *rules.Expectation
+}
+
+// shippedTables are the expectation tables miotool carries (configs/rules),
+// which --expect takes by name where no file of that name is there.
+var shippedTables = []string{"h200-cuda", "hip"}
+
+// readExpectation reads --expect: the file it names, else, for a bare name
+// no file has, the shipped table of that name, so that the examples run
+// without a checkout.
+func readExpectation(name string) (*rules.Expectation, error) {
+	if _, err := os.Stat(name); err != nil && !strings.ContainsRune(name, os.PathSeparator) {
+		if data, serr := configs.RulesFile(strings.TrimSuffix(name, ".yaml") + ".yaml"); serr == nil {
+			return rules.ParseExpectation("miotool's "+strings.TrimSuffix(name, ".yaml"), data)
+		}
+	}
+	return rules.ReadExpectation(name)
 }
 
 // maxSpin bounds --spin: every cell waits for it, up to 8 times on retries,
@@ -63,43 +80,36 @@ on the capturing thread. Every cell uses fresh streams and is cleaned up fully.
 
 Actions: query and synchronize of the capturing stream, of B, of an event
 recorded inside the capture and of evB; malloc; free of p; synchronous memset
-and host-to-device copy; device synchronize; end capture from another thread.
+and host-to-device copy; device synchronize; end capture from another thread;
+pinned host allocation and its free; host registration and unregistration;
+module unload; a launch on the legacy default stream, beside a non-blocking
+and a blocking capture.
 
-With --expect the measurement is compared with an expectation file
-(configs/rules/h200-cuda.yaml holds the NVIDIA H200 measurements,
-configs/rules/hip.yaml the HIP runtime's rules) and any differing cell fails
+With --expect the measurement is compared with an expectation file, or a
+table miotool ships, by name: h200-cuda (the NVIDIA H200 measurements,
+configs/rules/h200-cuda.yaml in the source) or hip (the HIP runtime's rules,
+configs/rules/hip.yaml); any differing cell fails
 the check (exit 1). The result says how many cells it compared of how many it
 measured: a file that covers fewer cells passes for those only ("compared 1 of
-243"), and a run that compared nothing (no --expect, or a file with none of the
+369"), and a run that compared nothing (no --expect, or a file with none of the
 measured cells) is SKIP (exit 4), a measurement rather than a check.
 --write-expect writes the measurement in that format, once every cell has been
 measured; it may not name the expectation file or the config file.
 
 On the simulator, --dialect picks its rule table; GPU backends have their own.`,
-		Example: `  # The simulator's CUDA rules, compared with the H200 measurements
-  miotool rules --backend sim --expect configs/rules/h200-cuda.yaml
+		Example: `  # The simulator's CUDA rules, compared with the H200 measurements miotool ships
+  miotool rules --backend sim --expect h200-cuda
 
   # The HIP rules
-  miotool rules --backend sim --dialect hip --expect configs/rules/hip.yaml
+  miotool rules --backend sim --dialect hip --expect hip
 
   # Measure a GPU and keep the result as a new reference
   miotool rules --backend cuda --write-expect h200.yaml
 
-  # Only the allocation and free cells, as a table for a pull request
-  miotool rules --action malloc,free --format markdown`,
+  # Only the allocation and free cells, checked, as a table for a pull request
+  miotool rules --action malloc,free --expect h200-cuda --format markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.DeviceRunE(f, opts, runF),
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
@@ -109,7 +119,7 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 		fmt.Sprintf("how long stream B stays busy in each cell, at most %v (default %v on a GPU, %v on the simulator)", maxSpin, rules.DefaultGPUSpin, rules.DefaultSimSpin))
 	fl.StringSliceVar(&opts.actionNames, "action", nil, "measure only these actions (repeat or separate with commas), e.g. malloc,query-other-stream")
 	cli.CompleteList(cmd, "action", cli.Names(rules.Actions))
-	fl.StringVar(&opts.Expect, "expect", "", "compare with this expectation file; any differing cell fails the check")
+	fl.StringVar(&opts.Expect, "expect", "", "compare with this expectation file, or a table miotool ships ("+strings.Join(shippedTables, ", ")+"); any differing cell fails the check")
 	fl.StringVar(&opts.WriteExpect, "write-expect", "", "write the measured cells to this file as expectations")
 	cli.MarkInputFile(cmd, "expect")
 	cli.MarkOutputFile(cmd, "write-expect")
@@ -117,9 +127,8 @@ On the simulator, --dialect picks its rule table; GPU backends have their own.`,
 }
 
 // Complete reads the global options and the actions --action names.
-func (o *RulesOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *RulesOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	o.Global = f.Global
-	o.Context = cmd.Context()
 	o.CommandLine = f.CommandLine()
 	o.DialectSet = cmd.Flags().Changed("dialect")
 	o.Actions = nil
@@ -144,7 +153,7 @@ func (o *RulesOptions) Validate() error {
 		return cli.UsageErrorf("--spin %v: want a positive duration up to %v such as 300ms, or 0 for the default", o.Spin, maxSpin)
 	}
 	if o.Expect != "" {
-		e, err := rules.ReadExpectation(o.Expect)
+		e, err := readExpectation(o.Expect)
 		if err != nil {
 			return cli.UsageError(err)
 		}
@@ -153,20 +162,31 @@ func (o *RulesOptions) Validate() error {
 	return nil
 }
 
-// Run measures the matrix and writes the result. An interruption stops
-// the probe at once: the cells measured so far are the INTERRUPTED
-// result, with the signal's exit status in it, and nothing is written to
-// --write-expect. A probe that stopped leaves the device to the process's
-// exit, since a cell it abandoned may still run (see rules.Probe).
-func (o *RulesOptions) Run() error {
-	start := o.Now()
-	dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
-	if err != nil {
-		r := cli.OpenFailedResult("rules", o.CommandLine, start, o.Now(), o.Global.Backend, sel, err)
-		return cli.RenderResult(o.IO, o.Global.Format, r)
+// Device opens the selected backend's device with the simulator's dialect.
+func (o *RulesOptions) Device() cli.DeviceRequest {
+	return cli.DeviceRequest{Check: "rules", Open: func(check string, start time.Time) (hip.Device, *report.Result, func()) {
+		dev, sel, err := o.OpenDevice(string(o.Global.Backend), hip.OpenOptions{Ordinal: o.Global.Device, Dialect: o.Dialect})
+		if err != nil {
+			return nil, cli.OpenFailedResult(check, o.CommandLine, start, o.Now(), o.Global.Backend, sel, err), nil
+		}
+		return dev, cli.StartResult(check, o.CommandLine, start, sel, dev), nil
+	}}
+}
+
+// RunOn measures the matrix on d and judges it. An interruption stops the
+// probe at once: the cells measured so far are the INTERRUPTED result, and
+// nothing is written to --write-expect. A probe that stopped leaves the
+// device to the process's exit, since a cell it abandoned may still run
+// (see rules.Probe).
+func (o *RulesOptions) RunOn(ctx context.Context, d *cli.Device) (*report.Result, error) {
+	start, r, dev := d.Result.Started, d.Result, d.Device
+	o.Verbosef("backend %s (%s) on %s", r.Backend, r.BackendReason, dev.Props())
+	if e := o.expectation; e != nil && e.Dialect != dev.Dialect() {
+		// Cells of one runtime's rules compared with another's pass or
+		// fail by accident: refuse before anything is measured.
+		return nil, cli.UsageErrorf("--expect %s holds %s rules, but the device speaks %s (%s): compare it with a %s table, or choose the device or --dialect the table is for",
+			o.Expect, e.Dialect, dev.Dialect(), dev.Props().Name, dev.Dialect())
 	}
-	r := cli.StartResult("rules", o.CommandLine, start, sel, dev)
-	o.Verbosef("backend %s (%s) on %s", sel.Chosen, cli.SelectionReason(sel), dev.Props())
 	if p := dev.Props(); p.Backend != string(hip.BackendSim) && o.DialectSet && o.Dialect != dev.Dialect() {
 		r.Note("--dialect %s is ignored on the %s backend, which speaks %s", o.Dialect, p.Backend, dev.Dialect())
 	}
@@ -175,22 +195,20 @@ func (o *RulesOptions) Run() error {
 		update(n, total)
 		o.Verbosef("cell %d of %d measured", n, total)
 	}
-	m, probeErr := rules.Probe(o.Context, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: progress})
+	m, probeErr := rules.Probe(ctx, dev, rules.Options{Spin: o.Spin, Cells: rules.CellsFor(o.Actions...), Progress: progress})
 	done()
-	interrupted := cli.Interrupted(o.Context)
 	why := ""
-	if interrupted != nil {
-		why = cli.InterruptedReason(o.Context).Error()
-		r.ExitStatus = cli.ExitCodeOf(interrupted)
+	if ctx.Err() != nil {
+		why = cli.InterruptedReason(ctx).Error()
 	}
-	if probeErr == nil {
-		defer dev.Close()
+	if probeErr != nil {
+		d.LeaveOpen()
 	}
 	fill(r, m, o.expectation, rules.Summarize(m, o.expectation), probeErr, why, o.Now())
 
 	if o.WriteExpect != "" {
 		switch {
-		case interrupted != nil || probeErr != nil:
+		case why != "" || probeErr != nil:
 			r.Note("--write-expect %s: not written, since the probe did not measure every cell", o.WriteExpect)
 		default:
 			if n, err := writeExpectation(o, m, start); err != nil {
@@ -200,11 +218,7 @@ func (o *RulesOptions) Run() error {
 			}
 		}
 	}
-	err = cli.RenderResult(o.IO, o.Global.Format, r)
-	if interrupted != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
-		return interrupted
-	}
-	return err
+	return r, nil
 }
 
 // writeExpectation writes the valid measured cells and returns their

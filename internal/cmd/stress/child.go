@@ -7,6 +7,7 @@ package stress
 // command would have written, for the parent to write.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"time"
@@ -24,7 +25,7 @@ import (
 // destroyed model or a use-after-free was recorded; the parent reads the
 // lines, not the status, but a run that found the defect never says
 // success.
-func runStressChild(opts *StressOptions) error {
+func runStressChild(ctx context.Context, opts *StressOptions) error {
 	start := opts.Now()
 	var (
 		dev     hip.Device
@@ -62,7 +63,7 @@ func runStressChild(opts *StressOptions) error {
 	if opts.Target != target.Builtin {
 		o := stressscen.DefaultTargetOptions(opts.Target)
 		o.Threads, o.Trials, o.Iterations, o.Select, o.Log = opts.Threads, opts.Trials, opts.Iters, opts.Algo, opts.Verbosef
-		res, err := stressscen.RunTarget(opts.Context, dev, o)
+		res, err := stressscen.RunTarget(ctx, dev, o)
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,7 @@ func runStressChild(opts *StressOptions) error {
 		if err != nil {
 			return err
 		}
-		run, err = stressscen.RunHere(opts.Context, dev, stressscen.Options{
+		run, err = stressscen.RunHere(ctx, dev, stressscen.Options{
 			Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
 			Policy: opts.Cache, RaceWindow: opts.RaceWindow, Models: fsys, Log: opts.Verbosef, Lines: opts.IO.Out,
 		})

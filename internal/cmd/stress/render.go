@@ -33,51 +33,77 @@ type Setup struct {
 	Interrupted string
 }
 
-// Fill writes the runs' outcomes into r and decides the verdict:
-// INTERRUPTED when the runs were stopped early (what finished is still
-// shown); FAIL when any run crashed, hung, printed a wrong sum, or its
-// caches recorded a use-after-free, a destroyed published model or a race
-// (the bug reproduced); ERROR when runs failed otherwise; PASS only when
-// every run passed.
+// Fill writes the runs' outcomes into r and its judgement (judge).
 func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time) {
 	t := stressscen.TallyOf(runs)
-	expected := stressscen.ExpectedSum(s.Size, s.Iters)
+	fillOutcomes(r, s, runs, t)
+	fillStressTimes(r, runs)
+	fillNotes(r, s, runs, t)
+	fillCounts(r, t)
+	j := judge(s, runs, t)
+	if j.countRuns && t.Runs > 1 {
+		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs}
+	}
+	if j.status != "" {
+		r.Status = j.status
+	}
+	r.Finish(j.verdict, j.summary, end)
+}
+
+// interrupted reports whether the runs were stopped early.
+func (s Setup) interrupted(t stressscen.Tally) bool { return s.Interrupted != "" || t.Interrupted > 0 }
+
+// why is what stopped the runs, for an interrupted result.
+func (s Setup) why() string {
+	if s.Interrupted == "" {
+		return "interrupted"
+	}
+	return s.Interrupted
+}
+
+// firstRun is "run N: detail" of the first run match accepts, "-" when none.
+func firstRun(runs []stressscen.RunOutcome, match func(stressscen.RunOutcome) bool) string {
+	for _, o := range runs {
+		if match(o) {
+			d := o.Detail
+			if d == "" {
+				d = "-"
+			}
+			return fmt.Sprintf("run %d: %s", o.Index+1, d)
+		}
+	}
+	return "-"
+}
+
+// firstRecord is "run N: record" of the first finished run whose caches
+// recorded k, "-" when none did.
+func firstRecord(runs []stressscen.RunOutcome, k cache.Kind) string {
+	for _, o := range runs {
+		if tl := o.Detections.Of(k); tl.Count > 0 && o.Kind != stressscen.RunInterrupted {
+			if tl.First == nil {
+				return fmt.Sprintf("run %d", o.Index+1)
+			}
+			return fmt.Sprintf("run %d: %s", o.Index+1, tl.First)
+		}
+	}
+	return "-"
+}
+
+// fillOutcomes adds the table of outcomes: one row per crash signal, per
+// kind of record the caches make, per other way a run ends, and passed.
+func fillOutcomes(r *report.Result, s Setup, runs []stressscen.RunOutcome, t stressscen.Tally) {
 	how := cli.CacheFlag(s.Policy)
 	if s.Library != "" {
 		how = s.Library
 	}
 	counted := words.Count(t.Runs, "run", "runs")
-	interrupted := s.Interrupted != "" || t.Interrupted > 0
-	if interrupted && s.Runs > t.Runs {
+	if s.interrupted(t) && s.Runs > t.Runs {
 		counted = fmt.Sprintf("%d of %d runs (interrupted)", t.Runs, s.Runs)
 	}
 	tab := r.AddTable(fmt.Sprintf("%s, each a fresh process: %s x %s x %s, %s",
 		counted, words.Count(s.Threads, "thread", "threads"), words.Count(s.Iters, "iteration", "iterations"), words.Count(s.Trials, "trial", "trials"), how),
 		"outcome", "runs", "first seen")
 	tab.FlagColumn = "failed"
-	first := func(match func(stressscen.RunOutcome) bool) string {
-		for _, o := range runs {
-			if match(o) {
-				d := o.Detail
-				if d == "" {
-					d = "-"
-				}
-				return fmt.Sprintf("run %d: %s", o.Index+1, d)
-			}
-		}
-		return "-"
-	}
-	firstRecord := func(k cache.Kind) string {
-		for _, o := range runs {
-			if tl := o.Detections.Of(k); tl.Count > 0 && o.Kind != stressscen.RunInterrupted {
-				if tl.First == nil {
-					return fmt.Sprintf("run %d", o.Index+1)
-				}
-				return fmt.Sprintf("run %d: %s", o.Index+1, tl.First)
-			}
-		}
-		return "-"
-	}
 	row := func(flag bool, cells ...string) {
 		if flag {
 			tab.AddFlaggedRow("!", cells...)
@@ -91,7 +117,7 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	}
 	for _, name := range names {
 		tab.AddFlaggedRow("!", "crashed: "+name, fmt.Sprint(t.Crashes[name]),
-			first(func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunCrashed && o.Crash == name }))
+			firstRun(runs, func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunCrashed && o.Crash == name }))
 	}
 	for _, k := range []struct {
 		label string
@@ -99,7 +125,7 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 		n     int
 	}{{"use-after-free", cache.KindUseAfterFree, t.UseAfterFree}, {"published model destroyed", cache.KindDestroyed, t.Destroyed},
 		{"race detected", cache.KindRace, t.Raced}} {
-		row(k.n > 0, k.label, fmt.Sprint(k.n), firstRecord(k.kind))
+		row(k.n > 0, k.label, fmt.Sprint(k.n), firstRecord(runs, k.kind))
 	}
 	for _, k := range []struct {
 		label string
@@ -111,18 +137,18 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 		if k.kind == stressscen.RunError && k.n == 0 {
 			continue
 		}
-		row(k.flag && k.n > 0, k.label, fmt.Sprint(k.n), first(func(o stressscen.RunOutcome) bool { return o.Kind == k.kind }))
+		row(k.flag && k.n > 0, k.label, fmt.Sprint(k.n), firstRun(runs, func(o stressscen.RunOutcome) bool { return o.Kind == k.kind }))
 	}
-	tab.AddRow("passed", fmt.Sprint(t.Passed), fmt.Sprintf("every sum %.0f, nothing detected", expected))
+	tab.AddRow("passed", fmt.Sprint(t.Passed), fmt.Sprintf("every sum %.0f, nothing detected", stressscen.ExpectedSum(s.Size, s.Iters)))
+}
 
-	fillStressTimes(r, runs)
-	if interrupted {
-		why := s.Interrupted
-		if why == "" {
-			why = "interrupted"
-		}
+// fillNotes says how the runs ran (interruption, library or cache, model,
+// solvers, expected sum, jobs) and quotes the first of each kind of record,
+// crash and failure.
+func fillNotes(r *report.Result, s Setup, runs []stressscen.RunOutcome, t stressscen.Tally) {
+	if s.interrupted(t) {
 		r.Note("%s after %d of %d runs had started; %d killed by the interruption, counted as interrupted and in no other row",
-			why, t.Runs, s.Runs, t.Interrupted)
+			s.why(), t.Runs, s.Runs, t.Interrupted)
 	}
 	if s.Library != "" {
 		r.Note("library: %s (its own heuristic and caches)", s.Library)
@@ -133,35 +159,33 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 		}
 		r.Note("heuristic: TunaNet %s from %s, queried for every convolution through the model cache", s.Arch, s.Models)
 	}
-	for _, o := range runs {
-		if o.Run != nil {
-			r.Note("solvers chosen in run %d: %s (%d convolutions the model did not cover)", o.Index+1, sortedCounts(o.Run.Solvers), o.Run.Fallbacks)
-			break
-		}
+	if i := slices.IndexFunc(runs, func(o stressscen.RunOutcome) bool { return o.Run != nil }); i >= 0 {
+		o := runs[i]
+		r.Note("solvers chosen in run %d: %s (%d convolutions the model did not cover)", o.Index+1, sortedCounts(o.Run.Solvers), o.Run.Fallbacks)
 	}
 	for _, k := range cache.Kinds {
-		for _, o := range runs {
-			if tl := o.Detections.Of(k); tl.Count > 0 && tl.First != nil && o.Kind != stressscen.RunInterrupted {
-				r.Note("run %d first showed %s: %s", o.Index+1, k, tl.First)
-				break
-			}
+		if i := slices.IndexFunc(runs, func(o stressscen.RunOutcome) bool {
+			tl := o.Detections.Of(k)
+			return tl.Count > 0 && tl.First != nil && o.Kind != stressscen.RunInterrupted
+		}); i >= 0 {
+			r.Note("run %d first showed %s: %s", runs[i].Index+1, k, runs[i].Detections.Of(k).First)
 		}
 	}
-	r.Note("expected sum per thread and trial: (%d - %d)^2 = %.0f", s.Size, s.Iters, expected)
+	r.Note("expected sum per thread and trial: (%d - %d)^2 = %.0f", s.Size, s.Iters, stressscen.ExpectedSum(s.Size, s.Iters))
 	r.Note("%d at a time; watchdog %v per run", s.Jobs, s.Timeout)
-	for _, o := range runs {
-		if o.Kind == stressscen.RunCrashed && o.Excerpt != "" {
-			r.Note("run %d crashed: %s", o.Index+1, o.Excerpt)
-			break
-		}
+	if i := slices.IndexFunc(runs, func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunCrashed && o.Excerpt != "" }); i >= 0 {
+		r.Note("run %d crashed: %s", runs[i].Index+1, runs[i].Excerpt)
 	}
-	for _, o := range runs {
-		if o.Kind != stressscen.RunPassed && o.Kind != stressscen.RunCrashed && o.Kind != stressscen.RunInterrupted && o.StderrTail != "" {
-			r.Note("run %d (%s) standard error ends: %s", o.Index+1, o.Kind, strings.ReplaceAll(o.StderrTail, "\n", " | "))
-			break
-		}
+	if i := slices.IndexFunc(runs, func(o stressscen.RunOutcome) bool {
+		return o.Kind != stressscen.RunPassed && o.Kind != stressscen.RunCrashed && o.Kind != stressscen.RunInterrupted && o.StderrTail != ""
+	}); i >= 0 {
+		o := runs[i]
+		r.Note("run %d (%s) standard error ends: %s", o.Index+1, o.Kind, strings.ReplaceAll(o.StderrTail, "\n", " | "))
 	}
+}
 
+// fillCounts adds the tally as the result's counters.
+func fillCounts(r *report.Result, t stressscen.Tally) {
 	r.Count("runs", int64(t.Runs))
 	r.Count("passed", int64(t.Passed))
 	r.Count("crashed", int64(t.Crashed))
@@ -173,13 +197,64 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	r.Count("interrupted", int64(t.Interrupted))
 	r.Count("errors", int64(t.Errors))
 	r.Count("runs with a model replaced", int64(t.Replaced))
+}
 
+// judgement is the verdict of a set of runs, with its summary, the
+// checklist status when it is not the verdict's own word, and whether
+// the runs count as the check's sub-tests ("Passed (26/26)", as a test
+// binary counts its tests; "Failed (0/20)": none of 20 passed).
+type judgement struct {
+	verdict   report.Verdict
+	summary   string
+	status    string
+	countRuns bool
+}
+
+// judge decides the verdict of the runs: INTERRUPTED when they were
+// stopped early (what finished is still shown); FAIL when any run crashed,
+// hung, printed a wrong sum, or its caches recorded a use-after-free, a
+// destroyed published model or a race (the bug reproduced); ERROR when
+// runs failed otherwise; PASS only when every run passed.
+func judge(s Setup, runs []stressscen.RunOutcome, t stressscen.Tally) judgement {
 	failed := 0
 	for _, o := range runs {
 		if o.Failed() {
 			failed++
 		}
 	}
+	parts := failureParts(t)
+	expected := stressscen.ExpectedSum(s.Size, s.Iters)
+	switch {
+	case s.interrupted(t):
+		what := fmt.Sprintf("%s: %d of %d runs finished, %d interrupted, %d not started", s.why(), t.Runs-t.Interrupted, s.Runs, t.Interrupted, s.Runs-t.Runs)
+		if len(parts) > 0 {
+			what += "; so far " + strings.Join(parts, ", ")
+		}
+		return judgement{verdict: report.Interrupted, summary: what, status: fmt.Sprintf("Interrupted: %d of %d runs finished", t.Runs-t.Interrupted, s.Runs)}
+	case t.Runs == 0:
+		return judgement{verdict: report.Error, summary: "no run happened"}
+	case failed > 0:
+		return judgement{verdict: report.Fail, summary: fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), countRuns: true}
+	case t.Errors > 0:
+		return judgement{verdict: report.Error, summary: fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
+			firstRun(runs, func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError }))}
+	}
+	what := fmt.Sprintf("all %d runs passed", t.Runs)
+	if t.Runs == 1 {
+		what = "the run passed"
+	}
+	// A library target chooses its algorithms itself: miotool's model
+	// caches never ran, so there is nothing they could have detected.
+	detected := ", nothing detected in the caches"
+	if s.Library != "" {
+		detected = ""
+	}
+	return judgement{verdict: report.Pass, summary: fmt.Sprintf("%s: no crash, no hang%s, every sum %.0f", what, detected, expected), countRuns: true}
+}
+
+// failureParts says what went wrong in the runs, one phrase per kind:
+// "2 crashed (SIGSEGV 2)", "5 recorded a race", ...
+func failureParts(t stressscen.Tally) []string {
 	var parts []string
 	if t.Crashed > 0 {
 		parts = append(parts, fmt.Sprintf("%d crashed (%s)", t.Crashed, sortedCounts(t.Crashes)))
@@ -201,52 +276,7 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	if t.Errors > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed to run", t.Errors))
 	}
-	switch {
-	case interrupted:
-		why := s.Interrupted
-		if why == "" {
-			why = "interrupted"
-		}
-		what := fmt.Sprintf("%s: %d of %d runs finished, %d interrupted, %d not started", why, t.Runs-t.Interrupted, s.Runs, t.Interrupted, s.Runs-t.Runs)
-		if len(parts) > 0 {
-			what += "; so far " + strings.Join(parts, ", ")
-		}
-		r.Status = fmt.Sprintf("Interrupted: %d of %d runs finished", t.Runs-t.Interrupted, s.Runs)
-		r.Finish(report.Interrupted, what, end)
-	case t.Runs == 0:
-		r.Finish(report.Error, "no run happened", end)
-	case failed > 0:
-		countRuns(r, t)
-		r.Finish(report.Fail, fmt.Sprintf("%d of %d runs failed: %s", failed, t.Runs, strings.Join(parts, ", ")), end)
-	case t.Errors > 0:
-		r.Finish(report.Error, fmt.Sprintf("%d of %d runs could not run: %s", t.Errors, t.Runs,
-			first(func(o stressscen.RunOutcome) bool { return o.Kind == stressscen.RunError })), end)
-	default:
-		countRuns(r, t)
-		what := fmt.Sprintf("all %d runs passed", t.Runs)
-		if t.Runs == 1 {
-			what = "the run passed"
-		}
-		// A library target chooses its algorithms itself: miotool's model
-		// caches never ran, so there is nothing they could have detected.
-		detected := ", nothing detected in the caches"
-		if s.Library != "" {
-			detected = ""
-		}
-		r.Finish(report.Pass, fmt.Sprintf("%s: no crash, no hang%s, every sum %.0f", what, detected, expected), end)
-	}
-}
-
-// countRuns counts the runs as the check's sub-tests, as a test binary's
-// "Passed (26/26)" counts its tests: the runs that passed of those run
-// ("Failed (0/20)": none of 20 passed). One run is not counted. The
-// status is the verdict's own word, so that a suite's checklist says a
-// met expectation in its words, "Fails as expected (0/20)", as for every
-// other check.
-func countRuns(r *report.Result, t stressscen.Tally) {
-	if t.Runs > 1 {
-		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs}
-	}
+	return parts
 }
 
 // fillStressTimes adds the wall time per fresh-process run: the median,

@@ -3,6 +3,7 @@
 package stress
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,18 +99,7 @@ demonstrations; it is off by default and printed with the result.`,
   # One run of the PyTorch test's defaults, as a PR checklist row
   miotool stress-threads --format markdown`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.Run()
-		},
+		RunE: cli.RunE(f, opts, runF),
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Threads, "threads", stressscen.DefaultThreads, "threads, each with its own handle and stream (1 to 1024)")
@@ -131,7 +121,7 @@ demonstrations; it is off by default and printed with the result.`,
 
 // Complete reads the configuration, says whether this process is one of a
 // parent's runs, and refuses flags that do not apply to the target.
-func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
+func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string) error {
 	if err := o.Scenario.Complete(f, cmd); err != nil {
 		return err
 	}
@@ -157,13 +147,18 @@ func (o *StressOptions) Complete(f *cli.Factory, cmd *cobra.Command) error {
 	return nil
 }
 
-// Run is one run in this process when a parent started it as one, else
-// the runs, each a fresh process, and their result.
-func (o *StressOptions) Run() error {
+// Run is one run in this process when a parent started it as one (its
+// lines are its output, and it writes no result), else the runs, each a
+// fresh process, and their judged result.
+func (o *StressOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	if o.childToken != "" {
-		return runStressChild(o)
+		return nil, runStressChild(ctx, o)
 	}
-	return runStress(o)
+	r, err := runStress(ctx, o)
+	if r == nil {
+		return nil, err
+	}
+	return cli.Single(r), err
 }
 
 // Bounds on what a user sets, each past any sane use: a value beyond one
@@ -283,7 +278,7 @@ func osExecutable(args []string) (stressscen.ChildCommand, error) {
 // no device and starts no GPU runtime: each run does, and says where it
 // ran (its device line), which becomes the result's header. A one-run
 // command so pays the runtime's start-up once, in its run.
-func runStress(opts *StressOptions) error {
+func runStress(ctx context.Context, opts *StressOptions) (*report.Result, error) {
 	start := opts.Now()
 	r := report.New("stress-threads", opts.CommandLine, start)
 	r.Backend = string(opts.Global.Backend)
@@ -294,13 +289,13 @@ func runStress(opts *StressOptions) error {
 		}
 	}
 	if opts.Target != target.Builtin {
-		return runStressProcesses(opts, r, Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
+		return runStressProcesses(ctx, opts, r, Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials,
 			Size: stressscen.InputSize, Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout,
 			Library: fmt.Sprintf("%s, %s algorithm selection", opts.Target, opts.Algo)}, "")
 	}
 	dir, described, fsys, err := opts.models()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A model directory the user named that holds no usable model is a
 	// configuration error; a broken installed or embedded one is the tool's.
@@ -314,42 +309,42 @@ func runStress(opts *StressOptions) error {
 	// the set it used.
 	arch, err := stressscen.CheckModels(fsys, "")
 	if err != nil {
-		return badModels(fmt.Errorf("%s: %w", described, err))
+		return nil, badModels(fmt.Errorf("%s: %w", described, err))
 	}
 	cacheLine, err := stressscen.CacheLine(opts.Cache, opts.RaceWindow)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	setup := Setup{Threads: opts.Threads, Iters: opts.Iters, Trials: opts.Trials, Size: stressscen.InputSize,
 		Runs: opts.Runs, Jobs: opts.Jobs, Policy: opts.Cache, RaceWindow: opts.RaceWindow, Cache: cacheLine,
 		Models: described, Arch: arch, Timeout: opts.RunTimeout}
-	return runStressProcesses(opts, r, setup, dir)
+	return runStressProcesses(ctx, opts, r, setup, dir)
 }
 
 // runStressProcesses starts the runs, each a fresh miotool process, and
-// writes their tally.
-func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, modelDir string) error {
+// judges their tally.
+func runStressProcesses(ctx context.Context, opts *StressOptions, r *report.Result, setup Setup, modelDir string) (*report.Result, error) {
 	exe := opts.Executable
 	if exe == nil {
 		exe = osExecutable
 	}
 	child, err := exe(opts.childArgs(modelDir))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	child.Token = stressscen.NewChildToken()
 	opts.Verbosef("runs re-execute %s %v", child.Path, child.Args)
 	update, done := opts.Progress("stress-threads: run")
 	update(0, opts.Runs)
-	runs, err := stressscen.RunProcesses(opts.Context, child, stressscen.RunnerOptions{
+	runs, err := stressscen.RunProcesses(ctx, child, stressscen.RunnerOptions{
 		Runs: opts.Runs, Jobs: opts.Jobs, Timeout: opts.RunTimeout, Progress: update, Log: opts.Verbosef,
 		// A run that could not open the device says why; the next would too.
 		Stop: func(o stressscen.RunOutcome) bool { return o.Unopened != nil },
 	})
 	done()
-	interrupted := cli.Interrupted(opts.Context)
-	if err != nil && interrupted == nil {
-		return err
+	interrupted := ctx.Err() != nil
+	if err != nil && !interrupted {
+		return nil, err
 	}
 	if d := firstDevice(runs); d != nil {
 		r.Backend, r.BackendReason = d.Backend, d.BackendReason
@@ -359,34 +354,19 @@ func runStressProcesses(opts *StressOptions, r *report.Result, setup Setup, mode
 		}
 		opts.Verbosef("runs on backend %s (%s) on %s", d.Backend, d.BackendReason, d.Description)
 	} else if u := unopened(runs, opts, r.Started); u != nil {
-		return finish(opts, u, interrupted)
+		return u, nil
 	}
 	if setup.Library == "" {
 		if a := firstArch(runs); a != "" {
 			setup.Arch = a
 		}
 	}
-	if interrupted != nil {
+	if interrupted {
 		// The runs that finished are reported; the result says INTERRUPTED.
-		setup.Interrupted = cli.InterruptedReason(opts.Context).Error()
+		setup.Interrupted = cli.InterruptedReason(ctx).Error()
 	}
 	Fill(r, setup, runs, opts.Now())
-	return finish(opts, r, interrupted)
-}
-
-// finish writes r with the exit status the process ends with: an
-// interruption's (130 for SIGINT, 143 for SIGTERM) when one stopped the
-// runs, in the document as on the process. A result that could not be
-// written is said whatever stopped the runs.
-func finish(opts *StressOptions, r *report.Result, interrupted error) error {
-	if interrupted != nil {
-		r.ExitStatus = cli.ExitCodeOf(interrupted)
-	}
-	err := cli.RenderResult(opts.IO, opts.Global.Format, r)
-	if interrupted != nil && cli.ExitCodeOf(err) != cli.ExitToolFailure {
-		return interrupted
-	}
-	return err
+	return r, nil
 }
 
 // firstDevice is the device line of the first run, in start order, that

@@ -48,9 +48,11 @@ func withRun(runF func(*StressOptions) error) func(*cli.Factory) *cobra.Command 
 }
 
 // forReal runs stress-threads for forReal, its runs being helperMiotool.
-var forReal = withRun(func(o *StressOptions) error {
-	o.Executable = helperMiotool
-	return o.Run()
+var forReal = cmdtest.Tree(func(f *cli.Factory) *cobra.Command {
+	return NewCmdStress(f, func(o *StressOptions) error {
+		o.Executable = helperMiotool
+		return f.Finish(o.Run(f.Context))
+	})
 })
 
 func TestStressFlagsReachTheOptions(t *testing.T) {

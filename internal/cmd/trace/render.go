@@ -19,8 +19,27 @@ import (
 // counted in a note.
 const captureRows = 50
 
-// callerFrames is how many frames a caller chain shows.
-const callerFrames = 6
+// failedScreens bounds how many failed captures get a screen of their own
+// (who began it, its first refused call, what followed); the others are
+// in the capture and refused-call tables.
+const failedScreens = 10
+
+// callerFrames is how many frames a caller chain shows, and pythonFrames
+// how many Python frames.
+const (
+	callerFrames = 6
+	pythonFrames = 4
+)
+
+// judged judges what the trace saw and fills and finishes r with it: the
+// verdict, the headline, the tables, the notes and the checklist status,
+// as of end.
+func judged(r *report.Result, res *trace.Result, strict bool, rules *trace.RulesTables, end time.Time) trace.Judgement {
+	j := trace.Judge(res, strict)
+	fill(r, res, j, rules)
+	r.Finish(reportVerdict(j.Verdict), j.Summary, end)
+	return j
+}
 
 // fill turns what the trace saw into r's tables, notes, counters and
 // checklist status.
@@ -29,31 +48,41 @@ func fill(r *report.Result, res *trace.Result, j trace.Judgement, rules *trace.R
 	r.Device = device(res)
 	programTable(r, res)
 	captureTable(r, res)
+	failedCaptures(r, res, j)
 	refusedTable(r, res, j)
 	hazardTable(r, res)
+	outsideTable(r, res)
 	notes(r, res, rules)
+	counters(r, res)
+	r.Status = status(res, j)
+}
 
-	good := 0
-	refused := 0
-	calls := 0
+// counters count what the trace saw, and the captures that passed.
+func counters(r *report.Result, res *trace.Result) {
+	good, refused, calls, guarded := 0, 0, 0, 0
 	for _, c := range res.Captures {
 		if c.EndedWell() && len(c.Refused) == 0 && c.RefusedOmitted == 0 {
 			good++
 		}
 		refused += len(c.Refused) + c.RefusedOmitted
 		calls += c.Calls
+		guarded += c.Guarded
 	}
 	good += res.CapturesOmitted
 	if ran := res.Ran(); ran > 0 {
 		r.Cases = report.Cases{Passed: min(good, ran), Total: ran}
 	}
+	outside, _, _ := res.Outside()
 	r.Count("captures", int64(res.Ran()))
 	r.Count("refused", int64(refused))
 	r.Count("hazards", int64(len(res.Hazards)))
+	r.Count("guarded", int64(guarded))
+	r.Count("outside captures", int64(outside))
+	r.Count("empty captures", int64(len(res.Empty())))
 	r.Count("calls during captures", int64(calls))
+	r.Count("graph launches", int64(res.Graphs.Launches))
 	r.Count("processes", int64(len(res.Processes)+res.ProcessesOmitted))
 	r.Count("exit status", int64(res.Exit.Code))
-	r.Status = status(res, j)
 }
 
 // observed names the runtimes the trace saw the program use, and how.
@@ -85,24 +114,41 @@ func exitShort(e trace.Exit) string {
 }
 
 // status is the checklist's Status cell: the verdict's word, the first
-// culprit or failure, and how the program ended.
+// culprit, failure or finding, and how the program ended.
 func status(res *trace.Result, j trace.Judgement) string {
 	word := reportVerdict(j.Verdict).Status()
+	exit := exitShort(res.Exit)
 	switch {
-	case j.Verdict == trace.NothingToCheck:
-		return word + ": no capture began; " + exitShort(res.Exit)
+	case j.Capture == nil && res.Ran() == 0 && j.Verdict != trace.Interrupted:
+		if res.Unobserved() != "" {
+			return word + ": the program could not be observed; " + exit
+		}
+		return word + ": no capture began; " + exit
 	case j.Culprit != nil:
-		return fmt.Sprintf("%s: %s refused (%d); %s", word, trace.BaseName(j.Culprit.Name), int(j.Culprit.Result), exitShort(res.Exit))
+		return fmt.Sprintf("%s: %s refused (%d); %s", word, trace.BaseName(j.Culprit.Name), int(j.Culprit.Result), exit)
 	case j.Capture != nil && j.Capture.End != nil && !j.Capture.End.StreamGone:
-		return fmt.Sprintf("%s: end capture %d; %s", word, int(j.Capture.End.Result), exitShort(res.Exit))
+		return fmt.Sprintf("%s: end capture %d; %s", word, int(j.Capture.End.Result), exit)
 	case j.Capture != nil && j.Capture.End == nil:
-		return fmt.Sprintf("%s: a capture never ended; %s", word, exitShort(res.Exit))
-	case j.HazardsFailed:
-		return fmt.Sprintf("%s: %d %s (--strict); %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
-	case len(res.Hazards) > 0:
-		return fmt.Sprintf("%s with %d %s; %s", word, len(res.Hazards), words.Plural(len(res.Hazards), "hazard", "hazards"), exitShort(res.Exit))
+		return fmt.Sprintf("%s: a capture never ended; %s", word, exit)
+	case j.StrictFailed:
+		return fmt.Sprintf("%s: %s (--strict); %s", word, findings(res), exit)
+	case findings(res) != "" && j.Verdict == trace.Pass:
+		return fmt.Sprintf("%s with %s; %s", word, findings(res), exit)
 	}
-	return word + "; " + exitShort(res.Exit)
+	return word + "; " + exit
+}
+
+// findings counts what a strict trace fails: "1 hazard, 2 calls outside a
+// capture"; "" when none.
+func findings(res *trace.Result) string {
+	var parts []string
+	if n := len(res.Hazards); n > 0 {
+		parts = append(parts, words.Count(n, "hazard", "hazards"))
+	}
+	if n, _, _ := res.Outside(); n > 0 {
+		parts = append(parts, words.Count(n, "call", "calls")+" outside a capture")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func programTable(r *report.Result, res *trace.Result) {
@@ -134,6 +180,9 @@ func endText(c *trace.Capture) string {
 	if c.End.TID != c.TID {
 		s += fmt.Sprintf(" (ended by thread %d)", c.End.TID)
 	}
+	if c.End.Empty() {
+		s += "; the graph is empty"
+	}
 	return s
 }
 
@@ -145,14 +194,14 @@ func threadsText(c *trace.Capture) string {
 	return fmt.Sprint(len(c.ByThread))
 }
 
-// topCalls names the calls made most often during a capture.
-func topCalls(c *trace.Capture, n int) string {
+// topCalls names the calls made most often, from counts by name.
+func topCalls(byName map[string]int, n int) string {
 	type count struct {
 		name string
 		n    int
 	}
 	var cs []count
-	for name, k := range c.ByName {
+	for name, k := range byName {
 		cs = append(cs, count{name, k})
 	}
 	sort.Slice(cs, func(i, j int) bool {
@@ -172,6 +221,25 @@ func topCalls(c *trace.Capture, n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// captureColumns are the capture table's optional columns: where the
+// captures were on several devices, began with a Python stack, or said
+// how many nodes their graphs have.
+type captureColumns struct {
+	device, python, nodes bool
+}
+
+func optionalColumns(res *trace.Result) captureColumns {
+	var cc captureColumns
+	devices := map[[2]string]bool{}
+	for _, c := range res.Captures {
+		devices[[2]string{string(c.API), fmt.Sprint(c.Device)}] = true
+		cc.python = cc.python || c.BeginPython.State != trace.PyNone
+		cc.nodes = cc.nodes || (c.End != nil && c.End.NodesKnown)
+	}
+	cc.device = len(devices) > 1
+	return cc
+}
+
 func captureTable(r *report.Result, res *trace.Result) {
 	if len(res.Captures) == 0 {
 		return
@@ -180,36 +248,65 @@ func captureTable(r *report.Result, res *trace.Result) {
 	for _, h := range res.Hazards {
 		hazards[h.Capture]++
 	}
-	// Which device each capture was on matters where there were several.
-	devices := map[[2]string]bool{}
-	for _, c := range res.Captures {
-		devices[[2]string{string(c.API), fmt.Sprint(c.Device)}] = true
-	}
+	cc := optionalColumns(res)
 	columns := []string{"#", "begun by (pid/thread)", "stream", "mode", "began", "end capture",
-		"calls during it", "threads", "refused", "hazards", "calls by name"}
-	if len(devices) > 1 {
+		"calls during it", "threads", "refused", "hazards", "guarded", "outside it", "calls by name"}
+	if cc.nodes {
+		columns = slices.Insert(columns, 6, "nodes")
+	}
+	if cc.python {
+		columns = slices.Insert(columns, 2, "begun at")
+	}
+	if cc.device {
 		columns = slices.Insert(columns, 2, "device")
 	}
 	t := r.AddTable("captures", columns...)
 	listed, unlisted := 0, 0
 	for _, c := range res.Captures {
-		failing := !c.EndedWell() || len(c.Refused) > 0 || c.RefusedOmitted > 0
-		if !failing && hazards[c] == 0 && listed >= captureRows {
+		notable := failing(c) || hazards[c] > 0 || len(c.Outside) > 0 || c.End.Empty()
+		if !notable && listed >= captureRows {
 			unlisted++
 			continue
 		}
 		listed++
-		cells := []string{fmt.Sprint(c.ID), fmt.Sprintf("%d/%d", c.PID, c.TID), fmt.Sprintf("%#x", c.Stream), c.Mode.String(),
-			at(res, c.Begin), endText(c), fmt.Sprint(c.Calls), threadsText(c), fmt.Sprint(len(c.Refused) + c.RefusedOmitted),
-			fmt.Sprint(hazards[c]), topCalls(c, 3)}
-		if len(devices) > 1 {
-			cells = slices.Insert(cells, 2, deviceCell(c))
-		}
-		t.AddRow(cells...)
+		t.AddRow(captureCells(res, c, cc, hazards[c])...)
 	}
 	if n := unlisted + res.CapturesOmitted; n > 0 {
 		r.Note("%d more %s ended with success, nothing refused: counted, not listed", n, words.Plural(n, "capture", "captures"))
 	}
+}
+
+// failing says whether a capture did not end well or had a call refused.
+func failing(c *trace.Capture) bool {
+	return !c.EndedWell() || len(c.Refused) > 0 || c.RefusedOmitted > 0
+}
+
+func captureCells(res *trace.Result, c *trace.Capture, cc captureColumns, hazards int) []string {
+	begun := fmt.Sprintf("%d/%d", c.PID, c.TID)
+	if names := trace.ThreadNames(res, c.PID, c.BeginThreadName, c.BeginPython); names != "" {
+		begun += " " + names
+	}
+	cells := []string{fmt.Sprint(c.ID), begun, fmt.Sprintf("%#x", c.Stream), c.Mode.String(),
+		at(res, c.Begin), endText(c), fmt.Sprint(c.Calls), threadsText(c), fmt.Sprint(len(c.Refused) + c.RefusedOmitted),
+		fmt.Sprint(hazards), fmt.Sprint(c.Guarded), fmt.Sprint(len(c.Outside) + c.OutsideOmitted), topCalls(c.ByName, 3)}
+	if cc.nodes {
+		nodes := "-"
+		if c.End != nil && c.End.NodesKnown {
+			nodes = fmt.Sprint(c.End.Nodes)
+		}
+		cells = slices.Insert(cells, 6, nodes)
+	}
+	if cc.python {
+		where := "-"
+		if w := c.BeginPython.Call().Where; w != nil {
+			where = w.String()
+		}
+		cells = slices.Insert(cells, 2, where)
+	}
+	if cc.device {
+		cells = slices.Insert(cells, 2, deviceCell(c))
+	}
+	return cells
 }
 
 // device is the result's device: the one the program's captures began on,
@@ -262,20 +359,26 @@ func deviceCell(c *trace.Capture) string {
 	return fmt.Sprintf("%s %d", c.API, c.Device)
 }
 
-// callerChain is a call's native callers, innermost first, joined by
-// " ← " (called from): object(function), or object+offset where no
-// symbol names the frame.
+// callerChain is a call's native callers as a person reads them,
+// innermost first, joined by " ← " (called from): the runtime entry the
+// program called, then the frames outside the runtime, the observer and
+// the C library, each object(function), or object+offset where no symbol
+// names it.
 func callerChain(frames []trace.Frame, n int) string {
+	c := trace.ReadableCallers(frames)
 	var parts []string
+	if c.Entry != "" {
+		parts = append(parts, c.Entry)
+	}
 	var last string
 	shown := 0
-	for i, f := range frames {
+	for i, f := range c.Frames {
 		s := f.String()
 		if s == last {
 			continue // recursion, or frames of one function
 		}
 		if shown == n {
-			parts = append(parts, fmt.Sprintf("… (%d more)", len(frames)-i))
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(c.Frames)-i))
 			break
 		}
 		parts, last = append(parts, s), s
@@ -294,13 +397,22 @@ func streamText(s uint64) string {
 	return fmt.Sprintf("%#x", s)
 }
 
-// threadText says whose thread made a call: "512 (another thread)".
-func threadText(call *trace.Call, c *trace.Capture) string {
-	s := fmt.Sprint(call.TID)
+// threadText says whose thread made a call: `512 "metrics" (another
+// thread)`.
+func threadText(res *trace.Result, pid, tid int, osName string, py trace.PyStack, c *trace.Capture) string {
+	if pid == c.PID && tid == c.TID && osName == "" && py.ThreadName == "" {
+		// A record that carried no names, from the thread that began
+		// the capture: its names from the begin.
+		osName, py.ThreadName = c.BeginThreadName, c.BeginPython.ThreadName
+	}
+	s := fmt.Sprint(tid)
+	if names := trace.ThreadNames(res, pid, osName, py); names != "" {
+		s += " " + names
+	}
 	switch {
-	case call.PID != c.PID:
-		s += fmt.Sprintf(" of process %d", call.PID)
-	case call.TID == c.TID:
+	case pid != c.PID:
+		s += fmt.Sprintf(" of process %d", pid)
+	case tid == c.TID:
 		s += " (the capturing thread)"
 	default:
 		s += " (another thread)"
@@ -308,26 +420,143 @@ func threadText(call *trace.Call, c *trace.Capture) string {
 	return s
 }
 
+func callThread(res *trace.Result, call *trace.Call, c *trace.Capture) string {
+	return threadText(res, call.PID, call.TID, call.ThreadName, call.Python, c)
+}
+
+// pythonCell is a Python stack for a table cell: "-" where none was
+// collected.
+func pythonCell(py trace.PyStack) string {
+	if s := py.Describe(pythonFrames); s != "" {
+		return s
+	}
+	return "-"
+}
+
+// anyPython says whether some call carried a Python stack, so that its
+// table has the column.
+func anyPython(calls []*trace.Call) bool {
+	return slices.ContainsFunc(calls, func(c *trace.Call) bool { return c.Python.State != trace.PyNone })
+}
+
+// withPython adds the Python column, after the native callers, where the
+// table has it.
+func withPython(columns []string, python bool) []string {
+	if !python {
+		return columns
+	}
+	return append(columns, "Python (innermost first)")
+}
+
+// failedCaptures gives each failed capture a screen of its own, victim to
+// culprit: who began it (thread, stream, mode, Python line), its first
+// refused call (thread, Python line, native callers), what followed,
+// folded by thread and result, and how it ended.
+func failedCaptures(r *report.Result, res *trace.Result, j trace.Judgement) {
+	shown, more := 0, 0
+	for _, c := range res.Captures {
+		if !c.Ran() || !failing(c) {
+			continue
+		}
+		if shown == failedScreens {
+			more++
+			continue
+		}
+		shown++
+		failedScreen(r, res, c, j)
+	}
+	if more > 0 {
+		r.Note("%d more failed %s: in the capture and refused-call tables", more, words.Plural(more, "capture", "captures"))
+	}
+}
+
+// screenRow is one step of a failed capture's screen.
+type screenRow struct {
+	step, call, thread string
+	python             trace.PyStack
+	callers            string
+}
+
+func failedScreen(r *report.Result, res *trace.Result, c *trace.Capture, j trace.Judgement) {
+	rows := []screenRow{{step: "began", call: fmt.Sprintf("%s (%s mode, stream %#x)", trace.BaseName(c.BeginName), c.Mode, c.Stream),
+		thread: threadText(res, c.PID, c.TID, c.BeginThreadName, c.BeginPython, c), python: c.BeginPython,
+		callers: callerChain(c.BeginCallers, callerFrames)}}
+	first := c.FirstRefused()
+	if first != nil {
+		step := "first refused call"
+		if first == j.Culprit {
+			step = "first culprit"
+		}
+		rows = append(rows, screenRow{step: step, call: fmt.Sprintf("%s returned %s", trace.BaseName(first.Name), codeText(first.Result, first.API)),
+			thread: callThread(res, first, c), python: first.Python, callers: callerChain(first.Callers, callerFrames)})
+	}
+	for _, q := range c.Consequences(first) {
+		rows = append(rows, screenRow{step: "then", call: fmt.Sprintf("%s returned %s (%s)", words.Count(q.Calls, "call", "calls"),
+			codeText(q.Result, c.API), topCalls(q.ByName, 3)), thread: threadText(res, q.PID, q.TID, q.ThreadName, q.Python, c),
+			python: q.Python, callers: "-"})
+	}
+	if c.RefusedOmitted > 0 {
+		rows = append(rows, screenRow{step: "then", call: fmt.Sprintf("%s more refused, not kept", words.Count(c.RefusedOmitted, "call", "calls")),
+			thread: "-", callers: "-"})
+	}
+	rows = append(rows, endRow(res, c))
+	python := slices.ContainsFunc(rows, func(row screenRow) bool { return row.python.State != trace.PyNone })
+	t := r.AddTable(fmt.Sprintf("capture %d failed: who began it, its first refused call, what followed (← called from)", c.ID),
+		withPython([]string{"step", "call", "thread", "native callers"}, python)...)
+	for _, row := range rows {
+		cells := []string{row.step, row.call, row.thread, row.callers}
+		if python {
+			cells = append(cells, pythonCell(row.python))
+		}
+		t.AddRow(cells...)
+	}
+}
+
+// endRow is how a failed capture ended, or that it never did.
+func endRow(res *trace.Result, c *trace.Capture) screenRow {
+	switch {
+	case c.End == nil:
+		return screenRow{step: "ended", call: "never: the program " + res.Exit.Describe(), thread: "-", callers: "-"}
+	case c.End.StreamGone:
+		return screenRow{step: "ended", call: "never: its stream was destroyed while it captured",
+			thread: threadText(res, c.PID, c.End.TID, c.End.ThreadName, c.End.Python, c), callers: "-"}
+	}
+	return screenRow{step: "ended", call: fmt.Sprintf("%s returned %s", trace.BaseName(c.End.Name), codeText(c.End.Result, c.API)),
+		thread: threadText(res, c.PID, c.End.TID, c.End.ThreadName, c.End.Python, c), python: c.End.Python,
+		callers: callerChain(c.End.Callers, callerFrames)}
+}
+
 func refusedTable(r *report.Result, res *trace.Result, j trace.Judgement) {
-	var t *report.Table
+	var all []*trace.Call
 	omitted := 0
 	for _, c := range res.Captures {
 		omitted += c.RefusedOmitted
-		for _, call := range c.Refused {
-			if t == nil {
-				t = r.AddTable("refused calls (callers innermost first, ← called from)", "capture", "call", "thread",
-					"stream", "result", "callers")
-				t.FlagColumn = "role"
+		all = append(all, c.Refused...)
+	}
+	if len(all) > 0 {
+		python := anyPython(all)
+		t := r.AddTable("refused calls (callers innermost first, ← called from)",
+			withPython([]string{"capture", "call", "thread", "stream", "result", "callers"}, python)...)
+		t.FlagColumn = "role"
+		for _, c := range res.Captures {
+			// In the order they were made: threads' records arrive in any.
+			refused := slices.Clone(c.Refused)
+			sort.SliceStable(refused, func(i, j int) bool { return refused[i].Time < refused[j].Time })
+			for _, call := range refused {
+				role := ""
+				switch {
+				case call == j.Culprit && c == j.Capture:
+					role = "first culprit"
+				case call.Consequence():
+					role = "reports an earlier refusal"
+				}
+				cells := []string{fmt.Sprint(c.ID), trace.BaseName(call.Name), callThread(res, call, c), streamText(call.Stream),
+					codeText(call.Result, call.API), callerChain(call.Callers, callerFrames)}
+				if python {
+					cells = append(cells, pythonCell(call.Python))
+				}
+				t.AddFlaggedRow(role, cells...)
 			}
-			role := ""
-			switch {
-			case call == j.Culprit && c == j.Capture:
-				role = "first culprit"
-			case call.Consequence():
-				role = "reports an earlier refusal"
-			}
-			t.AddFlaggedRow(role, fmt.Sprint(c.ID), trace.BaseName(call.Name), threadText(call, c), streamText(call.Stream),
-				codeText(call.Result, call.API), callerChain(call.Callers, callerFrames))
 		}
 	}
 	if omitted > 0 {
@@ -340,21 +569,91 @@ func hazardTable(r *report.Result, res *trace.Result) {
 	if len(res.Hazards) == 0 {
 		return
 	}
-	t := r.AddTable("hazards (calls a global-mode capture would not survive)", "capture", "call", "thread",
-		"succeeded because", "rule", "global mode would", "basis", "rules table", "callers")
+	calls := make([]*trace.Call, len(res.Hazards))
+	for i, h := range res.Hazards {
+		calls[i] = h.Call
+	}
+	python := anyPython(calls)
+	t := r.AddTable("hazards (calls a global-mode capture would not survive)", withPython([]string{"capture", "call", "thread",
+		"succeeded because", "rule", "global mode would", "basis", "rules table", "callers"}, python)...)
 	for _, h := range res.Hazards {
 		basis := string(h.Would.Basis)
 		if basis == "" {
 			basis = "not given"
 		}
 		would := fmt.Sprintf("return %s; end capture %s", codeText(h.Would.Returns, h.Capture.API), codeText(h.Would.End, h.Capture.API))
-		t.AddRow(fmt.Sprint(h.Capture.ID), trace.BaseName(h.Call.Name), threadText(h.Call, h.Capture), h.Because(),
-			h.Strict.String(), would, basis, h.Table, callerChain(h.Call.Callers, callerFrames))
+		cells := []string{fmt.Sprint(h.Capture.ID), trace.BaseName(h.Call.Name), callThread(res, h.Call, h.Capture), h.Because(),
+			h.Strict.String(), would, basis, h.Table, callerChain(h.Call.Callers, callerFrames)}
+		if python {
+			cells = append(cells, pythonCell(h.Call.Python))
+		}
+		t.AddRow(cells...)
+	}
+}
+
+// outsideTable lists the work enqueued during captures into streams that
+// were not capturing: no graph holds it.
+func outsideTable(r *report.Result, res *trace.Result) {
+	var all []*trace.Call
+	omitted := 0
+	for _, c := range res.Captures {
+		all = append(all, c.Outside...)
+		omitted += c.OutsideOmitted
+	}
+	if len(all) > 0 {
+		python := anyPython(all)
+		t := r.AddTable("work outside the capture (enqueued during it into a stream that was not capturing; no graph holds it)",
+			withPython([]string{"capture", "call", "thread", "stream", "callers"}, python)...)
+		for _, c := range res.Captures {
+			for _, call := range c.Outside {
+				cells := []string{fmt.Sprint(c.ID), trace.BaseName(call.Name), callThread(res, call, c), streamText(call.Stream),
+					callerChain(call.Callers, callerFrames)}
+				if python {
+					cells = append(cells, pythonCell(call.Python))
+				}
+				t.AddRow(cells...)
+			}
+		}
+	}
+	if omitted > 0 {
+		r.Note("%d more %s outside a capture past the first %d of a capture: counted, not listed", omitted,
+			words.Plural(omitted, "call", "calls"), trace.DefaultLimits.Calls)
 	}
 }
 
 // notes say what was observed, and how.
 func notes(r *report.Result, res *trace.Result, rules *trace.RulesTables) {
+	cuptiNotes(r, res)
+	hipSeen := slices.ContainsFunc(res.Captures, func(c *trace.Capture) bool { return c.API == hip.DialectHIP })
+	if hipSeen || res.Ran() == 0 {
+		r.Note("HIP: calls to libamdhip64 observed by the LD_PRELOAD interposer in every process that loaded it; " +
+			"a program that dlopens libamdhip64 and looks up its functions itself bypasses it (AMD's rocprofiler-sdk traces those)")
+	}
+	processNote(r, res)
+	if why := res.Unobserved(); why != "" && res.Ran() == 0 {
+		r.Note("not observed: %s", why)
+	}
+	findingNotes(r, res)
+	if rules != nil {
+		var tables []string
+		for _, d := range []hip.Dialect{hip.DialectCUDA, hip.DialectHIP} {
+			if name, ok := rules.Names[d]; ok {
+				tables = append(tables, fmt.Sprintf("%s for %s", name, strings.ToUpper(string(d))))
+			}
+		}
+		r.Note("hazards judged by the measured rules tables %s", strings.Join(tables, " and "))
+	}
+	if res.Stray > 0 {
+		r.Note("%d %s fell in no capture that the trace saw begin", res.Stray, words.Plural(res.Stray, "call", "calls"))
+	}
+	if res.Malformed > 0 {
+		r.Note("%d observer %s could not be read", res.Malformed, words.Plural(res.Malformed, "record", "records"))
+	}
+}
+
+// cuptiNotes say, per status and text, in which processes CUDA was or
+// was not observed.
+func cuptiNotes(r *report.Result, res *trace.Result) {
 	cupti := map[string][]int{} // status: text -> processes
 	var order []string
 	for _, n := range res.Notes {
@@ -379,44 +678,116 @@ func notes(r *report.Result, res *trace.Result, rules *trace.RulesTables) {
 			r.Note("CUDA: not observed in %s: %s", pids, text)
 		}
 	}
-	hipSeen := slices.ContainsFunc(res.Captures, func(c *trace.Capture) bool { return c.API == hip.DialectHIP })
-	if hipSeen || res.Ran() == 0 {
-		r.Note("HIP: calls to libamdhip64 observed by the LD_PRELOAD interposer in every process that loaded it; " +
-			"a program that dlopens libamdhip64 and looks up its functions itself bypasses it (AMD's rocprofiler-sdk traces those)")
+}
+
+// processNote lists the processes the observer loaded into.
+func processNote(r *report.Result, res *trace.Result) {
+	n := len(res.Processes) + res.ProcessesOmitted
+	if n == 0 {
+		r.Note("processes: the observer loaded into none")
+		return
 	}
-	switch n := len(res.Processes) + res.ProcessesOmitted; {
-	case n == 0:
-		r.Note("processes: the observer loaded into none (a statically linked program cannot be observed)")
-	default:
-		var parts []string
-		for i, p := range res.Processes {
-			if i == 10 {
-				parts = append(parts, fmt.Sprintf("%d more", n-10))
-				break
-			}
-			s := fmt.Sprintf("%d %s", p.PID, baseName(p.Exe))
-			if p.Forked {
-				s += fmt.Sprintf(" (forked from %d)", p.PPID)
-			}
-			parts = append(parts, s)
+	var parts []string
+	for i, p := range res.Processes {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("%d more", n-10))
+			break
 		}
-		r.Note("processes observed (%d): %s", n, strings.Join(parts, ", "))
+		s := fmt.Sprintf("%d %s", p.PID, baseName(p.Exe))
+		if p.Forked {
+			s += fmt.Sprintf(" (forked from %d)", p.PPID)
+		}
+		parts = append(parts, s)
 	}
-	if rules != nil {
-		var tables []string
-		for _, d := range []hip.Dialect{hip.DialectCUDA, hip.DialectHIP} {
-			if name, ok := rules.Names[d]; ok {
-				tables = append(tables, fmt.Sprintf("%s for %s", name, strings.ToUpper(string(d))))
+	r.Note("processes observed (%d): %s", n, strings.Join(parts, ", "))
+}
+
+// findingNotes say what the tables do not: the guarded calls, the empty
+// graphs, the graphs launched that no capture built, and why Python
+// frames are missing.
+func findingNotes(r *report.Result, res *trace.Result) {
+	guarded := map[string]int{}
+	total, captures := 0, 0
+	for _, c := range res.Captures {
+		if c.Guarded > 0 {
+			captures++
+			total += c.Guarded
+			for name, n := range c.GuardedByName {
+				guarded[name] += n
 			}
 		}
-		r.Note("hazards judged by the measured rules tables %s", strings.Join(tables, " and "))
 	}
-	if res.Stray > 0 {
-		r.Note("%d %s fell in no capture that the trace saw begin", res.Stray, words.Plural(res.Stray, "call", "calls"))
+	if total > 0 {
+		r.Note("guarded: %s during %s (%s), each made by a thread that had switched its own capture mode around it "+
+			"(to relaxed: MIOpen's ScopedRelaxedCaptureMode, PyTorch's cudaMallocMaybeCapturing), in which the rules tables "+
+			"say the call is safe whatever the capture's mode: none is a hazard", words.Count(total, "call", "calls"),
+			words.Count(captures, "capture", "captures"), topCalls(guarded, 4))
 	}
-	if res.Malformed > 0 {
-		r.Note("%d observer %s could not be read", res.Malformed, words.Plural(res.Malformed, "record", "records"))
+	if empty := res.Empty(); len(empty) > 0 {
+		ids := make([]string, 0, len(empty))
+		for _, c := range empty {
+			ids = append(ids, fmt.Sprint(c.ID))
+		}
+		r.Note("empty: %s ended with success into a graph with no node (%s): no work was captured; "+
+			"work enqueued on another stream, or on the capturing stream by another thread before the capture, is not in it",
+			words.Count(len(empty), "capture", "captures"), "#"+strings.Join(ids, ", #"))
 	}
+	if g := res.Graphs; g.Launches > 0 {
+		uncaptured := "each built by a capture the trace saw"
+		if g.Uncaptured > 0 {
+			uncaptured = fmt.Sprintf("%d of them built without a capture the trace saw (node by node, as XLA's command buffers are)",
+				g.Uncaptured)
+		}
+		r.Note("graphs: %s instantiated, %s of %s, %s", words.Count(g.Instantiations, "graph", "graphs"),
+			words.Count(g.Launches, "launch", "launches"), words.Count(g.Launched, "graph", "graphs"), uncaptured)
+	}
+	pythonNotes(r, res)
+}
+
+// pythonNotes say why a thread's Python frames are missing, once per
+// reason.
+func pythonNotes(r *report.Result, res *trace.Result) {
+	why := map[string][]int{}
+	var order []string
+	add := func(tid int, py trace.PyStack) {
+		if py.State != trace.PyUnavailable {
+			return
+		}
+		if _, ok := why[py.Why]; !ok {
+			order = append(order, py.Why)
+		}
+		if !slices.Contains(why[py.Why], tid) {
+			why[py.Why] = append(why[py.Why], tid)
+		}
+	}
+	for _, c := range res.Captures {
+		add(c.TID, c.BeginPython)
+		for _, call := range slices.Concat(c.Refused, c.Outside) {
+			add(call.TID, call.Python)
+		}
+	}
+	for _, h := range res.Hazards {
+		add(h.Call.TID, h.Call.Python)
+	}
+	for _, reason := range order {
+		said := reason
+		if said == "" {
+			said = "the observer did not say why"
+		}
+		r.Note("Python: the frames of %s could not be read: %s", threadList(why[reason]), said)
+	}
+}
+
+func threadList(tids []int) string {
+	parts := make([]string, 0, len(tids))
+	for i, t := range tids {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("%d more", len(tids)-10))
+			break
+		}
+		parts = append(parts, fmt.Sprint(t))
+	}
+	return words.Plural(len(tids), "thread ", "threads ") + strings.Join(parts, ", ")
 }
 
 func processList(pids []int) string {

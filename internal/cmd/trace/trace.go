@@ -25,15 +25,14 @@ import (
 type TraceOptions struct {
 	IO          *cli.IOStreams
 	Global      cli.GlobalOptions
-	Context     context.Context
 	CommandLine string
 	Now         func() time.Time
 	Verbosef    func(format string, args ...any)
 	// Environ is the program's environment (os.Environ).
 	Environ func() []string
-	// Run traces a program (trace.Run) and BuildObserver builds the
-	// observer (trace.Build); tests replace them.
-	Run           func(context.Context, trace.Options) (*trace.Result, error)
+	// TraceProgram traces a program (trace.Run) and BuildObserver builds
+	// the observer (trace.Build); tests replace them.
+	TraceProgram  func(context.Context, trace.Options) (*trace.Result, error)
 	BuildObserver func(context.Context, trace.BuildOptions) (string, error)
 
 	Timeout  time.Duration
@@ -51,7 +50,7 @@ const usageLine = "miotool trace [flags] -- PROGRAM [ARGS...]"
 // NewCmdTrace builds `miotool trace`; runF, when set, replaces the run function.
 func NewCmdTrace(f *cli.Factory, runF func(*TraceOptions) error) *cobra.Command {
 	opts := &TraceOptions{IO: f.IOStreams, Now: f.Now, Verbosef: f.Verbosef, Environ: os.Environ,
-		Run: trace.Run, BuildObserver: trace.Build}
+		TraceProgram: trace.Run, BuildObserver: trace.Build}
 	cmd := &cobra.Command{
 		Use:   "trace [flags] -- PROGRAM [ARGS...]",
 		Short: "Run any program and name the call that broke its stream capture: thread, stream, library",
@@ -79,39 +78,49 @@ observer is a small C library, built on first use with the system C compiler
 into the user cache directory, or given prebuilt with --observer
 (MIOTOOL_TRACE_OBSERVER). A statically linked program cannot be observed.
 
-What is judged: for each capture, who began it (process, thread, stream,
-mode, time, and the device that thread was on, as the runtime names it: the
-result's device), how its end-capture returned, how many calls were made during it
-and from how many threads, and every call the runtime refused while it was
-active (900-908) with its native callers. FAIL when a capture was
-invalidated, failed or never ended, or a call was refused during one, or the
-program crashed, hung or exited non-zero after captures that all ended well.
+What is judged: for each capture, who began it (process, thread and its name,
+stream, mode, time, the Python line of a Python thread, and the device that
+thread was on, as the runtime names it: the result's device), how its
+end-capture returned, how many nodes its graph has, how many calls were made
+during it and from how many threads, and every call the runtime refused while
+it was active (900-908) with its native callers and, for a Python thread, its
+Python stack. FAIL when a capture was invalidated, failed or never ended, or a
+call was refused during one, or the program crashed, hung or exited non-zero.
 PASS only when at least one capture ran, every capture ended with success,
-nothing was refused and the program exited 0. A program that began no
-capture is SKIP, "no capture began: nothing to check" (exit 4), never PASS.
-The headline names the first culprit: the earliest refused call before the
-end of a capture that did not end well (a 901 only reports an earlier
-refusal). Callers read innermost first, "←" meaning "called from":
-"cuCtxSynchronize from thread 512 (cudaDeviceSynchronize ←
-c10::cuda::device_synchronize)" is cuCtxSynchronize, called from
-cudaDeviceSynchronize, itself called from c10::cuda::device_synchronize.
+nothing was refused and the program exited 0. A program that began no capture
+is SKIP, "no capture began: nothing to check" (exit 4), only when the observer
+was in it and it exited 0 (graphs it built without capture and launched are
+named); a program that failed is FAIL however many captures it began, and one
+the trace could not observe (statically linked, setuid, CUPTI missing or taken,
+a trace inside a trace) is ERROR (exit 3), saying why. The headline names the
+first culprit in the user's words: the earliest refused call before the end of
+a capture that did not end well (a 901 only reports an earlier refusal), by
+its Python line and thread, e.g. "torch.cuda.synchronize() at train.py:42 in
+log_metrics, thread 561 "metrics" (cuCtxSynchronize)"; each failed capture
+gets one screen, from who began it to its first refused call and what
+followed. Native callers read innermost first, "←" meaning "called from",
+without the runtime's own frames (libcuda, libcudart, a static cudart,
+libamdhip64, libc): "cudaMalloc ← cupy_backends.cuda.api.runtime.malloc".
 
 Hazards: a call that succeeded only because the capture was begun in relaxed
-or thread-local mode, or because its thread had relaxed its own mode, and
-that a global-mode capture with a global-mode caller refuses or is
+or thread-local mode, and that a global-mode capture refuses or is
 invalidated by, as the measured rules tables say (configs/rules/h200-cuda.yaml
-and configs/rules/hip.yaml, what 'miotool rules' checks a device against),
-is listed with the table cell that makes it one. It passes today and breaks
-the day someone captures in global mode (PyTorch's default). --strict makes
-hazards fail.
+and configs/rules/hip.yaml, what 'miotool rules' checks a device against), is
+listed with the table cell that makes it one. It passes today and breaks the
+day someone captures in global mode (PyTorch's default). A call whose own
+thread switched itself to a mode the tables say is safe under every capture
+(MIOpen's ScopedRelaxedCaptureMode, PyTorch's allocator) is counted as
+guarded, not a hazard. Work launched during a capture into a stream that was
+not part of it is listed as outside the capture. --strict makes hazards and
+work outside a capture fail.
 
 Exit status: 0 PASS; 1 FAIL; 2 the program does not exist or cannot be
-executed, or another usage error; 3 the tool failed; 4 no capture began, no C
-compiler to build the observer with, or no libcupti for a CUDA program (each
-says what to install); 130 (SIGINT) or 143 (SIGTERM) when miotool was
-interrupted: the program's group gets the same signal, then SIGKILL after
-5s, and the result says INTERRUPTED with what was seen. A program that
-SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
+executed, or another usage error; 3 the tool failed, or the program could not
+be observed; 4 no capture began in a program that exited 0, or no C compiler
+to build the observer with (each says what to install); 130 (SIGINT) or 143
+(SIGTERM) when miotool was interrupted: the program's group gets the same
+signal, then SIGKILL after 5s, and the result says INTERRUPTED with what was
+seen. A program that SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 		Example: `  # A PyTorch step whose capture breaks: which call, which thread, which library
   miotool trace -- python3 train_step.py
 
@@ -120,19 +129,9 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 
   # miotool's own pre-fix reclaim under the trace: FAIL naming cuStreamQuery
   miotool trace -- miotool --backend cuda capture --mode=global --reclaim=lazy`,
-		Args: programArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return opts.RunTrace()
-		},
+		Args:              programArgs,
+		ValidArgsFunction: completeProgram(opts.Environ),
+		RunE:              cli.RunE(f, opts, runF),
 	}
 	// A flag miotool does not know is most often the program's, given
 	// without -- before it.
@@ -143,7 +142,7 @@ SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
-	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards: calls that only the capture's relaxed or thread-local mode let through")
+	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards (calls that only the capture's relaxed or thread-local mode let through) and on work launched outside a capture")
 	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+envObserver+")")
 	_ = cmd.MarkFlagFilename("observer", "so")
 	cli.MarkInputFile(cmd, "observer")
@@ -160,7 +159,8 @@ var (
 	prebuiltHint = "give a prebuilt observer with --observer PATH or " + envObserver
 )
 
-// reportVerdict is a trace's verdict as a result states it.
+// reportVerdict is a trace's verdict as a result states it: a program the
+// trace could not observe is an ERROR, never a SKIP a CI would accept.
 func reportVerdict(v trace.Verdict) report.Verdict {
 	switch v {
 	case trace.Pass:
@@ -171,18 +171,26 @@ func reportVerdict(v trace.Verdict) report.Verdict {
 		return report.Skip
 	case trace.Interrupted:
 		return report.Interrupted
+	case trace.CouldNotObserve:
+		return report.Error
 	}
 	return report.Error
 }
 
-// headlineSummary is the judgement's line, with the flag that made
-// hazards fail where they alone did.
-func headlineSummary(res *trace.Result, j trace.Judgement) string {
-	if !j.HazardsFailed {
-		return j.Summary
+// completeProgram completes what follows --: the program, as a shell
+// completes a command (the executables on $PATH, or files where the word
+// has a slash), then the program's own arguments, as files.
+func completeProgram(environ func() []string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		dash := cmd.ArgsLenAtDash()
+		switch {
+		case dash < 0:
+			return []cobra.Completion{"--"}, cobra.ShellCompDirectiveNoFileComp
+		case len(args) > dash || strings.Contains(toComplete, "/"):
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return trace.Executables(environ(), toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
-	n := len(res.Hazards)
-	return fmt.Sprintf("%s (--strict; %d %s)", j.Summary, n, words.Plural(n, "hazard", "hazards"))
 }
 
 // programArgs checks that the program follows --, and only it.
@@ -204,10 +212,6 @@ func programArgs(cmd *cobra.Command, args []string) error {
 // Complete reads the global options and the program.
 func (o *TraceOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
 	o.Global = f.Global
-	o.Context = cmd.Context()
-	if o.Context == nil {
-		o.Context = f.Context
-	}
 	o.CommandLine = f.CommandLine()
 	o.Program, o.Args = args[0], args[1:]
 	return nil
@@ -258,13 +262,9 @@ func interruptSignal(ctx context.Context) func() syscall.Signal {
 	}
 }
 
-// RunTrace builds the observer when none is given, runs the program under
-// it, and writes the judged result.
-func (o *TraceOptions) RunTrace() error {
-	ctx := o.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+// Run builds the observer when none is given, runs the program under it,
+// and judges what the observer saw.
+func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	start := o.Now()
 	r := report.New("trace", o.CommandLine, start)
 	observer := o.Observer
@@ -273,7 +273,7 @@ func (o *TraceOptions) RunTrace() error {
 		var err error
 		observer, err = o.BuildObserver(ctx, trace.BuildOptions{})
 		if err != nil {
-			return o.buildFailed(ctx, r, err)
+			return cli.Single(o.buildFailed(ctx, r, err)), nil
 		}
 	}
 	o.Verbosef("trace observer: %s", observer)
@@ -283,7 +283,7 @@ func (o *TraceOptions) RunTrace() error {
 	if f := o.IO.OutFile(); f != nil {
 		stdout = f
 	}
-	res, err := o.Run(ctx, trace.Options{
+	res, err := o.TraceProgram(ctx, trace.Options{
 		Program: o.Program, Args: o.Args, Env: o.Environ(),
 		Stdin: o.IO.In, Stdout: stdout, Stderr: o.IO.ErrOut,
 		Timeout: o.Timeout, Observer: observer, InterruptSignal: interruptSignal(ctx),
@@ -291,24 +291,22 @@ func (o *TraceOptions) RunTrace() error {
 	if err != nil {
 		var ue *trace.UsageError
 		if errors.As(err, &ue) {
-			return cli.UsageError(err)
+			return nil, cli.UsageError(err)
 		}
-		return fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
 	rules, err := trace.BuiltinRules()
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
-	j := trace.Judge(res, o.Strict)
-	fill(r, res, j, rules)
-	r.Finish(reportVerdict(j.Verdict), headlineSummary(res, j), o.Now())
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	judged(r, res, o.Strict, rules, o.Now())
+	return cli.Single(r), nil
 }
 
 // buildFailed is the result of a trace whose observer could not be built:
 // SKIP when there is no compiler (exit 4, with what to install),
 // INTERRUPTED when miotool was, ERROR when the compiler failed.
-func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err error) error {
+func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err error) *report.Result {
 	var nc *trace.NoCompilerError
 	var be *trace.BuildError
 	switch {
@@ -327,5 +325,5 @@ func (o *TraceOptions) buildFailed(ctx context.Context, r *report.Result, err er
 		r.Finish(report.Error, fmt.Sprintf("the trace observer: %v: %s", err, prebuiltHint), o.Now())
 	}
 	r.Note("the program was not started: %s", report.JoinCommandLine(append([]string{o.Program}, o.Args...)))
-	return cli.RenderResult(o.IO, o.Global.Format, r)
+	return r
 }

@@ -373,7 +373,7 @@ func TestMockNoHIPRTC(t *testing.T) {
 func TestMockHostFunctions(t *testing.T) {
 	d := openMock(t, 0, nil)
 	calls := mockCall(mockCtl.hostCalls)
-	tids := gputest.HostFuncOrder(t, d)
+	tids := gputest.HostFuncOrder(t, kit(d))
 	events := mockCall(mockCtl.eventsTID)
 	if events == 0 || events == syscall.Gettid() {
 		t.Fatalf("events thread %d (test thread %d)", events, syscall.Gettid())

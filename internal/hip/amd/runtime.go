@@ -41,6 +41,13 @@ func (l *runtimeLib) symbols() []dl.Symbol {
 
 		{Name: "hipMalloc", Addr: &f.Malloc},
 		{Name: "hipFree", Addr: &f.Free},
+		// Deprecated in the 6.x headers (for hipExtHostAlloc and
+		// hipFreeHost), not in 5.x or the 7.x line: every version exports
+		// the pair.
+		{Name: "hipHostMalloc", Addr: &f.HostAlloc},
+		{Name: "hipHostFree", Addr: &f.HostFree},
+		{Name: "hipHostRegister", Addr: &f.HostRegister},
+		{Name: "hipHostUnregister", Addr: &f.HostUnregister},
 		{Name: "hipMemset", Addr: &f.Memset},
 		{Name: "hipMemsetAsync", Addr: &f.MemsetAsync},
 		{Name: "hipMemcpyHtoD", Addr: &f.MemcpyHtoD},

@@ -41,6 +41,10 @@ func (l *driverLib) symbols() []dl.Symbol {
 
 		{Name: "cuMemAlloc_v2", Addr: &f.Malloc},
 		{Name: "cuMemFree_v2", Addr: &f.Free},
+		{Name: "cuMemHostAlloc", Addr: &f.HostAlloc},
+		{Name: "cuMemFreeHost", Addr: &f.HostFree},
+		{Name: "cuMemHostRegister_v2", Addr: &f.HostRegister},
+		{Name: "cuMemHostUnregister", Addr: &f.HostUnregister},
 		{Name: "cuMemsetD8_v2", Addr: &f.Memset},
 		{Name: "cuMemsetD8Async", Addr: &f.MemsetAsync},
 		{Name: "cuMemcpyHtoD_v2", Addr: &f.MemcpyHtoD},
@@ -81,9 +85,7 @@ func (l *driverLib) symbols() []dl.Symbol {
 		{Name: "cuGraphExecDestroy", Addr: &f.GraphExecDestroy},
 		{Name: "cuGraphDestroy", Addr: &f.GraphDestroy},
 
-		{Name: "cuMemHostAlloc", Addr: &l.HostMapped.Alloc, Optional: true},
 		{Name: "cuMemHostGetDevicePointer_v2", Addr: &l.HostMapped.GetDevicePointer, Optional: true},
-		{Name: "cuMemFreeHost", Addr: &l.HostMapped.Free, Optional: true},
 	}
 }
 

@@ -21,6 +21,7 @@ func TestSymbolTableUsesVersionedNames(t *testing.T) {
 		"cuStreamDestroy_v2", "cuEventDestroy_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
 		"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8_v2",
 		"cuDevicePrimaryCtxRelease_v2", "cuDeviceTotalMem_v2", "cuStreamGetCaptureInfo_v3",
+		"cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2", "cuMemHostUnregister",
 	} {
 		if !slices.Contains(names, want) {
 			t.Errorf("the table lacks %s", want)
@@ -32,6 +33,7 @@ func TestSymbolTableUsesVersionedNames(t *testing.T) {
 		"cuEventDestroy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
 		"cuMemcpyDtoDAsync", "cuMemsetD8", "cuDevicePrimaryCtxRelease", "cuDeviceTotalMem",
 		"cuStreamGetCaptureInfo", "cuCtxCreate", "cuCtxDestroy", "cuGraphInstantiate_v2",
+		"cuMemHostRegister", // the pre-6.5 export: cuda.h maps the name to _v2
 	} {
 		if slices.Contains(names, legacy) {
 			t.Errorf("the table binds the legacy name %s", legacy)

@@ -204,28 +204,65 @@ var _ hip.HostMapper = (*Device)(nil)
 func (d *Device) HostAllocMapped(bytes int) (hip.HostMapped, error) {
 	const op = "HostAllocMapped"
 	f := d.rt.HostMapped
-	if f.Alloc == 0 || f.GetDevicePointer == 0 || f.Free == 0 {
+	if f.GetDevicePointer == 0 {
 		return hip.HostMapped{}, d.st.Errorf(op, hip.ErrNotSupported, "this backend has no host-mapped memory")
 	}
 	if bytes <= 0 {
 		return hip.HostMapped{}, d.invalid(op, "size %d must be positive", bytes)
 	}
-	var host uintptr
-	if err := d.call(op, f.Alloc, uintptr(unsafe.Pointer(&host)), uintptr(bytes), f.AllocFlags); err != nil {
+	// The memory is C memory the Go collector never moves or frees.
+	var host unsafe.Pointer
+	if err := d.call(op, d.funcs.HostAlloc, uintptr(unsafe.Pointer(&host)), uintptr(bytes), f.AllocFlags); err != nil {
 		return hip.HostMapped{}, err
 	}
 	var dev uint64
-	if err := d.call(op, f.GetDevicePointer, uintptr(unsafe.Pointer(&dev)), host, 0); err != nil {
-		_ = d.call("FreeHost", f.Free, host)
+	if err := d.call(op, f.GetDevicePointer, uintptr(unsafe.Pointer(&dev)), uintptr(host), 0); err != nil {
+		_ = d.call("HostFree", d.funcs.HostFree, uintptr(host))
 		return hip.HostMapped{}, err
 	}
-	// The memory is C memory the Go collector never moves or frees.
-	return hip.HostMapped{Host: *(*unsafe.Pointer)(unsafe.Pointer(&host)), Dev: hip.DevPtr(dev), Bytes: bytes}, nil
+	return hip.HostMapped{Host: host, Dev: hip.DevPtr(dev), Bytes: bytes}, nil
 }
 
 // HostFreeMapped frees what HostAllocMapped allocated.
 func (d *Device) HostFreeMapped(m hip.HostMapped) error {
-	return d.call("FreeHost", d.rt.HostMapped.Free, uintptr(m.Host))
+	return d.call("HostFree", d.funcs.HostFree, uintptr(m.Host))
+}
+
+// HostAlloc allocates pinned host memory with the default flags.
+func (d *Device) HostAlloc(bytes int) ([]byte, error) {
+	if bytes <= 0 {
+		return nil, d.invalid("HostAlloc", "size %d must be positive", bytes)
+	}
+	// The memory is C memory the Go collector never moves or frees.
+	var host unsafe.Pointer
+	if err := d.call("HostAlloc", d.funcs.HostAlloc, uintptr(unsafe.Pointer(&host)), uintptr(bytes), 0); err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(host), bytes), nil
+}
+
+func (d *Device) HostFree(b []byte) error {
+	if len(b) == 0 {
+		return d.invalid("HostFree", "the host memory to free is empty")
+	}
+	return d.call("HostFree", d.funcs.HostFree, uintptr(unsafe.Pointer(&b[0])))
+}
+
+// HostRegister registers all of b with the default flags. b is memory the
+// Go collector does not manage (hip.Device says so), so its address may
+// outlive the call.
+func (d *Device) HostRegister(b []byte) error {
+	if len(b) == 0 {
+		return d.invalid("HostRegister", "the host memory to register is empty")
+	}
+	return d.call("HostRegister", d.funcs.HostRegister, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+}
+
+func (d *Device) HostUnregister(b []byte) error {
+	if len(b) == 0 {
+		return d.invalid("HostUnregister", "the host memory to unregister is empty")
+	}
+	return d.call("HostUnregister", d.funcs.HostUnregister, uintptr(unsafe.Pointer(&b[0])))
 }
 
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {

@@ -13,5 +13,6 @@
 // The backends (internal/hip/cuda, internal/hip/amd) supply only their
 // symbol tables, attribute numbers, how a device is made current and how
 // its architecture is found, so that a run on either vendor's GPU exercises
-// the other's code paths too. Package gputest holds their shared tests.
+// the other's code paths too. Package gputest holds the tests every
+// backend runs, the simulator included.
 package gpulib

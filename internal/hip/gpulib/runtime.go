@@ -19,6 +19,8 @@ import (
 //	Select(x): makes the device current on the calling thread
 //	           (cuCtxSetCurrent(ctx), hipSetDevice(ordinal))
 //	Malloc(ptr*, bytes)               Free(ptr)
+//	HostAlloc(ptr*, bytes, flags)     HostFree(ptr)
+//	HostRegister(ptr, bytes, flags)   HostUnregister(ptr)
 //	Memset(ptr, value, bytes)         MemsetAsync(ptr, value, bytes, stream)
 //	MemcpyHtoD(dst, src, bytes)       MemcpyDtoH(dst, src, bytes)
 //	Memcpy*Async(dst, src, bytes, stream)
@@ -40,6 +42,7 @@ type RuntimeFuncs struct {
 	Select, DeviceSynchronize                                               uintptr
 
 	Malloc, Free, Memset, MemsetAsync                                         uintptr
+	HostAlloc, HostFree, HostRegister, HostUnregister                         uintptr
 	MemcpyHtoD, MemcpyDtoH, MemcpyHtoDAsync, MemcpyDtoHAsync, MemcpyDtoDAsync uintptr
 
 	StreamCreate, StreamDestroy, StreamQuery, StreamSynchronize, StreamWaitEvent           uintptr
@@ -52,14 +55,14 @@ type RuntimeFuncs struct {
 	GraphInstantiate, GraphLaunch, GraphExecDestroy, GraphDestroy   uintptr
 }
 
-// HostMappedFuncs are the optional entry points of host-mapped memory,
-// which benchmarks use (zero where a backend does not bind them):
+// HostMappedFuncs are what host-mapped memory, which benchmarks use, needs
+// beyond RuntimeFuncs.HostAlloc and HostFree (zero where a backend does not
+// bind it):
 //
-//	Alloc(ptr*, bytes, AllocFlags)  GetDevicePointer(dptr*, ptr, 0)
-//	Free(ptr)
+//	GetDevicePointer(dptr*, ptr, 0)
 type HostMappedFuncs struct {
-	Alloc, GetDevicePointer, Free uintptr
-	// AllocFlags asks Alloc for mapped, portable memory.
+	GetDevicePointer uintptr
+	// AllocFlags asks HostAlloc for mapped, portable memory.
 	AllocFlags uintptr
 }
 

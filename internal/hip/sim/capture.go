@@ -85,6 +85,9 @@ func (d *Device) guardStream(op string, h hip.Stream, capAct, otherAct Action) (
 	if s.capture != nil {
 		return s, d.applyRulesLocked(op, capAct, tid, []*capture{s.capture})
 	}
+	if s == d.legacy && d.dialect == hip.DialectHIP {
+		return s, nil // HIP makes no capture check of the null or legacy stream
+	}
 	return s, d.applyRulesLocked(op, otherAct, tid, d.captures)
 }
 
@@ -106,6 +109,27 @@ func (d *Device) guardEvent(op string, h hip.Event, capAct, uncapAct Action) (*e
 		return e, nil
 	}
 	return e, d.applyRulesLocked(op, uncapAct, tid, d.captures)
+}
+
+// guardLegacyLocked applies the rules to work queued on the legacy
+// stream, which concerns every live capture: as the legacy-stream action
+// of a non-blocking capture, or of a blocking one. Nothing is queued when
+// any refuses.
+func (d *Device) guardLegacyLocked(op string) error {
+	var nonBlocking, blocking []*capture
+	for _, c := range d.captures {
+		if c.stream.flags&hip.StreamNonBlocking != 0 {
+			nonBlocking = append(nonBlocking, c)
+		} else {
+			blocking = append(blocking, c)
+		}
+	}
+	tid := threadID()
+	err := d.applyRulesLocked(op, ActionLegacyStreamLaunchBlockingCapture, tid, blocking)
+	if err2 := d.applyRulesLocked(op, ActionLegacyStreamLaunch, tid, nonBlocking); err == nil {
+		err = err2
+	}
+	return err
 }
 
 // guardDevice applies the rules to a device-wide action, which concerns
@@ -190,6 +214,9 @@ func (d *Device) StreamBeginCapture(h hip.Stream, mode hip.CaptureMode) error {
 	tid := threadID()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if h == hip.StreamLegacy {
+		return d.newErr(op, hip.ErrStreamCaptureUnsupported, "a capture cannot begin on the legacy stream")
+	}
 	s, err := d.streamLocked(op, h)
 	if err != nil {
 		return err

@@ -58,6 +58,9 @@ func (d *Device) ModuleLoad(src *hip.KernelSource) (hip.Module, error) {
 // ModuleGetFunction returns the entry point called name.
 func (d *Device) ModuleGetFunction(h hip.Module, name string) (hip.Function, error) {
 	const op = "ModuleGetFunction"
+	if name == "" {
+		return 0, d.newErr(op, hip.ErrInvalidValue, "kernel name is empty")
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.alive(op); err != nil {
@@ -84,6 +87,12 @@ func (d *Device) ModuleGetFunction(h hip.Module, name string) (hip.Function, err
 // its kernels keep their own reference to the twins.
 func (d *Device) ModuleUnload(h hip.Module) error {
 	const op = "ModuleUnload"
+	if err := d.alive(op); err != nil {
+		return err
+	}
+	if err := d.guardDevice(op, ActionModuleUnload); err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.alive(op); err != nil {

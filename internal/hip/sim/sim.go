@@ -4,8 +4,13 @@
 // What it models:
 //   - Streams are FIFOs, each served by its own goroutine. Kernels are Go
 //     twins (hip.GoKernel) that do the real arithmetic, so slow work is
-//     really slow. The null stream is not modelled: handles are never 0, and
-//     every stream behaves as a non-blocking one.
+//     really slow. Stream 0 is not modelled: handles are never 0.
+//     hip.StreamLegacy is the legacy default stream, a stream of its own
+//     made on first use, on a hardware queue of its own. A stream is
+//     blocking or non-blocking as it was created, but only the capture
+//     rules tell the two apart (work on the legacy stream meets the
+//     legacy-stream rows of a blocking capture's table): no stream waits
+//     for another implicitly.
 //   - GPU_MAX_HW_QUEUES: each stream is bound to one of Q hardware queues
 //     (fewest streams first, lowest index on ties). A queue runs one
 //     operation at a time, in submission order across its streams, so
@@ -97,6 +102,9 @@ type Device struct {
 	execs       map[hip.GraphExec]*graph
 	captures    []*capture // live captures, in the order they began
 	threadModes map[int]hip.CaptureMode
+	host        hostMemory
+	// legacy is hip.StreamLegacy, made on first use.
+	legacy *stream
 }
 
 var _ hip.Device = (*Device)(nil)
@@ -160,6 +168,9 @@ func New(opts hip.OpenOptions) (*Device, error) {
 		graphs:      make(map[hip.Graph]*graph),
 		execs:       make(map[hip.GraphExec]*graph),
 		threadModes: make(map[int]hip.CaptureMode),
+		host:        newHostMemory(),
+		// Handle 1 is hip.StreamLegacy's, so no created object takes it.
+		nextHandle: uintptr(hip.StreamLegacy),
 	}
 	for i := 0; i < queues; i++ {
 		d.queues = append(d.queues, newHWQueue(i))

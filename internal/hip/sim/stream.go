@@ -387,13 +387,31 @@ func (d *Device) StreamCreate(flags hip.StreamFlags) (hip.Stream, error) {
 		}
 	}
 	q.streams++
-	s := &stream{id: hip.Stream(d.newHandleLocked()), flags: flags, dev: d, queue: q}
+	return d.startStreamLocked(hip.Stream(d.newHandleLocked()), flags, q).id, nil
+}
+
+// startStreamLocked makes a stream and starts its goroutine.
+func (d *Device) startStreamLocked(id hip.Stream, flags hip.StreamFlags, q *hwQueue) *stream {
+	s := &stream{id: id, flags: flags, dev: d, queue: q}
 	s.cond = sync.NewCond(&s.mu)
 	d.streams[s.id] = s
 	d.live[s] = struct{}{}
 	d.workers.Add(1)
 	go s.serve()
-	return s.id, nil
+	return s
+}
+
+// legacyQueue is the index of the legacy stream's hardware queue, one of
+// its own: the streams a program creates are spread over the others as if
+// it were not there.
+const legacyQueue = -1
+
+// legacyLocked is hip.StreamLegacy, made on first use. It is blocking.
+func (d *Device) legacyLocked() *stream {
+	if d.legacy == nil {
+		d.legacy = d.startStreamLocked(hip.StreamLegacy, 0, newHWQueue(legacyQueue))
+	}
+	return d.legacy
 }
 
 // StreamDestroy releases a stream. Work already queued still runs; a
@@ -402,6 +420,9 @@ func (d *Device) StreamDestroy(h hip.Stream) error {
 	const op = "StreamDestroy"
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if h == hip.StreamLegacy {
+		return d.newErr(op, hip.ErrInvalidHandle, "the legacy stream cannot be destroyed")
+	}
 	s, err := d.streamLocked(op, h)
 	if err != nil {
 		return err
@@ -431,7 +452,10 @@ func (d *Device) streamLocked(op string, h hip.Stream) (*stream, error) {
 		return nil, err
 	}
 	if h == 0 {
-		return nil, d.newErr(op, hip.ErrInvalidHandle, "stream 0: the simulator does not model the null stream")
+		return nil, d.newErr(op, hip.ErrInvalidHandle, "stream 0: the simulator does not model the null stream (hip.StreamLegacy is the legacy stream)")
+	}
+	if h == hip.StreamLegacy {
+		return d.legacyLocked(), nil
 	}
 	s, ok := d.streams[h]
 	if !ok {
@@ -558,6 +582,11 @@ func (d *Device) submit(opName string, h hip.Stream, nodes ...*node) error {
 func (d *Device) submitLocked(opName string, s *stream, nodes ...*node) error {
 	if err := d.stickyErr(opName); err != nil {
 		return err
+	}
+	if s == d.legacy {
+		if err := d.guardLegacyLocked(opName); err != nil {
+			return err
+		}
 	}
 	if c := s.capture; c != nil {
 		if c.invalidated {

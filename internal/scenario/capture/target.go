@@ -173,18 +173,9 @@ func runTargetCase(dev hip.Device, lib target.Target, opts TargetOptions, host *
 			}
 		}
 	}()
-	if err := capT.Run(func() error {
-		var err error
-		if x, err = dev.Malloc(4 * p.InputElements()); err != nil {
-			return err
-		}
-		if w, err = dev.Malloc(4 * p.WeightElements()); err != nil {
-			return err
-		}
-		if err := dev.MemcpyHtoD(x, conv.Float32Bytes(host.x)); err != nil {
-			return err
-		}
-		return dev.MemcpyHtoD(w, conv.Float32Bytes(host.w))
+	if err := capT.Run(func() (err error) {
+		x, w, err = uploadInputs(dev, p, host)
+		return err
 	}); err != nil {
 		return c, fmt.Errorf("uploading the inputs: %w", err)
 	}
@@ -222,6 +213,33 @@ func runTargetCase(dev hip.Device, lib target.Target, opts TargetOptions, host *
 		return c, err
 	}
 
+	if err := c.captureAndCheck(dev, capT, a, b, p, x, w, host); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// uploadInputs allocates the case's input and weights and copies them in;
+// what was allocated is returned even on an error, for the caller to free.
+func uploadInputs(dev hip.Device, p conv.Problem, host *targetHost) (x, w hip.DevPtr, err error) {
+	if x, err = dev.Malloc(4 * p.InputElements()); err != nil {
+		return 0, 0, err
+	}
+	if w, err = dev.Malloc(4 * p.WeightElements()); err != nil {
+		return x, 0, err
+	}
+	if err := dev.MemcpyHtoD(x, conv.Float32Bytes(host.x)); err != nil {
+		return x, w, err
+	}
+	return x, w, dev.MemcpyHtoD(w, conv.Float32Bytes(host.w))
+}
+
+// captureAndCheck captures the library's forward on a's stream (b's
+// forward during it when b is another party), ends the capture, replays
+// the graph, and sets what the case measured. An error is the tool's, not
+// the case's.
+func (c *TargetCase) captureAndCheck(dev hip.Device, capT *osthread.Thread, a, b *target.Party, p conv.Problem, x, w hip.DevPtr, host *targetHost) error {
+	m := c.Mode
 	// The capture: begin, the library's forward, (the other thread's
 	// forward), end, all on the capturing thread except the other launch.
 	var runErr, duringErr, endErr error
@@ -234,7 +252,7 @@ func runTargetCase(dev hip.Device, lib target.Target, opts TargetOptions, host *
 		c.StatusAfterLaunch, _ = dev.StreamIsCapturing(a.Stream)
 		return nil
 	}); err != nil {
-		return c, err
+		return err
 	}
 	if a != b {
 		duringErr = b.Thread.Run(func() error { return b.Session.Forward(p, c.Chosen, b.Buffers(x, w)) })
@@ -245,7 +263,7 @@ func runTargetCase(dev hip.Device, lib target.Target, opts TargetOptions, host *
 	})
 	c.EndCapture = hip.CodeOf(endErr)
 	if endErr != nil && !errors.As(endErr, new(*hip.Error)) {
-		return c, endErr
+		return endErr
 	}
 	if runErr != nil {
 		c.FirstRefusal = runErr.Error()
@@ -263,7 +281,7 @@ func runTargetCase(dev hip.Device, lib target.Target, opts TargetOptions, host *
 		if replayErr != nil {
 			var he *hip.Error
 			if !errors.As(replayErr, &he) {
-				return c, replayErr
+				return replayErr
 			}
 			c.Detail = scenario.JoinDetail(c.Detail, replayErr.Error())
 		}
@@ -278,7 +296,7 @@ func runTargetCase(dev hip.Device, lib target.Target, opts TargetOptions, host *
 	} else {
 		c.Measured = scenario.Fail
 	}
-	return c, nil
+	return nil
 }
 
 // replay instantiates the graph, launches it on a fresh stream, waits and

@@ -26,6 +26,25 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
+// ModelError is a model file that is there but does not load or fails
+// its self-tests: the model's failure, not the question's.
+type ModelError struct{ Err error }
+
+func (e *ModelError) Error() string { return e.Err.Error() }
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// loadError classifies a failure to load a model set from q's models: a
+// file that is not there in a directory the user named is a bad question
+// (no such arch there); a file that is there and does not load is the
+// model's failure.
+func loadError(q Query, err error) error {
+	err = fmt.Errorf("%s: %w", q.Models.Describe(), err)
+	if q.Models.Given && errors.Is(err, fs.ErrNotExist) {
+		return &InputError{Err: err}
+	}
+	return &ModelError{Err: err}
+}
+
 func inputErrorf(format string, args ...any) error {
 	return &InputError{Err: fmt.Errorf(format, args...)}
 }
@@ -187,10 +206,7 @@ func Ask(q Query) (*Answer, error) {
 	}
 	tn, err := aiheur.LoadTunaNet(fsys, arch)
 	if err != nil {
-		if q.Models.Given {
-			return nil, &InputError{Err: fmt.Errorf("%s: %w", q.Models.Describe(), err)}
-		}
-		return nil, fmt.Errorf("%s: %w", q.Models.Describe(), err)
+		return nil, loadError(q, err)
 	}
 	defer tn.Release()
 	a := &Answer{
@@ -235,10 +251,7 @@ func Ask(q Query) (*Answer, error) {
 	}
 	a.KTN, a.KTNSkipped, err = askKTN(fsys, arch, p)
 	if err != nil {
-		if q.Models.Given {
-			return nil, &InputError{Err: fmt.Errorf("%s: %w", q.Models.Describe(), err)}
-		}
-		return nil, fmt.Errorf("%s: %w", q.Models.Describe(), err)
+		return nil, loadError(q, err)
 	}
 	return a, nil
 }

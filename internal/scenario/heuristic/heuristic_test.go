@@ -284,8 +284,9 @@ func mapFile(t *testing.T, m Models, name string) *fstest.MapFile {
 	return &fstest.MapFile{Data: data}
 }
 
-// A model that does not load is the user's input when the user named its
-// directory, the tool's failure when it was found.
+// A model that is there and does not load is the model's failure
+// (ModelError), wherever it was found; a model the named directory does
+// not hold is a bad question (InputError).
 func TestBrokenModels(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"gfx942.tn.model", "gfx942_metadata.tn.model"} {
@@ -302,11 +303,17 @@ func TestBrokenModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := fwd(1, 3, 32, 32, 64, 3, 3, 1)
-	if _, err := Ask(Query{Problem: p, Arch: "gfx942", Models: given}); !errors.As(err, new(*InputError)) || !strings.Contains(err.Error(), dir+" (--model-dir)") {
+	if _, err := Ask(Query{Problem: p, Arch: "gfx942", Models: given}); !errors.As(err, new(*ModelError)) || !strings.Contains(err.Error(), dir+" (--model-dir)") {
 		t.Errorf("a broken model the user named: %v", err)
 	}
-	if _, err := Ask(Query{Problem: p, Arch: "gfx942", Models: found}); err == nil || errors.As(err, new(*InputError)) || !strings.Contains(err.Error(), "($ROCM_PATH)") {
+	if _, err := Ask(Query{Problem: p, Arch: "gfx942", Models: found}); !errors.As(err, new(*ModelError)) || !strings.Contains(err.Error(), "($ROCM_PATH)") {
 		t.Errorf("a broken installed model: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "gfx942_metadata.tn.model")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ask(Query{Problem: p, Arch: "gfx942", Models: given}); !errors.As(err, new(*InputError)) {
+		t.Errorf("a model the named directory lacks: %v", err)
 	}
 	if _, err := FindModels(filepath.Join(dir, "none"), "--model-dir", nil); !errors.As(err, new(*InputError)) {
 		t.Errorf("a model directory that is not there: %v", err)

@@ -263,6 +263,26 @@ func (d *Device) Free(p hip.DevPtr) error {
 	return d.dev.Free(p)
 }
 
+func (d *Device) HostAlloc(n int) ([]byte, error) {
+	defer d.track("HostAlloc")()
+	return d.dev.HostAlloc(n)
+}
+
+func (d *Device) HostFree(b []byte) error {
+	defer d.track("HostFree")()
+	return d.dev.HostFree(b)
+}
+
+func (d *Device) HostRegister(b []byte) error {
+	defer d.track("HostRegister")()
+	return d.dev.HostRegister(b)
+}
+
+func (d *Device) HostUnregister(b []byte) error {
+	defer d.track("HostUnregister")()
+	return d.dev.HostUnregister(b)
+}
+
 func (d *Device) Memset(p hip.DevPtr, v byte, n int) error {
 	defer d.track("Memset")()
 	return d.dev.Memset(p, v, n)

@@ -1,13 +1,11 @@
 package targettest
 
 import (
-	"bytes"
 	"testing"
 
 	"miotool/internal/dnn/target"
 	"miotool/internal/hip"
 	"miotool/internal/hip/cuda"
-	"miotool/internal/report"
 )
 
 // OpenCUDNNDevice opens the first CUDA device for a test of the cudnn
@@ -24,14 +22,4 @@ func OpenCUDNNDevice(t *testing.T) hip.Device {
 		t.Skipf("%v", err)
 	}
 	return dev
-}
-
-// LogResult logs r as text.
-func LogResult(t *testing.T, r *report.Result) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := report.WriteText(&buf, r, report.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", buf.String())
 }

@@ -8,6 +8,7 @@
  * async-events thread runs them; captures record work into graphs; and a
  * part of HIP's capture rules is modelled (the 2026 runtime's, or with
  * mock_set_legacy_invalidated the older one's sticky invalidated state).
+ * The legacy stream (handle 1) is the null stream.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -175,6 +176,7 @@ static hipError_t invalidate_all(hipError_t code) {
 }
 
 static hipError_t capture_ongoing(struct stream *s) {
+    s = plain(s);
     if (!s) return 0;
     pthread_mutex_lock(&g_mu);
     int st = s->status;
@@ -231,7 +233,10 @@ long mock_host_calls(void) {
     return n;
 }
 
-static struct stream *or_null(struct stream *s) { return s ? s : &g_null_stream; }
+static struct stream *or_null(struct stream *s) {
+    s = plain(s);
+    return s ? s : &g_null_stream;
+}
 
 static void queue_host(struct stream *s, hipHostFn_t fn, void *data) {
     pthread_once(&events_once, start_events);
@@ -317,6 +322,7 @@ static void run_node(struct stream *s, const struct node *k) {
 /* enqueue applies HIP's STREAM_CAPTURE: on an active capture the work is
  * recorded, on an invalidated one refused with 901, else done. */
 static hipError_t enqueue(struct stream *s, const struct node *n) {
+    s = plain(s);
     if (s) {
         pthread_mutex_lock(&g_mu);
         int st = s->status;
@@ -429,6 +435,40 @@ hipError_t hipFree(void *p) {
     free(p);
     return 0;
 }
+/* Pinned host memory: host memory all the same, under the allocation guard. */
+hipError_t hipHostMalloc(void **p, size_t n, unsigned int flags) {
+    (void)flags;
+    ENTER();
+    NEED_DEVICE();
+    hipError_t r = capture_guard();
+    if (r) return r;
+    if (n == 0) { *p = NULL; return 0; }
+    *p = calloc(1, n);
+    return *p ? 0 : 2;
+}
+hipError_t hipHostFree(void *p) {
+    ENTER();
+    NEED_DEVICE();
+    hipError_t r = capture_guard();
+    if (r) return r;
+    free(p);
+    return 0;
+}
+hipError_t hipHostRegister(void *p, size_t n, unsigned int flags) {
+    (void)flags;
+    ENTER();
+    NEED_DEVICE();
+    hipError_t r = capture_guard();
+    if (r) return r;
+    return p && n ? 0 : 1;
+}
+hipError_t hipHostUnregister(void *p) {
+    ENTER();
+    NEED_DEVICE();
+    hipError_t r = capture_guard();
+    if (r) return r;
+    return p ? 0 : 1;
+}
 hipError_t hipMemset(void *p, int v, size_t n) {
     ENTER();
     NEED_DEVICE();
@@ -510,6 +550,7 @@ hipError_t hipStreamWaitEvent(struct stream *s, struct event *e, unsigned flags)
 hipError_t hipStreamIsCapturing(struct stream *s, int *status) {
     ENTER();
     NEED_DEVICE();
+    s = plain(s);
     pthread_mutex_lock(&g_mu);
     *status = s ? s->status : ST_NONE;
     pthread_mutex_unlock(&g_mu);
@@ -518,6 +559,7 @@ hipError_t hipStreamIsCapturing(struct stream *s, int *status) {
 hipError_t hipStreamGetCaptureInfo(struct stream *s, int *status, unsigned long long *id) {
     ENTER();
     NEED_DEVICE();
+    s = plain(s);
     pthread_mutex_lock(&g_mu);
     *status = s ? s->status : ST_NONE;
     if (id) *id = s ? s->id : 0;
@@ -540,6 +582,7 @@ hipError_t hipEventCreateWithFlags(struct event **e, unsigned flags) {
 hipError_t hipEventRecord(struct event *e, struct stream *s) {
     ENTER();
     NEED_DEVICE();
+    s = plain(s);
     if (s) {
         pthread_mutex_lock(&g_mu);
         int st = s->status;
@@ -630,6 +673,7 @@ hipError_t hipStreamBeginCapture(struct stream *s, int mode) {
     ENTER();
     NEED_DEVICE();
     g_last_begin_mode = mode;
+    s = plain(s);
     if (!s) return 900;
     if (mode < 0 || mode > 2) return 1;
     pthread_mutex_lock(&g_mu);
@@ -648,6 +692,7 @@ hipError_t hipStreamEndCapture(struct stream *s, struct graph **out) {
     ENTER();
     NEED_DEVICE();
     *out = NULL;
+    s = plain(s);
     if (!s) return 401;
     pthread_mutex_lock(&g_mu);
     hipError_t r = 0;

@@ -29,6 +29,10 @@
     X(HIP5, hipError_t, hipDeviceSynchronize, (void)) \
     X(HIP5, hipError_t, hipMalloc, (void **ptr, size_t size)) \
     X(HIP5, hipError_t, hipFree, (void *ptr)) \
+    X(HIP5, hipError_t, hipHostMalloc, (void **ptr, size_t size, unsigned int flags)) \
+    X(HIP5, hipError_t, hipHostFree, (void *ptr)) \
+    X(HIP5, hipError_t, hipHostRegister, (void *hostPtr, size_t sizeBytes, unsigned int flags)) \
+    X(HIP5, hipError_t, hipHostUnregister, (void *hostPtr)) \
     X(HIP5, hipError_t, hipMemset, (void *dst, int value, size_t sizeBytes)) \
     X(HIP5, hipError_t, hipMemsetAsync, (void *dst, int value, size_t sizeBytes, hipStream_t stream)) \
     X(HIP7, hipError_t, hipMemcpyHtoD, (hipDeviceptr_t dst, const void *src, size_t sizeBytes)) \

@@ -4,7 +4,8 @@
  * host memory; kernels "vadd" and "inc" run on the host; host functions run
  * on a thread of their own (as the driver's callback thread does); captures
  * record kernels and host functions, and a small part of the capture rules
- * (global mode, with the guard of standin.h) is modelled. Only the
+ * (global mode, with the guard of standin.h) is modelled. The legacy
+ * stream (handle 1) is the null stream: work on it runs at once. Only the
  * versioned symbol names a correct binding uses are exported.
  */
 #include <pthread.h>
@@ -137,6 +138,36 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     free((void *)(uintptr_t)p);
     return 0;
 }
+/* Pinned host memory: host memory all the same, under the allocation guard. */
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+    (void)flags;
+    NEED_CONTEXT();
+    CUresult r = capture_guard();
+    if (r) return r;
+    if (n == 0) return 1;
+    *p = calloc(1, n);
+    return *p ? 0 : 2;
+}
+CUresult cuMemFreeHost(void *p) {
+    NEED_CONTEXT();
+    CUresult r = capture_guard();
+    if (r) return r;
+    free(p);
+    return 0;
+}
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+    (void)flags;
+    NEED_CONTEXT();
+    CUresult r = capture_guard();
+    if (r) return r;
+    return p && n ? 0 : 1;
+}
+CUresult cuMemHostUnregister(void *p) {
+    NEED_CONTEXT();
+    CUresult r = capture_guard();
+    if (r) return r;
+    return p ? 0 : 1;
+}
 CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) { NEED_CONTEXT(); memset((void *)(uintptr_t)p, v, n); return 0; }
 CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, struct stream *s) { (void)s; NEED_CONTEXT(); memset((void *)(uintptr_t)p, v, n); return 0; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { NEED_CONTEXT(); memcpy((void *)(uintptr_t)d, s, n); return 0; }
@@ -166,13 +197,14 @@ static CUresult query_stream(struct stream *s) {
     if (s && s->status != ST_NONE) { s->status = ST_INVALIDATED; return 900; }
     return capture_guard();
 }
-CUresult cuStreamQuery(struct stream *s) { return query_stream(s); }
-CUresult cuStreamSynchronize(struct stream *s) { return query_stream(s); }
+CUresult cuStreamQuery(struct stream *s) { return query_stream(plain(s)); }
+CUresult cuStreamSynchronize(struct stream *s) { return query_stream(plain(s)); }
 CUresult cuStreamWaitEvent(struct stream *s, void *e, unsigned flags) { (void)s; (void)e; (void)flags; NEED_CONTEXT(); return 0; }
-CUresult cuStreamIsCapturing(struct stream *s, int *status) { NEED_CONTEXT(); *status = s ? s->status : ST_NONE; return 0; }
+CUresult cuStreamIsCapturing(struct stream *s, int *status) { NEED_CONTEXT(); s = plain(s); *status = s ? s->status : ST_NONE; return 0; }
 CUresult cuStreamGetCaptureInfo_v3(struct stream *s, int *status, unsigned long long *id, void *g, void *deps, void *edges, void *n) {
     (void)g; (void)deps; (void)edges; (void)n;
     NEED_CONTEXT();
+    s = plain(s);
     *status = s ? s->status : ST_NONE;
     if (id) *id = s ? s->id : 0;
     return 0;
@@ -236,6 +268,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
                         unsigned shared, struct stream *s, void **params, void **extra) {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)extra;
     NEED_CONTEXT();
+    s = plain(s);
     if (!f || !params) return 1;
     struct node k = {.kind = NODE_KERNEL, .kernel = f->kernel};
     if (f->kernel == 1) {
@@ -252,6 +285,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 
 CUresult cuLaunchHostFunc(struct stream *s, CUhostFn fn, void *data) {
     NEED_CONTEXT();
+    s = plain(s);
     struct node h = {.kind = NODE_HOST, .fn = fn, .data = data};
     if (s && s->status != ST_NONE) return record(s, &h);
     run_host(&h);
@@ -260,6 +294,7 @@ CUresult cuLaunchHostFunc(struct stream *s, CUhostFn fn, void *data) {
 
 CUresult cuStreamBeginCapture_v2(struct stream *s, int mode) {
     NEED_CONTEXT();
+    s = plain(s);
     if (!s) return 900;
     if (mode < 0 || mode > 2) return 1;
     if (s->status != ST_NONE) return 401;
@@ -276,6 +311,7 @@ CUresult cuStreamBeginCapture_v2(struct stream *s, int mode) {
 }
 CUresult cuStreamEndCapture(struct stream *s, struct graph **out) {
     NEED_CONTEXT();
+    s = plain(s);
     *out = NULL;
     if (!s || s->status == ST_NONE) return 401;
     int wrong_thread = s->mode != MODE_RELAXED && !pthread_equal(s->owner, pthread_self());

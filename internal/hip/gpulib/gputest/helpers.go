@@ -1,8 +1,9 @@
-// Package gputest holds the checks the GPU backends share: one list of
-// scenarios that runs against any device built on gpulib.Device, on the C
-// stand-in libraries (built with gcc by the tests) and on real GPUs alike,
-// the builder of those stand-ins, and the benchmarks of the call path. Only
-// tests import it.
+// Package gputest holds the checks every backend shares: one list of
+// scenarios that runs against any hip.Device (the simulator, the GPU
+// backends over the C stand-in libraries the tests build with gcc, and real
+// GPUs alike), checking what only a device over a runtime library has
+// (RuntimeDevice) where the device has it; the builder of those stand-ins;
+// and the benchmarks of the call path. Only tests import it.
 package gputest
 
 import (

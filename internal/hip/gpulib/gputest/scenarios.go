@@ -29,26 +29,117 @@ extern "C" __global__ void inc(float* x, int n) {
 }
 `
 
-// Device is a device under test: hip.Device, and the record of the
-// host-function tickets its captures and graphs hold (gpulib.Device).
-type Device interface {
+// Twins are the Go twins of KernelText's kernels, which the simulator runs
+// in their place: vadd(a, b, c, n) and inc(x, n), over n float32 values.
+func Twins() map[string]hip.GoKernel {
+	floats := func(mem hip.Memory, arg hip.KernelArg, n int32) ([]float32, error) {
+		p, ok := arg.(hip.DevPtr)
+		if !ok {
+			return nil, fmt.Errorf("argument %v is a %T, not a device pointer", arg, arg)
+		}
+		return mem.Float32s(p, int(n))
+	}
+	count := func(args []hip.KernelArg, i int) (int32, error) {
+		if len(args) <= i {
+			return 0, fmt.Errorf("%d arguments, want %d", len(args), i+1)
+		}
+		n, ok := args[i].(int32)
+		if !ok || n < 0 {
+			return 0, fmt.Errorf("argument %d is %v, not a count", i, args[i])
+		}
+		return n, nil
+	}
+	return map[string]hip.GoKernel{
+		"vadd": func(mem hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) error {
+			n, err := count(args, 3)
+			if err != nil {
+				return err
+			}
+			var v [3][]float32
+			for i := range v {
+				if v[i], err = floats(mem, args[i], n); err != nil {
+					return err
+				}
+			}
+			for i := range v[2] {
+				v[2][i] = v[0][i] + v[1][i]
+			}
+			return nil
+		},
+		"inc": func(mem hip.Memory, _, _ hip.Dim3, args []hip.KernelArg) error {
+			n, err := count(args, 1)
+			if err != nil {
+				return err
+			}
+			x, err := floats(mem, args[0], n)
+			if err != nil {
+				return err
+			}
+			for i := range x {
+				x[i]++
+			}
+			return nil
+		},
+	}
+}
+
+// RuntimeDevice is what a device over a real runtime library has beyond
+// hip.Device (gpulib.Device): the host-function tickets its captures and
+// graphs hold, behind the process's one trampoline, and kernels compiled
+// from their source text through the process's compile cache. The
+// scenarios check for it: where a device has it, they also check that no
+// ticket is left behind and that compiles are cached and fail with the
+// compiler's log; the simulator, which binds Go twins, has none of that.
+type RuntimeDevice interface {
 	hip.Device
 	Captures() *gpulib.CaptureTickets
 }
 
 // Kit is a backend's device and what the scenarios need to know of it.
+// Every backend runs the kit: the simulator, the C stand-ins of the GPU
+// runtimes and the GPUs themselves.
 type Kit struct {
-	Device Device
-	// Source returns a new kernel source that holds KernelText.
+	Device hip.Device
+	// Source returns a new kernel source that holds KernelText (and, for
+	// the simulator, its Go twins: Twins).
 	Source func() *hip.KernelSource
 	// CompileLog is text the error of a source named "broken" that does not
 	// compile shows: the compiler's position mark, "broken.cu(" (NVRTC) or
-	// "broken.hip:" (hiprtc).
+	// "broken.hip:" (hiprtc). A RuntimeDevice's kit sets it.
 	CompileLog string
 	// AfterFailedCapture checks the capture status a stream shows after its
 	// capture failed; nil accepts none and invalidated (HIP before ROCm PR
 	// 6509 keeps the stream invalidated).
 	AfterFailedCapture func(t testing.TB, st hip.CaptureStatus)
+}
+
+// runtimeDevice is the kit's device as a RuntimeDevice, if it is one.
+func (k Kit) runtimeDevice() (RuntimeDevice, bool) {
+	rd, ok := k.Device.(RuntimeDevice)
+	return rd, ok
+}
+
+// tickets checks, on a RuntimeDevice, that its captures and graphs hold
+// tracked tickets and the process live ones, as want says; other devices
+// hold none.
+func (k Kit) tickets(t testing.TB, tracked, live int, what string) {
+	t.Helper()
+	rd, ok := k.runtimeDevice()
+	if !ok {
+		return
+	}
+	if got, gotLive := rd.Captures().Tracked(), gpulib.HostFuncs.Stats().Live; got != tracked || gotLive != live {
+		t.Fatalf("%s: tracked %d tickets (want %d), live %d (want %d)", what, got, tracked, gotLive, live)
+	}
+}
+
+// liveTickets is the process's live host-function tickets (0 where the
+// device is not a RuntimeDevice).
+func (k Kit) liveTickets() int {
+	if _, ok := k.runtimeDevice(); !ok {
+		return 0
+	}
+	return gpulib.HostFuncs.Stats().Live
 }
 
 // Scenario is one check of the shared list.
@@ -63,7 +154,9 @@ var Scenarios = []Scenario{
 	{"Memory", Memory},
 	{"Kernels", Kernels},
 	{"LaunchRejectsArgs", LaunchRejectsArgs},
-	{"HostFunctions", func(t *testing.T, k Kit) { HostFuncOrder(t, k.Device) }},
+	{"HostMemory", HostMemory},
+	{"LegacyStream", LegacyStream},
+	{"HostFunctions", func(t *testing.T, k Kit) { HostFuncOrder(t, k) }},
 	{"CaptureReplay", func(t *testing.T, k Kit) {
 		for _, mode := range hip.CaptureModes {
 			t.Run(mode.String(), func(t *testing.T) { CaptureReplay(t, k, mode) })
@@ -144,14 +237,72 @@ func Memory(t *testing.T, k Kit) {
 	WantCode(t, err, hip.ErrInvalidValue, "zero-byte malloc")
 }
 
+// HostMemory allocates pinned host memory, uses and frees it, registers
+// and unregisters host pages, and checks the refusal of empty ranges.
+func HostMemory(t *testing.T, k Kit) {
+	d := k.Device
+	b, err := d.HostAlloc(1 << 16)
+	Must(t, err)
+	if len(b) != 1<<16 {
+		t.Fatalf("HostAlloc(65536) gave %d bytes", len(b))
+	}
+	for i := range b {
+		b[i] = byte(i)
+	}
+	x := Alloc(t, d, len(b))
+	Must(t, d.MemcpyHtoD(x, b))
+	got := make([]byte, len(b))
+	Must(t, d.MemcpyDtoH(got, x))
+	if !bytes.Equal(got, b) {
+		t.Fatal("a copy from pinned host memory came back different")
+	}
+	Must(t, d.HostFree(b))
+	_, err = d.HostAlloc(0)
+	WantCode(t, err, hip.ErrInvalidValue, "HostAlloc(0)")
+	WantCode(t, d.HostFree(nil), hip.ErrInvalidValue, "HostFree(nil)")
+
+	pages, unmap, err := hip.MapHostPages(1 << 16)
+	Must(t, err)
+	t.Cleanup(func() { Must(t, unmap()) })
+	Must(t, d.HostRegister(pages))
+	Must(t, d.MemcpyHtoD(x, pages))
+	Must(t, d.HostUnregister(pages))
+	WantCode(t, d.HostRegister(nil), hip.ErrInvalidValue, "HostRegister(nil)")
+	WantCode(t, d.HostUnregister(nil), hip.ErrInvalidValue, "HostUnregister(nil)")
+}
+
+// LegacyStream runs a kernel on the legacy default stream and waits for it
+// there; the legacy stream is not a stream to destroy or capture on.
+func LegacyStream(t *testing.T, k Kit) {
+	d := k.Device
+	f := LoadFunc(t, d, k.Source(), "inc")
+	const n = 256
+	x := Alloc(t, d, 4*n)
+	Must(t, d.MemcpyHtoD(x, FloatsToBytes(make([]float32, n))))
+	Must(t, d.LaunchKernel(f, hip.D1(1), hip.D1(n), 0, hip.StreamLegacy, x, int32(n)))
+	Must(t, d.StreamSynchronize(hip.StreamLegacy))
+	out := make([]byte, 4*n)
+	Must(t, d.MemcpyDtoH(out, x))
+	for i, v := range BytesToFloats(out) {
+		if v != 1 {
+			t.Fatalf("x[%d] = %v after inc on the legacy stream, want 1", i, v)
+		}
+	}
+	if err := d.StreamBeginCapture(hip.StreamLegacy, hip.CaptureModeGlobal); err == nil {
+		t.Fatal("a capture began on the legacy stream")
+	}
+}
+
 // Kernels adds vectors of two sizes, the second load hitting the compile
-// cache, then checks the module errors.
+// cache where the device compiles, then checks the module errors.
 func Kernels(t *testing.T, k Kit) {
 	hits, _ := gpulib.Programs.Stats()
 	VectorAdd(t, k.Device, k.Source(), 1<<20)
 	VectorAdd(t, k.Device, k.Source(), 1000)
-	if h, _ := gpulib.Programs.Stats(); h <= hits {
-		t.Fatal("the second ModuleLoad of one source did not hit the compile cache")
+	if _, ok := k.runtimeDevice(); ok {
+		if h, _ := gpulib.Programs.Stats(); h <= hits {
+			t.Fatal("the second ModuleLoad of one source did not hit the compile cache")
+		}
 	}
 	ModuleErrors(t, k)
 }
@@ -198,6 +349,11 @@ func ModuleErrors(t *testing.T, k Kit) {
 	}
 	_, err = d.ModuleGetFunction(m, "")
 	WantCode(t, err, hip.ErrInvalidValue, "empty kernel name")
+	_, err = d.ModuleLoad(nil)
+	WantCode(t, err, hip.ErrInvalidValue, "nil source")
+	if _, ok := k.runtimeDevice(); !ok {
+		return // the simulator compiles nothing: what follows is the compiler's
+	}
 
 	_, err = d.ModuleLoad(&hip.KernelSource{Name: "broken", Text: "extern \"C\" __global__ void k() {}\n#error broken on purpose\n"})
 	WantCode(t, err, hip.ErrInvalidSource, "compile error")
@@ -205,8 +361,6 @@ func ModuleErrors(t *testing.T, k Kit) {
 		!strings.HasPrefix(msg, hip.CallName("ModuleLoad", d.Dialect())) {
 		t.Errorf("compile error %q lacks the call or the compiler's log (%q)", msg, k.CompileLog)
 	}
-	_, err = d.ModuleLoad(nil)
-	WantCode(t, err, hip.ErrInvalidValue, "nil source")
 	_, err = d.ModuleLoad(&hip.KernelSource{Name: "empty", Text: " \n"})
 	WantCode(t, err, hip.ErrInvalidValue, "source without text")
 	if !strings.Contains(err.Error(), `kernel source "empty" has n`) || !strings.Contains(err.Error(), "text") {
@@ -230,7 +384,8 @@ func LaunchRejectsArgs(t *testing.T, k Kit) {
 // HostFuncOrder enqueues host functions between memsets and checks they
 // ran once each, in order, with no ticket left behind. It returns the OS
 // thread ids they ran on.
-func HostFuncOrder(t *testing.T, d hip.Device) []int {
+func HostFuncOrder(t *testing.T, k Kit) []int {
+	d := k.Device
 	before := gpulib.HostFuncs.Stats()
 	s := NewStream(t, d)
 	x := Alloc(t, d, 64)
@@ -259,9 +414,11 @@ func HostFuncOrder(t *testing.T, d hip.Device) []int {
 	if !slices.Equal(order, want) {
 		t.Fatalf("host functions ran in order %v", order)
 	}
-	after := gpulib.HostFuncs.Stats()
-	if after.Fired-before.Fired != n+1 || after.Stale != before.Stale || after.Unknown != before.Unknown || after.Live != before.Live {
-		t.Fatalf("tickets before %+v after %+v", before, after)
+	if _, ok := k.runtimeDevice(); ok {
+		after := gpulib.HostFuncs.Stats()
+		if after.Fired-before.Fired != n+1 || after.Stale != before.Stale || after.Unknown != before.Unknown || after.Live != before.Live {
+			t.Fatalf("tickets before %+v after %+v", before, after)
+		}
 	}
 	WantCode(t, d.LaunchHostFunc(s, nil), hip.ErrInvalidValue, "nil host function")
 	return tids
@@ -273,7 +430,7 @@ func CaptureReplay(t *testing.T, k Kit, mode hip.CaptureMode) {
 	d := k.Device
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	live := gpulib.HostFuncs.Stats().Live
+	live := k.liveTickets()
 	f := LoadFunc(t, d, k.Source(), "inc")
 	const n = 4096
 	x := Alloc(t, d, 4*n)
@@ -312,13 +469,9 @@ func CaptureReplay(t *testing.T, k Kit, mode hip.CaptureMode) {
 		}
 	}
 	Must(t, d.GraphDestroy(g))
-	if d.Captures().Tracked() != 1 {
-		t.Fatalf("the executable graph must keep its host function's ticket (tracked %d)", d.Captures().Tracked())
-	}
+	k.tickets(t, 1, live+1, "the executable graph must keep its host function's ticket")
 	Must(t, d.GraphExecDestroy(ge))
-	if d.Captures().Tracked() != 0 || gpulib.HostFuncs.Stats().Live != live {
-		t.Fatalf("tickets left behind: tracked %d, live %d (was %d)", d.Captures().Tracked(), gpulib.HostFuncs.Stats().Live, live)
-	}
+	k.tickets(t, 0, live, "tickets left behind")
 }
 
 // GlobalCaptureRefusal checks cells of the capture rules both runtimes
@@ -412,7 +565,7 @@ func EndCaptureFromAnotherThread(t *testing.T, k Kit) hip.CaptureStatus {
 	d := k.Device
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	live := gpulib.HostFuncs.Stats().Live
+	live := k.liveTickets()
 	s, replay := NewStream(t, d), NewStream(t, d)
 	var ran atomic.Int32
 	Must(t, d.StreamBeginCapture(s, hip.CaptureModeThreadLocal))
@@ -423,9 +576,7 @@ func EndCaptureFromAnotherThread(t *testing.T, k Kit) hip.CaptureStatus {
 	after := MustStatus(t, d, s)
 	switch after {
 	case hip.CaptureStatusActive:
-		if d.Captures().Tracked() != 1 {
-			t.Fatalf("the capture goes on, but tracks %d tickets", d.Captures().Tracked())
-		}
+		k.tickets(t, 1, live+1, "the capture goes on")
 		g, err := d.StreamEndCapture(s)
 		Must(t, err)
 		ge, err := d.GraphInstantiate(g)
@@ -447,9 +598,7 @@ func EndCaptureFromAnotherThread(t *testing.T, k Kit) hip.CaptureStatus {
 	default:
 		t.Fatalf("stream status after a wrong-thread EndCapture: %v", after)
 	}
-	if d.Captures().Tracked() != 0 || gpulib.HostFuncs.Stats().Live != live {
-		t.Fatalf("after the capture: tracked %d, live %d (was %d), ran %d", d.Captures().Tracked(), gpulib.HostFuncs.Stats().Live, live, ran.Load())
-	}
+	k.tickets(t, 0, live, "after the capture")
 	return after
 }
 
@@ -505,16 +654,17 @@ func HostFuncLaunchFailureForgetsTicket(t *testing.T, k Kit) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	s := NewStream(t, d)
-	live := gpulib.HostFuncs.Stats().Live
+	live := k.liveTickets()
 	Must(t, d.StreamBeginCapture(s, hip.CaptureModeGlobal))
 	WantCode(t, d.StreamQuery(s), hip.ErrStreamCaptureUnsupported, "query of the capturing stream")
 	var ran atomic.Bool
 	WantCode(t, d.LaunchHostFunc(s, func() { ran.Store(true) }), hip.ErrStreamCaptureInvalidated, "host function on an invalidated capture")
 	g, err := d.StreamEndCapture(s)
 	WantCode(t, err, hip.ErrStreamCaptureInvalidated, "end of an invalidated capture")
-	if g != 0 || d.Captures().Tracked() != 0 || gpulib.HostFuncs.Stats().Live != live || ran.Load() {
-		t.Fatalf("graph %#x tracked %d live %d ran %v", g, d.Captures().Tracked(), gpulib.HostFuncs.Stats().Live, ran.Load())
+	if g != 0 || ran.Load() {
+		t.Fatalf("graph %#x, host function ran %v", g, ran.Load())
 	}
+	k.tickets(t, 0, live, "after the failed launch")
 	if st := MustStatus(t, d, s); st != hip.CaptureStatusNone {
 		t.Fatalf("stream status %v after EndCapture", st)
 	}

@@ -23,6 +23,11 @@
 enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 enum { ST_NONE = 0, ST_ACTIVE = 1, ST_INVALIDATED = 2 };
 
+/* plain maps the legacy stream's handle (CU_STREAM_LEGACY, hipStreamLegacy:
+ * 1) to the null stream, which the stand-ins model as "no stream": work on
+ * it runs at once and it never captures. */
+static inline struct stream *plain(struct stream *s) { return s == (struct stream *)1 ? NULL : s; }
+
 /* g_mu guards the registry and every stream's capture fields. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread int t_mode = MODE_GLOBAL;

@@ -4,6 +4,12 @@
  * active, and which of them a call invalidates. A stand-in defines its
  * stream struct (status, mode, nodes, owner) and STANDIN_STREAM as its
  * type, then includes this once; it locks mu around what it calls here.
+ *
+ * configs/rules/h200-cuda.yaml and configs/rules/hip.yaml are the rules;
+ * this file and the checks of libcuda.c and libamdhip64.c follow them.
+ * TestTraceStandInsFollowTheRulesTables (internal/rules) builds both
+ * stand-ins, runs the capture-rules matrix against every call they export
+ * and fails on any cell that differs from the table of its dialect.
  */
 #ifndef STANDIN_CAPTURE_RULES_H
 #define STANDIN_CAPTURE_RULES_H
@@ -76,5 +82,22 @@ static int unsafe_call(void) {
         hit |= invalidate(1);
     return hit;
 }
+
+/* Pinned host memory follows the same rule in both runtimes: allocating,
+ * freeing, registering and unregistering it (cuMemHostAlloc,
+ * cuMemAllocHost, cuMemFreeHost, cuMemHostRegister, cuMemHostUnregister;
+ * hipHostMalloc, hipHostAlloc, hipExtHostAlloc, hipHostFree, hipFreeHost,
+ * hipHostRegister, hipHostUnregister: the host-alloc, host-free,
+ * host-register and host-unregister rows). HIP's are read from its source;
+ * CUDA's are expected, not yet measured on the H200. A stand-in that
+ * exports one of these calls answers UNSUPPORTED when this says so. */
+static inline int host_memory_call(void) { return unsafe_call(); }
+
+/* Module unload (the module-unload rows) is expected to follow the same
+ * rule on CUDA (cuModuleUnload; not yet measured); HIP's hipModuleUnload
+ * makes no capture check. Work on the legacy or null stream (the
+ * legacy-stream-launch rows) is never refused while only non-blocking
+ * streams capture, which is all the stand-ins model. */
+static inline int cuda_module_unload(void) { return unsafe_call(); }
 
 #endif

@@ -1,4 +1,4 @@
-package report_test
+package root_test
 
 import (
 	"reflect"
@@ -25,12 +25,13 @@ func TestSuiteSpellings(t *testing.T) {
 		Writes:        []string{"--write-expect"},
 		AllowPrograms: "--allow-programs",
 		Library:       []string{"--observer"},
+		Programs:      []string{"--against"},
 		LoadingEnv:    []string{"MIOTOOL_TRACE_OBSERVER", "MIOTOOL_TRACE_CUPTI"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("spellings\n got %+v\nwant %+v", got, want)
 	}
-	for _, c := range []struct{ command, flag string }{{"report", "allow-programs"}, {"trace", "observer"}, {"rules", "write-expect"}} {
+	for _, c := range []struct{ command, flag string }{{"report", "allow-programs"}, {"trace", "observer"}, {"repeat", "against"}, {"rules", "write-expect"}} {
 		cmd, _, err := tree.Find([]string{c.command})
 		if err != nil || cmd.Flags().Lookup(c.flag) == nil {
 			t.Errorf("miotool %s has no --%s (%v)", c.command, c.flag, err)

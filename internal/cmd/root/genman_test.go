@@ -1,4 +1,4 @@
-package genman_test
+package root_test
 
 import (
 	"os"

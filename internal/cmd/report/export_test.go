@@ -1,5 +1,0 @@
-package report
-
-// SuiteSpellings is suiteSpellings, for the test that holds it to the
-// whole command tree.
-var SuiteSpellings = suiteSpellings
