@@ -169,6 +169,17 @@ func fakeChild(mode string, args []string) {
 	case "ready":
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
+	case "foreground-parent":
+		// A shell's job on a terminal: the child gets the foreground while
+		// it runs, and the terminal comes back after.
+		child := fake("foreground-child")
+		child.Stdin, child.Stdout, child.Foreground = os.Stdin, os.Stdout, true
+		if _, err := Run(context.Background(), child); err != nil {
+			fmt.Println("run:", err)
+		}
+		fmt.Printf("parent: in the foreground %v\n", inForegroundOf(os.Stdin))
+	case "foreground-child":
+		fmt.Printf("child: in the foreground %v\n", inForegroundOf(os.Stdin))
 	}
 }
 

@@ -7,17 +7,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
 // openPTY opens a pseudo-terminal and returns its terminal end (what a
 // program on a terminal has) and its controlling end; both are closed when
-// t ends. It skips where there is none.
+// t ends. What is written to the terminal is read and dropped. It skips
+// where there is none.
 func openPTY(t *testing.T) (tty, ctl *os.File) {
+	t.Helper()
+	tty, ctl = openPTYBare(t)
+	// What the child writes to the terminal is read and dropped, so that
+	// it never blocks on a full terminal.
+	go func() { _, _ = io.Copy(io.Discard, ctl) }()
+	return tty, ctl
+}
+
+// openPTYBare is openPTY with nothing reading the controlling end.
+func openPTYBare(t *testing.T) (tty, ctl *os.File) {
 	t.Helper()
 	ctl, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -37,9 +50,6 @@ func openPTY(t *testing.T) (tty, ctl *os.File) {
 		t.Skipf("opening the pseudo-terminal: %v", err)
 	}
 	t.Cleanup(func() { tty.Close() })
-	// What the child writes to the terminal is read and dropped, so that
-	// it never blocks on a full terminal.
-	go func() { _, _ = io.Copy(io.Discard, ctl) }()
 	return tty, ctl
 }
 
@@ -195,4 +205,71 @@ func TestWhereTheChildLeftItsOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inForegroundOf says whether this process's group is the foreground group
+// of the terminal tty.
+func inForegroundOf(tty *os.File) bool {
+	pgrp, err := tcgetpgrp(int(tty.Fd()))
+	return err == nil && pgrp == syscall.Getpgrp()
+}
+
+// A child on miotool's terminal gets the terminal's foreground while it
+// runs, as a shell gives it, and miotool gets it back when the child has
+// ended. The parent here is a session leader with the terminal as its
+// controlling one, as a shell's job is.
+func TestTheChildGetsTheTerminalsForeground(t *testing.T) {
+	tty, ctl := openPTYKeepingOutput(t)
+	parent := exec.Command(os.Args[0])
+	parent.Env = append(os.Environ(), fakeEnv+"=foreground-parent")
+	parent.Stdin, parent.Stdout, parent.Stderr = tty, tty, tty
+	parent.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killAtCleanup(t, parent.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- parent.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the parent: %v", err)
+		}
+	case <-time.After(limit):
+		t.Fatalf("the parent did not end within %v", limit)
+	}
+	tty.Close() // the terminal's last writer: its output ends
+	got := ctl.output(t)
+	for _, want := range []string{"child: in the foreground true\r\n", "parent: in the foreground true\r\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal shows %q, want %q in it", got, want)
+		}
+	}
+}
+
+// ptyOutput is what was written to a pseudo-terminal.
+type ptyOutput struct {
+	buf  bytes.Buffer
+	done chan struct{}
+}
+
+// output is all that was written, once every terminal end is closed.
+func (p *ptyOutput) output(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		t.Fatalf("the terminal's output did not end within %v", limit)
+	}
+	return p.buf.String()
+}
+
+// openPTYKeepingOutput is openPTY, with what is written to the terminal
+// kept.
+func openPTYKeepingOutput(t *testing.T) (*os.File, *ptyOutput) {
+	t.Helper()
+	tty, ctl := openPTYBare(t)
+	out := &ptyOutput{done: make(chan struct{})}
+	go func() { defer close(out.done); _, _ = io.Copy(&out.buf, ctl) }()
+	return tty, out
 }
