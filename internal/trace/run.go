@@ -32,10 +32,38 @@ const (
 // forwarded signal before its group is killed.
 const DefaultGrace = 5 * time.Second
 
-// outputGrace bounds the wait for the program's output once it has exited
-// and its group has been killed: something outside the group may hold a
-// pipe.
+// outputGrace bounds the wait, once the program has exited and its group
+// has been killed, for what it left outside its group to end and for a
+// copied output to drain.
 const outputGrace = 2 * time.Second
+
+// StdoutEnd says where the program left its standard output, so that what
+// miotool writes there next can start a line of its own.
+type StdoutEnd int
+
+const (
+	// StdoutAtLineStart: the program wrote nothing, or a newline last.
+	// Read back from a regular file (the byte before where miotool writes
+	// next), or seen by the copy of a writer that is no file.
+	StdoutAtLineStart StdoutEnd = iota
+	// StdoutMidLine: its last byte is not a newline.
+	StdoutMidLine
+	// StdoutPipe: a pipe, socket or device the program had as it is: what
+	// it wrote cannot be read back without a copy in between, which would
+	// change what the program sees.
+	StdoutPipe
+	// StdoutTerminal: a terminal the program had as it is: the cursor's
+	// column cannot be read back either.
+	StdoutTerminal
+)
+
+// NewlineFirst says whether miotool writes a newline before its result so
+// that the result starts on a line of its own: when the program left its
+// last line open, and when that cannot be known (a pipe or a terminal it
+// wrote to itself), at the cost, there, of an empty line after a program
+// whose last line was complete. On a regular file, or through a copy, it
+// is exact.
+func (e StdoutEnd) NewlineFirst() bool { return e != StdoutAtLineStart }
 
 // Options say what to run and how.
 type Options struct {
@@ -47,8 +75,11 @@ type Options struct {
 	// are added; nil means this process's.
 	Env []string
 	Dir string
-	// The program's standard streams; nil means this process's own,
-	// passed to it untouched.
+	// The program's standard streams; nil means this process's own. A
+	// file (a terminal, a pipe, a regular file) is given to the program as
+	// it is, so that it sees what it would see without miotool: a terminal
+	// is a terminal, and a pipe whose reader has gone gives it
+	// SIGPIPE/EPIPE. Any other reader or writer is copied through a pipe.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Timeout is the watchdog: a program still running after it is killed
@@ -366,80 +397,4 @@ func (s *eventSocket) sendEOF(token string) {
 	if _, err := conn.Write([]byte("MT1\teof\t0\t0\t0\t" + token + "\n")); err != nil {
 		s.conn.Close()
 	}
-}
-
-// ---- the program ----
-
-// stdio is one of the program's standard streams: a file it gets as is,
-// or a pipe this process copies through.
-type stdio struct {
-	child  *os.File
-	mine   *os.File // our end of a pipe; nil when the child has a file of its own
-	copied chan struct{}
-}
-
-func inputFor(r io.Reader) (*stdio, error) {
-	if r == nil {
-		return &stdio{child: os.Stdin}, nil
-	}
-	if f, ok := r.(*os.File); ok {
-		return &stdio{child: f}, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	s := &stdio{child: pr, mine: pw, copied: make(chan struct{})}
-	go func() {
-		defer close(s.copied)
-		_, _ = io.Copy(pw, r)
-		pw.Close()
-	}()
-	return s, nil
-}
-
-func outputFor(w io.Writer, std *os.File) (*stdio, error) {
-	if w == nil {
-		return &stdio{child: std}, nil
-	}
-	if f, ok := w.(*os.File); ok {
-		return &stdio{child: f}, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	s := &stdio{child: pw, mine: pr, copied: make(chan struct{})}
-	go func() {
-		defer close(s.copied)
-		_, _ = io.Copy(w, pr)
-	}()
-	return s, nil
-}
-
-// afterStart closes the child's end of our pipes: it has its own copy.
-func (s *stdio) afterStart() {
-	if s.mine != nil {
-		s.child.Close()
-	}
-}
-
-// finish waits, within the grace, for an output copy to drain, and ends an
-// input copy.
-func (s *stdio) finish(output bool, grace <-chan time.Time) {
-	if s.mine == nil {
-		return
-	}
-	if !output {
-		s.mine.Close() // the program is gone: nobody reads what is left
-		<-s.copied
-		return
-	}
-	select {
-	case <-s.copied:
-	case <-grace:
-		s.mine.Close()
-		<-s.copied
-	}
-	s.mine.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -284,9 +285,15 @@ func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 		}
 	}
 	o.Verbosef("trace observer: %s", observer)
+	// The program gets miotool's own standard output, not the writer that
+	// wraps it, so that it sees what it would see without miotool.
+	var stdout io.Writer = o.IO.Out
+	if f := o.IO.OutFile(); f != nil {
+		stdout = f
+	}
 	res, err := o.TraceProgram(ctx, trace.Options{
 		Program: o.Program, Args: o.Args, Env: o.Environ(),
-		Stdin: o.IO.In, Stdout: o.IO.Out, Stderr: o.IO.ErrOut,
+		Stdin: o.IO.In, Stdout: stdout, Stderr: o.IO.ErrOut,
 		Timeout: o.Timeout, Observer: observer, InterruptSignal: interruptSignal(ctx),
 	})
 	if err != nil {
