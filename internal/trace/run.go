@@ -136,11 +136,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(o.Observer); err != nil || !st.Mode().IsRegular() {
-		if err == nil {
-			err = errNoObserver
-		}
-		return nil, &UsageError{fmt.Errorf("trace observer %s: %v", o.Observer, unwrapPath(err))}
+	if err := CheckObserver(o.Observer); err != nil {
+		return nil, &UsageError{err}
 	}
 	tables := o.Rules
 	if tables == nil {
@@ -171,15 +168,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if cupti == "" {
 		cupti = FindCUPTI(env)
 	}
-	env = setEnv(env, EnvSocket, sock.path)
-	env = setEnv(env, "CUDA_INJECTION64_PATH", observer)
+	// The observer's variables: LD_PRELOAD and CUDA_INJECTION64_PATH
+	// (a program's own injection library is chained, never dropped) and
+	// the socket (an outer trace's kept beside it). The crash handler is
+	// repeat's: a trace changes none of the program's signal handling.
+	if env, err = ObserverEnv(env, observer, sock.path); err != nil {
+		return nil, err
+	}
 	if cupti != "" {
 		env = setEnv(env, EnvCUPTI, cupti)
-	}
-	if pre := lookupEnv(env, "LD_PRELOAD"); pre != "" {
-		env = setEnv(env, "LD_PRELOAD", observer+":"+pre)
-	} else {
-		env = setEnv(env, "LD_PRELOAD", observer)
 	}
 
 	symbols := NewSymbolizer()
@@ -338,8 +335,9 @@ type eventSocket struct {
 // listen makes the socket the observers send to, in a private folder.
 func listen() (*eventSocket, error) {
 	dir, err := os.MkdirTemp("", "miotool-trace-")
-	if err == nil && len(dir)+3 >= 108 {
-		// A Unix socket path has room for 107 bytes.
+	if err == nil && (len(dir)+3 >= 108 || strings.Contains(dir, ":")) {
+		// A Unix socket path has room for 107 bytes, and the observer's
+		// list of sockets (nested traces) is joined with colons.
 		os.RemoveAll(dir)
 		dir, err = os.MkdirTemp("/tmp", "miotool-trace-")
 	}
