@@ -60,10 +60,15 @@ made: which call broke it, on which thread, and which library made the call.
 
 Everything after -- belongs to the program, its own flags included; miotool's
 flags go before it. The program gets miotool's standard input, output and
-error as they are, and miotool's result follows its output once it has ended
-(so with --format json, whatever the program printed comes before the JSON
-document; --export-json FILE, --export-markdown FILE and --junit FILE write
-files of their own). It runs in a process group
+error as they are (a terminal stays a terminal; a reader that has gone gives
+it SIGPIPE), and miotool's result follows its output once it has ended, on a
+line of its own. With --format json the result is one line, the last, so
+that a script reads it whatever the program printed:
+
+  miotool trace --format json -- python3 train.py | tail -n 1 | jq .exit_code
+
+--export-json FILE, --export-markdown FILE and --junit FILE write files of
+their own. The program runs in a process group
 of its own, which is killed when the program ends (nothing it started
 outlives it), when --timeout runs out, and when miotool dies; on a terminal
 it has the foreground, so Ctrl-C reaches it as from a shell.
@@ -308,7 +313,7 @@ func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	judged(r, res, o.Strict, rules, o.Now())
-	return cli.Single(r), nil
+	return cli.Single(r).AfterProgram(res.Exit.Stdout.NewlineFirst()), nil
 }
 
 // buildFailed is the result of a trace whose observer could not be built:
