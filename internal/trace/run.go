@@ -103,6 +103,9 @@ type Options struct {
 	// Started, when set, is told the program's process id (also its
 	// process group's) once it runs.
 	Started func(pid int)
+	// Records, when set, gets every record the observer sent, as it came:
+	// what Replay reads back.
+	Records io.Writer
 
 	// noGuard leaves out the watcher that kills the program's group when
 	// miotool dies, so that a test can hold Pdeathsig alone.
@@ -186,7 +189,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sock.read(coll, token)
+		sock.read(coll, token, o.Records)
 	}()
 
 	o.leftover = sock.dir
@@ -361,7 +364,7 @@ func (s *eventSocket) close() {
 
 // read folds records into c until the end marker with token arrives or
 // the socket is closed.
-func (s *eventSocket) read(c *collector, token string) {
+func (s *eventSocket) read(c *collector, token string, records io.Writer) {
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := s.conn.Read(buf)
@@ -379,6 +382,9 @@ func (s *eventSocket) read(c *collector, token string) {
 					return
 				}
 				continue
+			}
+			if records != nil {
+				_, _ = io.WriteString(records, line+"\n")
 			}
 			c.add(e)
 		}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"miotool/internal/trace"
 )
 
 // A script reads the JSON result from stdout whatever the program printed:
@@ -50,4 +52,21 @@ func TestTheResultIsTheLastLine(t *testing.T) {
 			t.Errorf("%v: %q", err, data)
 		}
 	})
+}
+
+// --save-records keeps what the observer sent and the run's facts, in the
+// form the golden tests replay: the replay judges it as the run did.
+func TestSavedRecordsReplayAsTheRun(t *testing.T) {
+	b := newBinary(t)
+	saved := filepath.Join(t.TempDir(), "run.records")
+	r := b.run(t, "", nil, "trace", "--save-records", saved, "--", b.kit.HIPProg, "sync-other-thread")
+	live, _, _ := strings.Cut(strings.TrimPrefix(strings.SplitN(r.stdout, "\ntrace: ", 2)[1], ""), "\n")
+	rules, err := trace.BuiltinRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, _, _ := strings.Cut(string(goldenResult(t, saved, rules)), "\n")
+	if r.code != 1 || "trace: "+live != replayed {
+		t.Errorf("exit %d; the live headline\n  trace: %s\nthe replayed one\n  %s", r.code, live, replayed)
+	}
 }

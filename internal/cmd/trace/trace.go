@@ -4,6 +4,7 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/childproc"
 	"miotool/internal/cli"
 	"miotool/internal/report"
 	"miotool/internal/trace"
+	"miotool/internal/userfile"
 	"miotool/internal/words"
 )
 
@@ -38,6 +41,8 @@ type TraceOptions struct {
 	Timeout  time.Duration
 	Strict   bool
 	Observer string
+	// SaveRecords names the file the observer's records are saved to.
+	SaveRecords string
 
 	// Program and Args are what follows --.
 	Program string
@@ -149,6 +154,9 @@ seen. A program that SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards (calls that only the capture's relaxed or thread-local mode let through) and on work launched outside a capture")
 	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+envObserver+")")
+	fl.StringVar(&opts.SaveRecords, "save-records", "", "also save the observer's records of the run to `FILE`, with the run's facts: what a bug report or a test replays")
+	_ = cmd.MarkFlagFilename("save-records", "records")
+	cli.MarkOutputFile(cmd, "save-records")
 	_ = cmd.MarkFlagFilename("observer", "so")
 	cli.MarkInputFile(cmd, "observer")
 	// The program and its arguments may name files it reads or writes,
@@ -163,6 +171,36 @@ var (
 	envObserver  = cli.EnvName("trace.observer")
 	prebuiltHint = "give a prebuilt observer with --observer PATH or " + envObserver
 )
+
+// writeRunFacts ends saved records with the run's facts the records do not
+// hold, as "#!" lines: the form the golden tests replay
+// (testdata/golden/README in the test).
+func writeRunFacts(b *bytes.Buffer, r *trace.Result) {
+	fmt.Fprintf(b, "#! program %s\n", report.JoinCommandLine(append([]string{r.Program}, r.Args...)))
+	if r.Path != "" && r.Path != r.Program {
+		fmt.Fprintf(b, "#! path %s\n", r.Path)
+	}
+	switch e := r.Exit; {
+	case e.Interrupted:
+		fmt.Fprintf(b, "#! interrupted %s\n", childproc.SignalName(e.Forwarded))
+	case e.Signal != 0:
+		fmt.Fprintf(b, "#! signal %s\n", childproc.SignalName(e.Signal))
+	case e.Code != 0:
+		fmt.Fprintf(b, "#! exit %d\n", e.Code)
+	}
+	if r.Executable.Static {
+		b.WriteString("#! static\n")
+	}
+}
+
+// writerOrNil is b as an io.Writer, nil when b is: a nil *bytes.Buffer in
+// an interface is not a nil writer.
+func writerOrNil(b *bytes.Buffer) io.Writer {
+	if b == nil {
+		return nil
+	}
+	return b
+}
 
 // reportVerdict is a trace's verdict as a result states it: a program the
 // trace could not observe is an ERROR, never a SKIP a CI would accept.
@@ -296,11 +334,22 @@ func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 	if f := o.IO.OutFile(); f != nil {
 		stdout = f
 	}
+	var records *bytes.Buffer
+	if o.SaveRecords != "" {
+		records = &bytes.Buffer{}
+	}
 	res, err := o.TraceProgram(ctx, trace.Options{
 		Program: o.Program, Args: o.Args, Env: o.Environ(),
 		Stdin: o.IO.In, Stdout: stdout, Stderr: o.IO.ErrOut,
 		Timeout: o.Timeout, Observer: observer, InterruptSignal: interruptSignal(ctx),
+		Records: writerOrNil(records),
 	})
+	if err == nil && records != nil {
+		writeRunFacts(records, res)
+		if werr := userfile.Write(o.SaveRecords, records.Bytes(), userfile.Options{NewMode: 0o644}); werr != nil {
+			err = fmt.Errorf("--save-records %s: %w", o.SaveRecords, werr)
+		}
+	}
 	if err != nil {
 		var ue *trace.UsageError
 		if errors.As(err, &ue) {
