@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh assemble OUTDIR [FILE]  # joins OUTDIR/sections-*.md into docs/results/<device>.md
 #   scripts/gpu-check.sh all                   # build, run every section, assemble
 #
-# Sections: doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn
+# Sections: doctor abi rules rules-added find verify capture replay bench reclaim speed heuristics cudnn
 # stress targets trace repeat e2e suite (abi: scripts/abi-check-cuda.sh; speed: scripts/gpu-speed.sh;
 # trace: scripts/gpu-trace.sh; repeat: scripts/gpu-repeat.sh; e2e: scripts/gpu-e2e.sh;
 # suite: scripts/gpu-suite.sh).
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${BACKEND:-cuda}
 BIN=${BIN:-bin}
-ALL_SECTIONS="doctor abi rules find verify capture replay bench reclaim speed heuristics cudnn stress targets trace repeat e2e suite"
+ALL_SECTIONS="doctor abi rules rules-added find verify capture replay bench reclaim speed heuristics cudnn stress targets trace repeat e2e suite"
 
 build() {
 	set -e
@@ -32,6 +32,7 @@ build() {
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/cache.test" ./internal/aiheur/cache
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/builtin.test" ./internal/aiheur/builtin
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/cuda.test" ./internal/hip/cuda
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -o "$BIN/trace.test" ./internal/trace
 	set +e
 	echo "built $BIN/miotool and the benchmarks $BIN/bench.test, cache.test, builtin.test, cuda.test ($commit)"
 }
@@ -102,6 +103,26 @@ run() {
 			echo '```' >>"$out"
 			echo -e "\n_exit status ${abirc}_" >>"$out"
 			echo "[abi] exit $abirc" | tee -a "$LOG"
+			# The observer's CPython declarations against this machine's own
+			# Python headers (the trace's Python frames rely on them).
+			local pyinc
+			pyinc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+			echo -e "\nThe observer's CPython declarations against this machine's Python headers ($pyinc):\n" >>"$out"
+			echo '```' >>"$out"
+			echo "\$ gcc -fsyntax-only -I$pyinc internal/trace/observer/check/python_check.c" >>"$out"
+			gcc -fsyntax-only -I"$pyinc" internal/trace/observer/check/python_check.c >>"$out" 2>&1
+			local pyrc=$?
+			echo '```' >>"$out"
+			echo -e "\n_exit status ${pyrc}_" >>"$out"
+			echo "[abi python] exit $pyrc" | tee -a "$LOG"
+			;;
+		rules-added)
+			# The actions the matrix gained (pinned host memory, host
+			# registration, module unload, the legacy stream), measured
+			# alone, kept in OUTDIR/rules-added.yaml for tools/rules-fold.
+			echo -e "\n## Capture rules: the added actions, measured" >>"$out"
+			section "$out" "rules (added actions)" $M rules --action host-alloc,host-free,host-register,host-unregister,module-unload,legacy-stream-launch,legacy-stream-launch-blocking-capture \
+				--write-expect "$dir/rules-added.yaml" --format markdown
 			;;
 		speed)
 			sourced "$out" scripts/gpu-speed.sh reclaim_speed "$dir/speed"

@@ -6,10 +6,14 @@
 #   scripts/gpu-trace.sh OUTDIR
 #
 # trace_section OUTDIR runs `miotool trace --format markdown` on the
-# PyTorch cases of internal/trace/testdata/pytorch and on miotool's own
-# capture scenario, shows the observer's records of Python lines and of a
-# crash in a CUDA process (trace_records), and times
-# scripts/pytorch-threads.py with and without the trace. It writes the section ("## trace ...") to OUTDIR/trace.md and
+# PyTorch, CuPy and JAX cases of internal/trace/testdata and on miotool's
+# own capture scenario (each run's observer records saved to
+# OUTDIR/records/NAME.records with --save-records, for the golden tests of
+# internal/cmd/trace), runs compute-sanitizer on the failing cases and puts
+# what each tool names side by side, shows the observer's records of Python
+# lines and of a crash in a CUDA process (trace_records), and times a
+# launch-bound loop (200,000 launches, internal/trace/testdata/cuda) with
+# and without the trace. It writes the section ("## trace ...") to OUTDIR/trace.md and
 # prints it; one line per case goes to standard error as it finishes (and
 # to OUTDIR/trace-summary.txt), and the commands' standard error to
 # OUTDIR/trace.log. Every table is miotool's own Markdown; each case says
@@ -25,7 +29,7 @@
 # TRACE_PAIRS (default 12) is the number of paired overhead runs: on the
 # H200 host one pair's ratio ranged from 0.88 to 1.20 within a run of 12
 # (docs/results/nvidia-h200.md), so a median needs a dozen;
-# TRACE_RUNS (default 1) the --runs of pytorch-threads.py in each.
+# TRACE_LAUNCHES (default 200000) the launches of each run.
 
 # trace_case OUT TITLE EXPECT NAMES... -- COMMAND...: runs a miotool trace
 # command, appends its Markdown (the traced program's output quoted before
@@ -54,7 +58,9 @@ trace_case() {
 	start=$(date +%s.%N)
 	timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
 	rc=$?
+	TRACE_LAST_ELAPSED=
 	elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	TRACE_LAST_ELAPSED=$elapsed
 	# miotool's Markdown begins at its heading; what comes before it is the
 	# traced program's own output.
 	local at
@@ -116,15 +122,17 @@ trace_case() {
 	cat "$tmp/stderr" >>"$TRACE_LOG"
 	echo "[trace $title] ${verdict:-no result} (exit $rc, $elapsed s), expected $want: $([ $met = yes ] && echo met || echo "NOT MET$missing"): $headline" |
 		tee -a "$TRACE_SUMMARY" >&2
+	TRACE_LAST_HEADLINE="${verdict:-no result}: $headline"
 	rm -rf "$tmp"
 }
 
-# trace_overhead OUT: scripts/pytorch-threads.py with and without the
-# trace, paired alternately (the order swaps every pair), each run's wall
-# time from the shell, and the medians, p90s and the ratio of medians.
+# trace_overhead OUT LOOP: a launch-bound loop (LOOP, TRACE_LAUNCHES empty
+# kernels on one stream) with and without the trace, paired alternately
+# (the order swaps every pair), each run's wall time from the shell, and the
+# medians, p90s and the ratio of medians.
 trace_overhead() {
-	local out=$1 pairs=${TRACE_PAIRS:-12} runs=${TRACE_RUNS:-1}
-	local body=(python3 scripts/pytorch-threads.py --runs "$runs")
+	local out=$1 loop=$2 pairs=${TRACE_PAIRS:-12}
+	local body=("$loop" "${TRACE_LAUNCHES:-200000}")
 	local traced=("$BIN/miotool" --no-progress trace --timeout 150s -- "${body[@]}")
 	local times tmp i
 	tmp=$(mktemp -d)
@@ -157,7 +165,7 @@ trace_overhead() {
 	done
 	{
 		echo
-		echo "### The observer's cost: scripts/pytorch-threads.py --runs $runs, $pairs pairs"
+		echo "### The observer's cost: a launch-bound loop of ${TRACE_LAUNCHES:-200000} launches, $pairs pairs"
 		echo
 		echo '```'
 		echo "$ ${body[*]}"
@@ -242,38 +250,129 @@ trace_records() {
 	rm -f "$tmp"
 }
 
+# sanitizer_case OUT NAME COMMAND...: runs COMMAND under compute-sanitizer
+# (memcheck, host backtraces, which carry Python frames) and appends one
+# row to OUT/../sanitizer.tsv: the case, how many errors it reported, the
+# first error's API call and the first Python frames of its backtrace, and
+# the time. Its whole output goes to the log.
+sanitizer_case() {
+	local rows=$1 name=$2
+	shift 2
+	local cs tmp rc start elapsed
+	cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -n 1)
+	if [ -z "$cs" ]; then
+		printf '%s\tno compute-sanitizer on this machine\t-\t-\n' "$name" >>"$rows"
+		return
+	fi
+	tmp=$(mktemp)
+	start=$(date +%s.%N)
+	timeout -k 10 "${TRACE_CASE_LIMIT:-180}" "$cs" --tool memcheck --show-backtrace host --print-limit 20 "$@" >"$tmp" 2>&1 </dev/null
+	rc=$?
+	elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	python3 - "$tmp" "$name" "$elapsed" "$rc" >>"$rows" <<'PY'
+import re
+import sys
+
+lines = open(sys.argv[1], errors="replace").read().splitlines()
+errors = [i for i, l in enumerate(lines) if "Program hit" in l]
+first = "-"
+if errors:
+    i = errors[0]
+    m = re.search(r"Program hit (\S+).*?(?:API call to|call to) (\S+?)\.?$", lines[i])
+    what = f"{m.group(2)}: {m.group(1)}" if m else lines[i].strip("= ").strip()
+    frames = []
+    for l in lines[i + 1:i + 80]:
+        if "Program hit" in l:
+            break
+        f = re.search(r"(?:Host Frame|Python frame|Frame):\s*(\S+ in \S+\.py:\d+)", l) or re.search(r"(\S+ in \S+\.py:\d+)", l)
+        if f:
+            frames.append(f.group(1))
+        if len(frames) == 3:
+            break
+    first = what + (" ← " + " ← ".join(frames) if frames else "; no Python frame")
+print(f"{sys.argv[2]}\t{len(errors)}\t{first}\t{sys.argv[3]} s (exit {sys.argv[4]})")
+PY
+	cat "$tmp" >>"$TRACE_LOG"
+	rm -f "$tmp"
+}
+
 # trace_section OUTDIR: the whole section, into OUTDIR/trace.md and to
 # standard output.
 trace_section() {
 	local dir=$1
 	local BIN=${BIN:-bin}
-	mkdir -p "$dir"
+	mkdir -p "$dir/records"
 	local out=$dir/trace.md
 	TRACE_LOG=$dir/trace.log
 	TRACE_SUMMARY=$dir/trace-summary.txt
 	: >"$out"
 	: >"$TRACE_SUMMARY"
-	local T=("$BIN/miotool" --no-progress trace --format markdown --timeout 150s --)
-	local py=internal/trace/testdata/pytorch
+	local side=$dir/side-by-side.tsv
+	: >"$side"
+	# T NAME: miotool trace in Markdown, saving the run's records as NAME.
+	T() { echo "$BIN/miotool" --no-progress trace --format markdown --timeout 150s --save-records "$dir/records/$1.records" "${@:2}" --; }
+	local td=internal/trace/testdata py=internal/trace/testdata/pytorch
 	{
 		echo
-		echo "## trace: the call that broke a real program's capture, named (PyTorch, miotool), and the observer's cost"
+		echo "## trace: the call that broke a real program's capture, named in the program's words (PyTorch, CuPy, torch.compile, JAX, miotool), beside compute-sanitizer, and the observer's cost"
 		echo
 		echo "Each case is \`miotool trace --format markdown\` on a program; CUDA is observed through CUPTI"
-		echo "callbacks (an injection library built on first use). Callers read innermost first, ← meaning"
-		echo "\"called from\"."
+		echo "callbacks (an injection library built on first use). The headline names the culprit by its"
+		echo "Python line and thread; native callers read innermost first, ← meaning \"called from\"."
+		echo "Each run's observer records are kept (--save-records) as test inputs of the trace's judgement."
 	} >>"$out"
-	trace_case "$out" "a second thread's torch.cuda.synchronize() during torch.cuda.graph" FAIL \
-		cuCtxSynchronize @c10::cuda::device_synchronize -- "${T[@]}" python3 "$py/sync_thread.py"
-	trace_case "$out" "torch.cuda.current_stream().query() inside the capture" FAIL \
-		cuStreamQuery -- "${T[@]}" python3 "$py/query.py"
-	trace_case "$out" "a clean capture and replay" PASS -- "${T[@]}" python3 "$py/clean.py"
+	# compare NAME TITLE EXPECT NAMES... -- PROGRAM...: the trace case, then
+	# the same program under compute-sanitizer, one row of the side-by-side.
+	compare() {
+		local name=$1 title=$2 expect=$3
+		shift 3
+		local names=()
+		while [ "$1" != -- ]; do names+=("$1"); shift; done
+		shift
+		# shellcheck disable=SC2046
+		trace_case "$out" "$title" "$expect" "${names[@]}" -- $(T "$name") "$@"
+		printf '%s\t%s\t%s s\n' "$title" "$TRACE_LAST_HEADLINE" "$TRACE_LAST_ELAPSED" >>"$side.miotool"
+		sanitizer_case "$side" "$title" "$@"
+	}
+	: >"$side.miotool"
+	compare pytorch-sync-thread "a metrics thread's torch.cuda.synchronize() during torch.cuda.graph (global)" FAIL \
+		cuCtxSynchronize sync_thread.py: log_metrics '"metrics"' @c10::cuda::device_synchronize -- python3 "$py/sync_thread.py"
+	compare pytorch-query "torch.cuda.current_stream().query() inside the capture" FAIL \
+		cuStreamQuery query.py: -- python3 "$py/query.py"
+	compare pytorch-pin-memory "a pin-memory thread pins a batch during a global capture (the DataLoader pattern)" FAIL \
+		pin_memory.py: pin_batch '"pin_memory"' -- python3 "$py/pin_memory.py"
+	# shellcheck disable=SC2046
+	trace_case "$out" "a clean capture and replay, --strict" PASS "@hazards 0" -- $(T pytorch-clean-strict --strict) python3 "$py/clean.py"
+	# shellcheck disable=SC2046
+	trace_case "$out" "CuPy: a capture (CuPy's mode) while a loader thread allocates" PASS "@cupy_backends" '@"loader"' -- $(T cupy-alloc-thread) python3 "$td/cupy/alloc_thread.py"
+	# shellcheck disable=SC2046
+	trace_case "$out" "torch.compile(mode=\"reduce-overhead\"): PyTorch's own CUDA graphs" PASS "@hazards 0" -- $(T torch-compile) python3 "$py/compile_reduce_overhead.py"
+	# shellcheck disable=SC2046
+	trace_case "$out" "a jitted JAX loop with XLA's command buffers on" SKIP "built without capture" -- $(T jax-command-buffers) python3 "$td/jax/command_buffers.py"
+	# shellcheck disable=SC2046
 	trace_case "$out" "miotool capture --reclaim=lazy under the trace" FAIL \
-		cuStreamQuery -- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=lazy
+		cuStreamQuery -- $(T miotool-lazy) "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=lazy
+	# shellcheck disable=SC2046
 	trace_case "$out" "miotool capture --reclaim=worker under the trace" PASS \
-		-- "${T[@]}" "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=worker
+		-- $(T miotool-worker) "$BIN/miotool" --backend cuda --no-progress capture --mode=global --reclaim=worker
+	{
+		echo
+		echo "### What each tool names, on the same failing programs"
+		echo
+		echo "compute-sanitizer: \`compute-sanitizer --tool memcheck --show-backtrace host --print-limit 20 PROGRAM\`;"
+		echo "its errors counted, and the first one's call with the first Python frames of its backtrace."
+		echo
+		echo "| case | miotool trace | compute-sanitizer: errors | its first error | time (trace, sanitizer) |"
+		echo "| --- | --- | --- | --- | --- |"
+		paste "$side.miotool" "$side" | awk -F'\t' '{ gsub(/\|/, "\\|"); printf "| %s | %s | %s | %s | %s, %s |\n", $1, $2, $5, $6, $3, $7 }'
+	} >>"$out"
 	trace_records "$out"
-	trace_overhead "$out"
+	local loop=$dir/launch_loop
+	if nvcc -O2 -o "$loop" "$td/cuda/launch_loop.cu" >>"$TRACE_LOG" 2>&1; then
+		trace_overhead "$out" "$loop"
+	else
+		echo -e "\n_No launch loop: nvcc failed (see the log)._" >>"$out"
+	fi
 	cat "$out"
 }
 

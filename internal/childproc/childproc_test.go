@@ -1,19 +1,27 @@
+//go:build linux
+
 package childproc
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
+
+	"golang.org/x/term"
 
 	"miotool/internal/testutil"
 )
@@ -27,34 +35,100 @@ const limit = 20 * time.Second
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeEnv); mode != "" {
-		fakeChild(mode)
+		fakeChild(mode, os.Args[1:])
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The main thread is the one the runtime never ends, even under a
+	// goroutine that locked it and returned: keep it to this goroutine, so
+	// that the tests, and the children they start, run on threads that
+	// can end (TestEndingOtherThreadsLeavesTheChildRunning).
+	runtime.LockOSThread()
+	code := m.Run()
+	if left := leftFakes(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: processes of this test binary still running after the tests: %v\n", left)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// leftFakes lists, once those still dying have had the limit to finish,
+// the live processes other than this one that run this test binary, and
+// kills them: every test must have ended what it started.
+func leftFakes() []string {
+	deadline := time.Now().Add(limit)
+	for {
+		left := liveCopies()
+		if len(left) == 0 || time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return pidList(left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func liveCopies() []int {
+	self, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		return nil
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, path := range stats {
+		p, ok := readStat(path)
+		if !ok || p.zombie || p.pid == os.Getpid() {
+			continue
+		}
+		if exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", p.pid)); err == nil && os.SameFile(self, exe) {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+func pidList(pids []int) []string {
+	var s []string
+	for _, p := range pids {
+		s = append(s, strconv.Itoa(p))
+	}
+	return s
 }
 
 // fakeChild behaves as one of the children the tests run.
-func fakeChild(mode string) {
+func fakeChild(mode string, args []string) {
 	switch mode {
-	case "sleep":
+	case "sleep", "hang":
 		time.Sleep(time.Hour)
 	case "result":
 		fmt.Println("result ok")
-	case "fork-sleeper", "escape-sleeper":
+	case "fork-sleeper", "escape-sleeper", "setpgid-sleeper", "hidden-escape":
 		// A descendant that inherits the output pipes and outlives this
-		// process; "escape" puts it in a session (and group) of its own,
-		// out of reach of the group's kill.
-		c := exec.Command(os.Args[0])
-		c.Env = append(os.Environ(), fakeEnv+"=sleep")
-		c.Stdout, c.Stderr = os.Stdout, os.Stderr
-		if mode == "escape-sleeper" {
-			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		}
-		if err := c.Start(); err != nil {
+		// process, in its group, or out of it: a session of its own, a
+		// group of its own, or a session of its own and an environment
+		// without the token.
+		pid := startSleeper(mode)
+		fmt.Printf("sleeper %d\nresult ok\n", pid)
+	case "daemon":
+		// A daemon's double fork: a process in a session of its own
+		// starts the sleeper and exits, leaving it an orphan.
+		mid := exec.Command(os.Args[0])
+		mid.Env = append(os.Environ(), fakeEnv+"=daemon-middle")
+		mid.Stdout, mid.Stderr = os.Stdout, os.Stderr
+		mid.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := mid.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
-		fmt.Printf("sleeper %d\nresult ok\n", c.Process.Pid)
+		fmt.Println("result ok")
+	case "daemon-middle":
+		fmt.Printf("sleeper %d\n", startSleeper("fork-sleeper"))
+	case "family":
+		// A child that started one process in its group and one out of
+		// it, then hangs.
+		inGroup, escaped := startSleeper("fork-sleeper"), startSleeper("escape-sleeper")
+		fmt.Printf("family %d %d %d\n", os.Getpid(), inGroup, escaped)
+		time.Sleep(time.Hour)
 	case "go-segv":
 		// A read of unmapped memory: the Go runtime reports the SIGSEGV
 		// and exits with status 2.
@@ -62,8 +136,6 @@ func fakeChild(mode string) {
 		if err == nil && syscall.Munmap(mem) == nil {
 			fmt.Println(*(*int64)(unsafe.Pointer(&mem[0])))
 		}
-	case "hang":
-		time.Sleep(time.Hour)
 	case "flood":
 		n, _ := strconv.Atoi(os.Getenv("FLOOD_BYTES"))
 		w := bufio.NewWriter(os.Stdout)
@@ -74,13 +146,90 @@ func fakeChild(mode string) {
 		_, _ = w.WriteString("last line\n")
 		_ = w.Flush()
 	case "parent":
-		// A miotool that starts a sleeping child and is then killed: the
-		// child must die with it.
-		_, err := Run(context.Background(), Spec{Path: os.Args[0], Env: append(os.Environ(), fakeEnv+"=sleep"),
-			Started: func(pid int) { fmt.Printf("child %d\n", pid) }})
-		fmt.Fprintln(os.Stderr, "the child ended:", err)
+		fakeParent(args)
+	case "cat":
+		_, _ = io.Copy(os.Stdout, os.Stdin)
+	case "drain-stdin":
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "yes":
+		// Writes until its reader has gone: Go exits by SIGPIPE on a
+		// broken standard output, as a C program does.
+		for {
+			if _, err := os.Stdout.WriteString("y\n"); err != nil {
+				fmt.Fprintln(os.Stderr, "write:", err)
+				os.Exit(4)
+			}
+		}
+	case "print":
+		_, _ = os.Stdout.WriteString(os.Getenv("PRINT"))
+	case "isatty":
+		fmt.Fprintf(os.Stderr, "stdin %v stdout %v\n", term.IsTerminal(0), term.IsTerminal(1))
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+	case "ready":
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+	case "foreground-parent":
+		// A shell's job on a terminal: the child gets the foreground while
+		// it runs, and the terminal comes back after.
+		child := fake("foreground-child")
+		child.Stdin, child.Stdout, child.Foreground = os.Stdin, os.Stdout, true
+		if _, err := Run(context.Background(), child); err != nil {
+			fmt.Println("run:", err)
+		}
+		fmt.Printf("parent: in the foreground %v\n", inForegroundOf(os.Stdin))
+	case "foreground-child":
+		fmt.Printf("child: in the foreground %v\n", inForegroundOf(os.Stdin))
+	}
+}
+
+// startSleeper starts a sleeping copy of this binary, as mode says
+// (fakeChild), and returns its process id.
+func startSleeper(mode string) int {
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), fakeEnv+"=sleep")
+	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	switch mode {
+	case "escape-sleeper":
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	case "setpgid-sleeper":
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	case "hidden-escape":
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		c.Env = []string{fakeEnv + "=sleep"}
+	}
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
+	return c.Process.Pid
+}
+
+// fakeParent is a miotool that starts "family" children with its own
+// standard output, which the test reads, and is then killed: how it
+// starts them is args[0].
+func fakeParent(args []string) {
+	family := fake("family")
+	family.Stdout = os.Stdout
+	var err error
+	switch args[0] {
+	case "unwatched":
+		family.NoWatcher = true
+		_, err = Run(context.Background(), family)
+	case "watched":
+		_, err = Run(context.Background(), family)
+	case "killed-before-watch":
+		// Killed after the child started and before the watcher knows
+		// its group.
+		testHookBeforeWatch = func(int) { select {} }
+		_, err = Run(context.Background(), family)
+	case "many":
+		Many(context.Background(), 3, 3, func(int) Spec { return family }, func(int, Result, error) {})
+	}
+	fmt.Fprintln(os.Stderr, "the children ended:", err)
+	os.Exit(3)
 }
 
 // fake is a Spec that runs this binary as the named fake child.
@@ -98,24 +247,9 @@ func processes(t *testing.T, pgid, pid int) []string {
 	}
 	var live []string
 	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // it ended while we looked
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		id, _ := strconv.Atoi(strings.Fields(s[:i])[0])
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		group, _ := strconv.Atoi(f[2])
-		if pgid != 0 && group == pgid || pgid == 0 && id == pid {
-			live = append(live, strings.TrimSpace(s[:i+1])+" "+f[0])
+		p, ok := readStat(path)
+		if ok && !p.zombie && (pgid != 0 && p.pgrp == pgid || pgid == 0 && p.pid == pid) {
+			live = append(live, fmt.Sprintf("%d (group %d)", p.pid, p.pgrp))
 		}
 	}
 	return live
@@ -182,17 +316,40 @@ func TestAChildThatExitsIsReportedAndItsGroupKilled(t *testing.T) {
 	}
 	sleeper := sleeperPID(t, res.Stdout.Data)
 	killAtCleanup(t, sleeper)
-	if res.ExitCode() != 0 || res.TimedOut || res.PipeHeld || !bytes.Contains(res.Stdout.Data, []byte("result ok\n")) {
-		t.Fatalf("%s, timed out %v, pipe held %v, stdout %q", res.ExitText(), res.TimedOut, res.PipeHeld, res.Stdout.Data)
+	if res.ExitCode() != 0 || res.TimedOut || res.PipeHeld || res.Escaped != 0 || !bytes.Contains(res.Stdout.Data, []byte("result ok\n")) {
+		t.Fatalf("%s, timed out %v, pipe held %v, escaped %d, stdout %q", res.ExitText(), res.TimedOut, res.PipeHeld, res.Escaped, res.Stdout.Data)
 	}
 	wantGone(t, res.PID, 0)
 	wantGone(t, 0, sleeper)
 }
 
-// A descendant that left the group keeps the output pipe open: the child's
-// own result is reported after the grace, not a hang.
-func TestAnEscapedDescendantCostsOnlyTheGrace(t *testing.T) {
-	spec := fake("escape-sleeper")
+// A descendant that left the child's group, for a group or a session of
+// its own, directly or as a daemon's orphan, is ended with the child: it
+// came back to this process, the subreaper, and carries the child's token.
+// The pipe it held is closed then, so the output is complete at once.
+func TestAnEscapedDescendantIsEnded(t *testing.T) {
+	for _, mode := range []string{"escape-sleeper", "setpgid-sleeper", "daemon"} {
+		t.Run(mode, func(t *testing.T) {
+			spec := fake(mode)
+			spec.Timeout, spec.PipeGrace = limit, limit
+			res, err := Run(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sleeper := sleeperPID(t, res.Stdout.Data)
+			killAtCleanup(t, sleeper)
+			if res.ExitCode() != 0 || res.TimedOut || res.PipeHeld || res.Escaped != 1 || !bytes.Contains(res.Stdout.Data, []byte("result ok\n")) {
+				t.Fatalf("%s, timed out %v, pipe held %v, escaped %d, stdout %q", res.ExitText(), res.TimedOut, res.PipeHeld, res.Escaped, res.Stdout.Data)
+			}
+			wantGone(t, 0, sleeper)
+		})
+	}
+}
+
+// A descendant that left the group and cleared its environment cannot be
+// found: it costs only the grace, and the child's own result is reported.
+func TestAnUnfindableDescendantCostsOnlyTheGrace(t *testing.T) {
+	spec := fake("hidden-escape")
 	spec.Timeout, spec.PipeGrace = limit, 100*time.Millisecond
 	res, err := Run(context.Background(), spec)
 	if err != nil {
@@ -200,12 +357,12 @@ func TestAnEscapedDescendantCostsOnlyTheGrace(t *testing.T) {
 	}
 	sleeper := sleeperPID(t, res.Stdout.Data)
 	killAtCleanup(t, sleeper)
-	// It is out of the group's reach by construction; the test ends it.
+	// It is out of reach by construction; the test ends it.
 	if err := syscall.Kill(sleeper, syscall.SIGKILL); err != nil {
-		t.Errorf("killing the escaped sleeper %d: %v", sleeper, err)
+		t.Errorf("killing the hidden sleeper %d: %v", sleeper, err)
 	}
-	if res.ExitCode() != 0 || res.TimedOut || !res.PipeHeld || !bytes.Contains(res.Stdout.Data, []byte("result ok\n")) {
-		t.Fatalf("%s, timed out %v, pipe held %v, stdout %q", res.ExitText(), res.TimedOut, res.PipeHeld, res.Stdout.Data)
+	if res.ExitCode() != 0 || res.TimedOut || !res.PipeHeld || res.Escaped != 0 || !bytes.Contains(res.Stdout.Data, []byte("result ok\n")) {
+		t.Fatalf("%s, timed out %v, pipe held %v, escaped %d, stdout %q", res.ExitText(), res.TimedOut, res.PipeHeld, res.Escaped, res.Stdout.Data)
 	}
 	wantGone(t, res.PID, 0)
 	wantGone(t, 0, sleeper)
@@ -261,10 +418,66 @@ func TestCancelKillsTheChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Canceled || res.TimedOut {
-		t.Fatalf("canceled %v, timed out %v, %s", res.Canceled, res.TimedOut, res.ExitText())
+	sig, _ := res.Signal()
+	if !res.Canceled || res.TimedOut || res.Forwarded != 0 || sig != syscall.SIGKILL {
+		t.Fatalf("canceled %v, timed out %v, forwarded %v, %s", res.Canceled, res.TimedOut, res.Forwarded, res.ExitText())
 	}
 	wantGone(t, res.PID, 0)
+}
+
+// An interrupted child gets the Interrupt signal first, and SIGKILL after
+// the grace only when it is still running then.
+func TestAnInterruptIsForwardedThenKilled(t *testing.T) {
+	for _, tt := range []struct {
+		mode string
+		want syscall.Signal // what ended it
+	}{
+		{"ready", syscall.SIGTERM},
+		{"ignore-term", syscall.SIGKILL},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			spec := fake(tt.mode)
+			spec.Stdout, spec.Timeout, spec.InterruptGrace = pw, limit, 200*time.Millisecond
+			spec.Interrupt = func() syscall.Signal { return syscall.SIGTERM }
+			spec.Started = func(pid int) { killAtCleanup(t, pid) }
+			// Interrupt once the child says it is ready (its signal
+			// handling is in place).
+			testutil.Go(t, limit, func() {
+				if line, err := bufio.NewReader(pr).ReadString('\n'); err == nil && line == "ready\n" {
+					cancel()
+				}
+			})
+			res, err := Run(ctx, spec)
+			pw.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig, _ := res.Signal()
+			if !res.Canceled || res.Forwarded != syscall.SIGTERM || sig != tt.want {
+				t.Fatalf("canceled %v, forwarded %v, %s; want ended by %v", res.Canceled, res.Forwarded, res.ExitText(), tt.want)
+			}
+			wantGone(t, res.PID, 0)
+		})
+	}
+}
+
+func TestNoChildStartsOnceTheContextHasEnded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	spec := fake("result")
+	spec.Started = func(pid int) { killAtCleanup(t, pid); t.Errorf("child %d started", pid) }
+	_, err := Run(ctx, spec)
+	var se *StartError
+	if !errors.As(err, &se) || se.Err != ErrNotStarted {
+		t.Fatalf("err %v, want the not-started start error", err)
+	}
 }
 
 func TestOutputOverTheCapKeepsItsEnd(t *testing.T) {
@@ -317,10 +530,13 @@ func TestTailKeepsTheLastBytes(t *testing.T) {
 	}
 }
 
-// A child outlives neither the watchdog nor miotool itself: when the
-// process that started it is killed, the kernel kills it too.
-func TestTheChildDiesWithItsParent(t *testing.T) {
-	parent := exec.Command(os.Args[0])
+// startParent starts this test binary as a fake miotool (fakeParent)
+// that starts its children as how says, and returns it with the process
+// ids of the families its children reported: child, the sleeper in its
+// group, the escaped one. Everything is killed when t ends.
+func startParent(t *testing.T, how string, families int) (*exec.Cmd, [][3]int) {
+	t.Helper()
+	parent := exec.Command(os.Args[0], how)
 	parent.Env = append(os.Environ(), fakeEnv+"=parent")
 	out, err := parent.StdoutPipe()
 	if err != nil {
@@ -329,31 +545,72 @@ func TestTheChildDiesWithItsParent(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string, 1)
+	killAtCleanup(t, parent.Process.Pid)
+	waited := make(chan struct{})
+	go func() { _ = parent.Wait(); close(waited) }()
+	t.Cleanup(func() { <-waited })
+	lines := make(chan string)
 	testutil.Go(t, limit, func() {
+		defer close(lines)
 		s := bufio.NewScanner(out)
 		for s.Scan() {
-			lines <- s.Text()
+			select {
+			case lines <- s.Text():
+			case <-waited:
+				return
+			}
 		}
-		close(lines)
 	})
-	// Killing the parent closes the pipe, which ends the reader.
-	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
-	var child int
-	select {
-	case l := <-lines:
-		if _, err := fmt.Sscanf(l, "child %d", &child); err != nil {
-			t.Fatalf("the parent said %q", l)
+	var got [][3]int
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for len(got) < families {
+		select {
+		case l, ok := <-lines:
+			var f [3]int
+			if _, err := fmt.Sscanf(l, "family %d %d %d", &f[0], &f[1], &f[2]); !ok || err != nil {
+				t.Fatalf("the parent said %q (%v)", l, ok)
+			}
+			for _, pid := range f {
+				killAtCleanup(t, pid)
+			}
+			got = append(got, f)
+		case <-timer.C:
+			t.Fatalf("the parent's children did not start within %v", limit)
 		}
-		killAtCleanup(t, child)
-	case <-time.After(limit):
-		t.Fatalf("the parent did not start its child within %v", limit)
 	}
-	if err := parent.Process.Kill(); err != nil {
-		t.Fatal(err)
+	return parent, got
+}
+
+// A child, and what it started, outlive neither the watchdog nor miotool
+// itself: when miotool is killed (it cannot catch SIGKILL), the kernel
+// kills the child (its death signal), and the watcher, which started
+// before it, kills its group and every process holding its token, also
+// when miotool dies before it could tell the watcher the child's group,
+// and for every child Many runs.
+func TestChildrenDieWithTheirParent(t *testing.T) {
+	for _, tt := range []struct {
+		how      string
+		families int
+		gone     []int // which of child, its group's sleeper, the escaped sleeper must die
+	}{
+		{"unwatched", 1, []int{0}}, // the death signal alone
+		{"watched", 1, []int{0, 1, 2}},
+		{"killed-before-watch", 1, []int{0, 1, 2}},
+		{"many", 3, []int{0, 1, 2}},
+	} {
+		t.Run(tt.how, func(t *testing.T) {
+			parent, families := startParent(t, tt.how, tt.families)
+			if err := parent.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range families {
+				for _, i := range tt.gone {
+					wantGone(t, 0, f[i])
+				}
+			}
+		})
 	}
-	_ = parent.Wait()
-	wantGone(t, 0, child)
 }
 
 func TestLastStartsAtALine(t *testing.T) {

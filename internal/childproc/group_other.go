@@ -7,9 +7,10 @@ import (
 	"syscall"
 )
 
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-// killGroup kills p; there are no process groups to reach its children.
-func killGroup(p *os.Process) { _ = p.Kill() }
+// signalGroup kills p; there are no process groups to reach its children,
+// nor signals to forward.
+func signalGroup(p *os.Process, _ syscall.Signal) { _ = p.Kill() }
 
 var signalNames = map[syscall.Signal]string{}

@@ -7,10 +7,11 @@ import (
 	"syscall"
 )
 
-// killGroup kills the process group p leads.
-func killGroup(p *os.Process) {
-	if err := syscall.Kill(-p.Pid, syscall.SIGKILL); err != nil {
-		_ = p.Kill()
+// signalGroup sends sig to the process group p leads, or to p alone when
+// there is no such group.
+func signalGroup(p *os.Process, sig syscall.Signal) {
+	if err := syscall.Kill(-p.Pid, sig); err != nil {
+		_ = p.Signal(sig)
 	}
 }
 

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -41,7 +43,12 @@ func MarkInputFile(cmd *cobra.Command, name string) {
 }
 
 // MarkInputArgs marks cmd's arguments as files it reads (report merge's
-// results).
+// results), or as a program and its arguments (trace's), which may read
+// any file they name: no output may be the file an argument names, the
+// existing file after the "=" of one (--in=FILE, if=FILE) or after the
+// letter of a short option (-oFILE), the first argument as a shell finds
+// it in $PATH when it has no slash (the program itself), or the regular
+// file that is the command's standard input (which the program reads).
 func MarkInputArgs(cmd *cobra.Command) {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
@@ -50,7 +57,22 @@ func MarkInputArgs(cmd *cobra.Command) {
 }
 
 // namedFile is a file and what names it: "--junit", "the config file".
-type namedFile struct{ what, path string }
+// An input may say what it is itself (is), and be known by what it is
+// (info) rather than by a path.
+type namedFile struct {
+	what, path string
+	is         string
+	info       os.FileInfo
+}
+
+// describe is the input as a refusal says it: "the file a.yaml --read
+// names".
+func (n namedFile) describe() string {
+	if n.is != "" {
+		return n.is
+	}
+	return "the file " + n.path + " " + n.what + " names"
+}
 
 // checkFiles refuses, before cmd runs, an output file that cannot be
 // written, that two outputs name, or that is one of cmd's inputs: `report
@@ -63,7 +85,7 @@ func (f *Factory) checkFiles(cmd *cobra.Command, args []string) error {
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
 		if _, ok := fl.Annotations[outputFileAnnotation]; ok {
 			if v := fl.Value.String(); v != "" {
-				outputs = append(outputs, namedFile{"--" + fl.Name, v})
+				outputs = append(outputs, namedFile{what: "--" + fl.Name, path: v})
 			}
 		}
 		if _, ok := fl.Annotations[inputFileAnnotation]; ok {
@@ -73,7 +95,7 @@ func (f *Factory) checkFiles(cmd *cobra.Command, args []string) error {
 			}
 			for _, v := range values {
 				if v != "" {
-					inputs = append(inputs, namedFile{"--" + fl.Name, v})
+					inputs = append(inputs, namedFile{what: "--" + fl.Name, path: v})
 				}
 			}
 		}
@@ -82,18 +104,16 @@ func (f *Factory) checkFiles(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	if cmd.Annotations[inputArgsAnnotation] != "" {
-		for _, a := range args {
-			inputs = append(inputs, namedFile{"the argument", a})
-		}
+		inputs = append(inputs, f.argInputs(args)...)
 	}
 	if f.ConfigUsed != "" {
-		inputs = append(inputs, namedFile{"the config file", f.ConfigUsed})
+		inputs = append(inputs, namedFile{what: "the config file", path: f.ConfigUsed})
 	}
 	for i, out := range outputs {
 		for _, in := range inputs {
-			if sameFile(out.path, in.path) {
-				return UsageErrorf("%s %s: is the file %s %s names, which %s reads; write the result to another file",
-					out.what, out.path, in.path, in.what, cmd.CommandPath())
+			if in.info != nil && sameFileAs(out.path, in.info) || in.info == nil && sameFile(out.path, in.path) {
+				return UsageErrorf("%s %s: is %s, which %s reads; write the result to another file",
+					out.what, out.path, in.describe(), cmd.CommandPath())
 			}
 		}
 		for _, other := range outputs[:i] {
@@ -108,6 +128,63 @@ func (f *Factory) checkFiles(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return nil
+}
+
+// argInputs are the files that args, a command's arguments marked with
+// MarkInputArgs, may read (see there).
+func (f *Factory) argInputs(args []string) []namedFile {
+	var inputs []namedFile
+	for _, a := range args {
+		inputs = append(inputs, namedFile{what: "the argument", path: a})
+		// A file inside an argument counts only where it exists: these
+		// forms are too loose to claim a name nothing has yet.
+		var inside []string
+		if _, v, ok := strings.Cut(a, "="); ok && v != "" {
+			inside = append(inside, v)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			inside = append(inside, a[2:])
+		}
+		for _, p := range inside {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				inputs = append(inputs, namedFile{path: p, is: fmt.Sprintf("the file %s the argument %s names", p, a)})
+			}
+		}
+	}
+	if len(args) > 0 && !strings.Contains(args[0], "/") {
+		path, _ := f.LookupEnv("PATH")
+		if found := lookPath(args[0], path); found != "" {
+			inputs = append(inputs, namedFile{path: found, is: fmt.Sprintf("the program %s as $PATH finds it (%s)", args[0], found)})
+		}
+	}
+	if in := f.IOStreams.InFile(); in != nil {
+		if st, err := in.Stat(); err == nil && st.Mode().IsRegular() {
+			inputs = append(inputs, namedFile{info: st, is: "the file open as standard input"})
+		}
+	}
+	return inputs
+}
+
+// lookPath is the executable regular file a shell runs for name, which has
+// no slash, with path as $PATH (an empty entry is the current folder);
+// "" when there is none.
+func lookPath(name, path string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// sameFileAs reports whether path names the file info describes.
+func sameFileAs(path string, info os.FileInfo) bool {
+	st, err := os.Stat(path)
+	return err == nil && os.SameFile(st, info)
 }
 
 // sameFile reports whether paths a and b name one file.

@@ -68,3 +68,28 @@ func (s *IOStreams) ColorEnabled() bool { return s.color }
 
 // SetColorEnabled overrides the colour decision (tests).
 func (s *IOStreams) SetColorEnabled(v bool) { s.color = v }
+
+// OutFile is the file standard output is, when it is one (a terminal, a
+// pipe, a regular file), also while Main wraps Out to catch a failed
+// write; nil when Out is no file (tests' buffers). A program miotool runs
+// is given this very file, so that it sees what it would see without
+// miotool.
+func (s *IOStreams) OutFile() *os.File { return fileOf(s.Out) }
+
+// InFile is the file standard input is, when it is one; nil otherwise.
+func (s *IOStreams) InFile() *os.File {
+	f, _ := s.In.(*os.File)
+	return f
+}
+
+// fileOf is the file w writes to, through Main's wrapper; nil for a
+// writer that is no file.
+func fileOf(w io.Writer) *os.File {
+	switch w := w.(type) {
+	case *os.File:
+		return w
+	case *stdoutWriter:
+		return fileOf(w.w)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ type document interface {
 // stopped the run), stdout gets the settled doc and the error is
 // returned. A failed stdout write is kept by the stream (see
 // stdoutWriter) for Main, not returned.
-func (s *IOStreams) writeDocument(format report.Format, doc document, failCode int) error {
+func (s *IOStreams) writeDocument(format report.Format, doc document, failCode int, after *afterProgram) error {
 	files, err := docFiles(doc, s.output().files)
 	if err == nil {
 		err = writeOutputFiles(files)
@@ -123,9 +124,42 @@ func (s *IOStreams) writeDocument(format report.Format, doc document, failCode i
 		}
 	}
 	opts := report.Options{TTY: s.IsStdoutTTY(), Color: s.ColorEnabled()}
-	if rerr := doc.render(s.Out, format, opts); rerr != nil && !isStdoutError(rerr) && err == nil {
+	var rerr error
+	if after == nil {
+		rerr = doc.render(s.Out, format, opts)
+	} else {
+		rerr = renderAfterProgram(s.Out, format, doc, opts, after)
+	}
+	if rerr != nil && !isStdoutError(rerr) && err == nil {
 		err = &ExitError{Code: ExitToolFailure, Err: fmt.Errorf("writing the result: %w", rerr)}
 	}
+	return err
+}
+
+// renderAfterProgram writes doc after a program's output: a newline first
+// where the program's last line may be open, and JSON compacted to one
+// line, so that the result is the last line whatever the program printed.
+func renderAfterProgram(w io.Writer, format report.Format, doc document, opts report.Options, after *afterProgram) error {
+	var buf bytes.Buffer
+	if after.newlineFirst {
+		buf.WriteByte('\n')
+	}
+	if format != report.JSON {
+		if err := doc.render(&buf, format, opts); err != nil {
+			return err
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	var doc1 bytes.Buffer
+	if err := doc.render(&doc1, format, opts); err != nil {
+		return err
+	}
+	if err := json.Compact(&buf, doc1.Bytes()); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
 	return err
 }
 

@@ -21,6 +21,24 @@ type Outcome struct {
 	// instead of the verdict's own line (a configuration error doctor
 	// reports with a hint); its code is the result's.
 	err *ExitError
+	// after, when set, says that the result follows a program's own output
+	// on stdout (AfterProgram).
+	after *afterProgram
+}
+
+// afterProgram is how a result that follows a program's output on stdout
+// is written: on a line of its own, and JSON on one line, the last.
+type afterProgram struct{ newlineFirst bool }
+
+// AfterProgram says that the result follows, on stdout, the output of a
+// program the command ran (trace): it starts on a line of its own
+// (newlineFirst: the program left its last line open, or where it left it
+// cannot be known), and as JSON it is one line, the last, so that
+// "| tail -n 1 | jq" reads it whatever the program printed. The files the
+// output flags name are written as always.
+func (o *Outcome) AfterProgram(newlineFirst bool) *Outcome {
+	o.after = &afterProgram{newlineFirst}
+	return o
 }
 
 // Single is a single check's judged result.
@@ -222,7 +240,7 @@ func (f *Factory) Finish(out *Outcome, runErr error) error {
 	if in != nil {
 		failCode = code // interrupted it stays, whatever else went wrong
 	}
-	if werr := f.IOStreams.writeDocument(f.Global.Format, out.doc, failCode); werr != nil {
+	if werr := f.IOStreams.writeDocument(f.Global.Format, out.doc, failCode, out.after); werr != nil {
 		return &resultExit{werr}
 	}
 	if code == ExitOK {

@@ -80,6 +80,13 @@ func TestTheResultSaysWhatBecameOfTheNaiveEvaluation(t *testing.T) {
 			if res.Naive != tt.want || res.Naive.Abandoned() != (tt.want == NaiveAbandoned) {
 				t.Fatalf("naive %q, want %q", res.Naive, tt.want)
 			}
+			// What the result says of naive agrees with its table: an
+			// outcome that says naive did not run has no naive time.
+			for _, e := range res.Entries {
+				if s, _ := conv.SolverByName(e.Solver); s != nil && s.IsNaive() && e.TimeMs > 0 && strings.HasPrefix(string(res.Naive), "did not run") {
+					t.Errorf("naive %q, but %s was timed: %.4g ms, %s", res.Naive, e.Solver, e.TimeMs, e.Status)
+				}
+			}
 			if res.Naive.Abandoned() && (!res.NaiveAbandoned || res.NaiveAbandonedAt.IsZero()) {
 				t.Fatalf("abandoned, but the result says %v at %v", res.NaiveAbandoned, res.NaiveAbandonedAt)
 			}

@@ -32,7 +32,7 @@ import (
 type ManyFunc func(ctx context.Context, n, jobs int, spec func(i int) childproc.Spec, done func(i int, res childproc.Result, err error)) (started int)
 
 // DefaultMany is the runner Run uses when Options.Many is nil.
-var DefaultMany ManyFunc = manyStandIn
+var DefaultMany ManyFunc = childproc.Many
 
 // Environment variables every run gets.
 const (
@@ -301,42 +301,4 @@ func withEnv(base, extra []string) []string {
 		}
 	}
 	return out
-}
-
-// manyStandIn is Many's contract over childproc.Run, in the shape
-// childproc.Many has: the runs, jobs at a time, each through
-// childproc.Run (its own process group, its watchdog, killed when ctx
-// ends), done serialized.
-func manyStandIn(ctx context.Context, n, jobs int, spec func(i int) childproc.Spec, done func(i int, res childproc.Result, err error)) int {
-	slots := make(chan struct{}, max(jobs, 1))
-	var (
-		wg     sync.WaitGroup
-		doneMu sync.Mutex
-	)
-	started := 0
-	for i := range n {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		s := spec(i)
-		started++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			res, err := childproc.Run(ctx, s)
-			if err != nil && res.PID != 0 {
-				err = nil // started, and lost: its Result says so
-			}
-			doneMu.Lock()
-			defer doneMu.Unlock()
-			done(i, res, err)
-		}()
-	}
-	wg.Wait()
-	return started
 }

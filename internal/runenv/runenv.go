@@ -29,11 +29,15 @@ const (
 // set for the program they run, which may be miotool itself. A MIOTOOL_* variable that
 // is none of these gets a warning that it changes nothing.
 var Own = []string{
-	"MIOTOOL_CUBIN",        // off: no precompiled cubins (internal/hip/cuda)
-	"MIOTOOL_NVRTC",        // off: no NVRTC (internal/hip/cuda)
-	"MIOTOOL_TRACE_SOCKET", // where a traced program's observer sends its records (internal/trace)
-	"MIOTOOL_TRACE_CUPTI",  // a libcupti for a traced program's observer (internal/trace)
-	"MIOTOOL_REPEAT_RUN",   // a run's number, set by repeat for the program it runs (internal/repeat)
+	"MIOTOOL_CUBIN",           // off: no precompiled cubins (internal/hip/cuda)
+	"MIOTOOL_NVRTC",           // off: no NVRTC (internal/hip/cuda)
+	"MIOTOOL_TRACE_SOCKET",    // where a traced program's observer sends its records (internal/trace)
+	"MIOTOOL_TRACE_CUPTI",     // a libcupti for a traced program's observer (internal/trace)
+	"MIOTOOL_REPEAT_RUN",      // a run's number, set by repeat for the program it runs (internal/repeat)
+	"MIOTOOL_CRASH_SOCKET",    // where the observer's crash handler sends its record (internal/trace)
+	"MIOTOOL_CRASH_RUN",       // the run a crash record belongs to (internal/trace)
+	"MIOTOOL_TRACE_INJECTION", // the program's own CUDA injection library, which the observer chains to (internal/trace)
+	"MIOTOOL_TRACE_PYTHON",    // how the observer reads Python stacks; for its tests (internal/trace)
 }
 
 // DefaultNaiveTimeoutPercent bounds a naive solver's evaluation at this

@@ -146,6 +146,7 @@ func TestErrorLineIsTheCauseNotTheHint(t *testing.T) {
 		{"a hint after the error", "miotool: MIOPEN_NAIVE_TIMEOUT=\"2.5\" is not a whole number\nUnset it or give a value miotool can use (see Runtime variables above).\n",
 			`miotool: MIOPEN_NAIVE_TIMEOUT="2.5" is not a whole number`},
 		{"a warning before the error", "miotool: warning: the lock is held, waiting\nsome line\nmiotool: find: context canceled\nhint\n", "miotool: find: context canceled"},
+		{"a warning after the cause", "miotool: find: context canceled\nmiotool: warning: MIOTOOL_FROMAT is not a variable miotool reads (did you mean MIOTOOL_FORMAT?)\n", "miotool: find: context canceled"},
 		{"a Go crash", "goroutine 1 [running]:\npanic: runtime error: index out of range\n\ngoroutine 7:\nmain.f()\n\t/x.go:3\n", "panic: runtime error: index out of range"},
 		{"a runtime fatal error", "fatal error: concurrent map writes\n\ngoroutine 3:\n", "fatal error: concurrent map writes"},
 		{"anything else", "first\nthe last words\n\n", "the last words"},

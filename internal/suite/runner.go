@@ -504,7 +504,9 @@ func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, re
 func ErrorLine(stderr string) string {
 	lines := strings.Split(stderr, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "miotool: ") {
+		// A warning (an unknown MIOTOOL_* variable, a find-db that could
+		// not be written) is not what ended the check.
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "miotool: ") && !strings.HasPrefix(l, "miotool: warning: ") {
 			return l
 		}
 	}

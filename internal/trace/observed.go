@@ -122,12 +122,26 @@ func innerProgram(args []string) string {
 	return ""
 }
 
+// onlyMiotoolObserved says whether every process the observer loaded into
+// is a miotool: a trace of a trace whose inner program never reported to
+// this trace (an inner miotool older than the chained sockets).
+func (r *Result) onlyMiotoolObserved() bool {
+	for _, p := range r.Processes {
+		if !miotoolName(p.Exe) {
+			return false
+		}
+	}
+	return true
+}
+
 // Unobserved says why the trace could not observe the program, where the
 // facts tell: "" when the observer was in the program and could see its
-// runtime calls. Only a trace that saw no capture asks.
+// runtime calls. Only a trace that saw no capture asks. A trace of a trace
+// observes the inner program too (the observer reports to every trace's
+// socket); it could not only when nothing but miotool reported.
 func (r *Result) Unobserved() string {
 	switch {
-	case NestedTrace(r):
+	case NestedTrace(r) && r.onlyMiotoolObserved():
 		s := "the program is miotool trace itself, whose own observer reports to it and not to this trace: " +
 			"this trace could not observe what it ran"
 		if inner := innerProgram(r.Args); inner != "" {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -255,6 +254,3 @@ func buildKey(src map[string][]byte, cc []string, version string) string {
 	fmt.Fprintf(h, "flags\x00%s\x00%s", strings.Join(compileFlags, " "), strings.Join(linkFlags, " "))
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// errNoObserver is an observer path that is not a file.
-var errNoObserver = errors.New("not a file")

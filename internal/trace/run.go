@@ -32,10 +32,38 @@ const (
 // forwarded signal before its group is killed.
 const DefaultGrace = 5 * time.Second
 
-// outputGrace bounds the wait for the program's output once it has exited
-// and its group has been killed: something outside the group may hold a
-// pipe.
+// outputGrace bounds the wait, once the program has exited and its group
+// has been killed, for what it left outside its group to end and for a
+// copied output to drain.
 const outputGrace = 2 * time.Second
+
+// StdoutEnd says where the program left its standard output, so that what
+// miotool writes there next can start a line of its own.
+type StdoutEnd int
+
+const (
+	// StdoutAtLineStart: the program wrote nothing, or a newline last.
+	// Read back from a regular file (the byte before where miotool writes
+	// next), or seen by the copy of a writer that is no file.
+	StdoutAtLineStart StdoutEnd = iota
+	// StdoutMidLine: its last byte is not a newline.
+	StdoutMidLine
+	// StdoutPipe: a pipe, socket or device the program had as it is: what
+	// it wrote cannot be read back without a copy in between, which would
+	// change what the program sees.
+	StdoutPipe
+	// StdoutTerminal: a terminal the program had as it is: the cursor's
+	// column cannot be read back either.
+	StdoutTerminal
+)
+
+// NewlineFirst says whether miotool writes a newline before its result so
+// that the result starts on a line of its own: when the program left its
+// last line open, and when that cannot be known (a pipe or a terminal it
+// wrote to itself), at the cost, there, of an empty line after a program
+// whose last line was complete. On a regular file, or through a copy, it
+// is exact.
+func (e StdoutEnd) NewlineFirst() bool { return e != StdoutAtLineStart }
 
 // Options say what to run and how.
 type Options struct {
@@ -47,8 +75,11 @@ type Options struct {
 	// are added; nil means this process's.
 	Env []string
 	Dir string
-	// The program's standard streams; nil means this process's own,
-	// passed to it untouched.
+	// The program's standard streams; nil means this process's own. A
+	// file (a terminal, a pipe, a regular file) is given to the program as
+	// it is, so that it sees what it would see without miotool: a terminal
+	// is a terminal, and a pipe whose reader has gone gives it
+	// SIGPIPE/EPIPE. Any other reader or writer is copied through a pipe.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Timeout is the watchdog: a program still running after it is killed
@@ -72,6 +103,9 @@ type Options struct {
 	// Started, when set, is told the program's process id (also its
 	// process group's) once it runs.
 	Started func(pid int)
+	// Records, when set, gets every record the observer sent, as it came:
+	// what Replay reads back.
+	Records io.Writer
 
 	// noGuard leaves out the watcher that kills the program's group when
 	// miotool dies, so that a test can hold Pdeathsig alone.
@@ -105,11 +139,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(o.Observer); err != nil || !st.Mode().IsRegular() {
-		if err == nil {
-			err = errNoObserver
-		}
-		return nil, &UsageError{fmt.Errorf("trace observer %s: %v", o.Observer, unwrapPath(err))}
+	if err := CheckObserver(o.Observer); err != nil {
+		return nil, &UsageError{err}
 	}
 	tables := o.Rules
 	if tables == nil {
@@ -140,15 +171,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if cupti == "" {
 		cupti = FindCUPTI(env)
 	}
-	env = setEnv(env, EnvSocket, sock.path)
-	env = setEnv(env, "CUDA_INJECTION64_PATH", observer)
+	// The observer's variables: LD_PRELOAD and CUDA_INJECTION64_PATH
+	// (a program's own injection library is chained, never dropped) and
+	// the socket (an outer trace's kept beside it). The crash handler is
+	// repeat's: a trace changes none of the program's signal handling.
+	if env, err = ObserverEnv(env, observer, sock.path); err != nil {
+		return nil, err
+	}
 	if cupti != "" {
 		env = setEnv(env, EnvCUPTI, cupti)
-	}
-	if pre := lookupEnv(env, "LD_PRELOAD"); pre != "" {
-		env = setEnv(env, "LD_PRELOAD", observer+":"+pre)
-	} else {
-		env = setEnv(env, "LD_PRELOAD", observer)
 	}
 
 	symbols := NewSymbolizer()
@@ -158,7 +189,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sock.read(coll, token)
+		sock.read(coll, token, o.Records)
 	}()
 
 	o.leftover = sock.dir
@@ -307,8 +338,9 @@ type eventSocket struct {
 // listen makes the socket the observers send to, in a private folder.
 func listen() (*eventSocket, error) {
 	dir, err := os.MkdirTemp("", "miotool-trace-")
-	if err == nil && len(dir)+3 >= 108 {
-		// A Unix socket path has room for 107 bytes.
+	if err == nil && (len(dir)+3 >= 108 || strings.Contains(dir, ":")) {
+		// A Unix socket path has room for 107 bytes, and the observer's
+		// list of sockets (nested traces) is joined with colons.
 		os.RemoveAll(dir)
 		dir, err = os.MkdirTemp("/tmp", "miotool-trace-")
 	}
@@ -332,7 +364,7 @@ func (s *eventSocket) close() {
 
 // read folds records into c until the end marker with token arrives or
 // the socket is closed.
-func (s *eventSocket) read(c *collector, token string) {
+func (s *eventSocket) read(c *collector, token string, records io.Writer) {
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := s.conn.Read(buf)
@@ -351,6 +383,9 @@ func (s *eventSocket) read(c *collector, token string) {
 				}
 				continue
 			}
+			if records != nil {
+				_, _ = io.WriteString(records, line+"\n")
+			}
 			c.add(e)
 		}
 	}
@@ -366,80 +401,4 @@ func (s *eventSocket) sendEOF(token string) {
 	if _, err := conn.Write([]byte("MT1\teof\t0\t0\t0\t" + token + "\n")); err != nil {
 		s.conn.Close()
 	}
-}
-
-// ---- the program ----
-
-// stdio is one of the program's standard streams: a file it gets as is,
-// or a pipe this process copies through.
-type stdio struct {
-	child  *os.File
-	mine   *os.File // our end of a pipe; nil when the child has a file of its own
-	copied chan struct{}
-}
-
-func inputFor(r io.Reader) (*stdio, error) {
-	if r == nil {
-		return &stdio{child: os.Stdin}, nil
-	}
-	if f, ok := r.(*os.File); ok {
-		return &stdio{child: f}, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	s := &stdio{child: pr, mine: pw, copied: make(chan struct{})}
-	go func() {
-		defer close(s.copied)
-		_, _ = io.Copy(pw, r)
-		pw.Close()
-	}()
-	return s, nil
-}
-
-func outputFor(w io.Writer, std *os.File) (*stdio, error) {
-	if w == nil {
-		return &stdio{child: std}, nil
-	}
-	if f, ok := w.(*os.File); ok {
-		return &stdio{child: f}, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	s := &stdio{child: pw, mine: pr, copied: make(chan struct{})}
-	go func() {
-		defer close(s.copied)
-		_, _ = io.Copy(w, pr)
-	}()
-	return s, nil
-}
-
-// afterStart closes the child's end of our pipes: it has its own copy.
-func (s *stdio) afterStart() {
-	if s.mine != nil {
-		s.child.Close()
-	}
-}
-
-// finish waits, within the grace, for an output copy to drain, and ends an
-// input copy.
-func (s *stdio) finish(output bool, grace <-chan time.Time) {
-	if s.mine == nil {
-		return
-	}
-	if !output {
-		s.mine.Close() // the program is gone: nobody reads what is left
-		<-s.copied
-		return
-	}
-	select {
-	case <-s.copied:
-	case <-grace:
-		s.mine.Close()
-		<-s.copied
-	}
-	s.mine.Close()
 }

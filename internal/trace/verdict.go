@@ -25,6 +25,8 @@ type Exit struct {
 	Interrupted bool
 	Forwarded   syscall.Signal
 	Wall        time.Duration
+	// Stdout is where the program left miotool's standard output.
+	Stdout StdoutEnd
 }
 
 // OK says whether the program exited by itself with status 0.

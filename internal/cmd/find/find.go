@@ -276,10 +276,7 @@ func (o *FindOptions) bar(label string) *cli.ProgressBar {
 // stderrLine writes a line to stderr, first clearing the bar's line when
 // one is drawn there (the bar redraws itself at its next tick).
 func (o *FindOptions) stderrLine(bar *cli.ProgressBar, line string) {
-	if bar != nil {
-		line = "\r\x1b[K" + line
-	}
-	fmt.Fprintln(o.IO.ErrOut, line)
+	bar.Above(o.IO.ErrOut, line)
 }
 
 // fits refuses, before anything is allocated, a problem whose find needs

@@ -32,6 +32,8 @@ type setup struct {
 	Confidence              float64
 	Version                 string
 	CrashReports            bool
+	// CrashNote says why the runs had no crash handler, "" when they had.
+	CrashNote string
 	// Interrupted is what stopped the runs ("interrupted by SIGINT"), ""
 	// when nothing did.
 	Interrupted string
@@ -570,6 +572,9 @@ func setupTable(r *report.Result, s setup) {
 // notes say what the tables cannot.
 func notes(r *report.Result, s setup, f *repeat.Facts, j repeat.Judgement, b *baseline) {
 	conf := percent(s.Confidence)
+	if s.CrashNote != "" {
+		r.Note("%s", s.CrashNote)
+	}
 	if s.Interrupted != "" {
 		r.Note("%s: the statistics are over the runs that finished; those the interruption killed and those never started count in none", s.Interrupted)
 	}

@@ -43,6 +43,8 @@ type RepeatOptions struct {
 	// Crashes, when set, opens the source of the runs' crash reports and
 	// returns the function that closes it; nil runs without crash reports.
 	Crashes func(ctx context.Context) (repeat.CrashSource, func() error, error)
+	// crashNote says why the runs went without a crash handler.
+	crashNote string
 
 	Runs, Jobs int
 	Timeout    time.Duration
@@ -96,7 +98,7 @@ const (
 // function.
 func NewCmdRepeat(f *cli.Factory, runF func(*RepeatOptions) error) *cobra.Command {
 	opts := &RepeatOptions{IO: f.IOStreams, Build: f.Build, Now: f.Now, Verbosef: f.Verbosef, ProgressBar: f.ProgressBar,
-		Environ: os.Environ, LookupEnv: f.LookupEnv, NumCPU: f.NumCPU}
+		Environ: os.Environ, LookupEnv: f.LookupEnv, NumCPU: f.NumCPU, Crashes: openCrashes}
 	cmd := &cobra.Command{
 		Use:   "repeat [flags] -- PROGRAM [ARGS...]",
 		Short: "Run a program many times, each a fresh process: its failure rate, its crashes by where they happened, and whether a fix is shown",
@@ -443,13 +445,18 @@ func (o *RepeatOptions) Repeat(ctx context.Context) (*report.Result, error) {
 		builds = append(builds, repeat.Build{Label: unfixedLabel, Program: o.against, Path: o.paths[1]})
 	}
 	var crashes repeat.CrashSource
+	o.crashNote = ""
 	if o.Crashes != nil {
 		src, closeSrc, err := o.Crashes(ctx)
-		if err != nil {
+		switch {
+		case err == nil:
+			defer func() { _ = closeSrc() }()
+			crashes = src
+		case noCompiler(err):
+			o.crashNote = "no crash handler in the runs (" + err.Error() + "): crashes are grouped by what the runs printed"
+		default:
 			return nil, fmt.Errorf("the crash reports: %w", err)
 		}
-		defer func() { _ = closeSrc() }()
-		crashes = src
 	}
 	stopLoad := suite.StartCPULoad(o.CPULoad)
 	bar := o.ProgressBar("repeat")
@@ -500,7 +507,8 @@ func progressLabel(builds []repeat.Build, p repeat.Progress) string {
 func (o *RepeatOptions) setup(runs, first int) setup {
 	s := setup{Program: o.program(), Against: o.against, Label: o.Label, Runs: runs, Jobs: o.Jobs, Timeout: o.Timeout,
 		Devices: o.devices, CPULoad: o.CPULoad, Env: o.env, Confidence: o.confidence,
-		Version: versionText(o.Build), Shard: o.shard, AllRuns: o.Runs, FirstRun: first, CrashReports: o.Crashes != nil}
+		Version: versionText(o.Build), Shard: o.shard, AllRuns: o.Runs, FirstRun: first, CrashReports: o.Crashes != nil && o.crashNote == "",
+		CrashNote: o.crashNote}
 	if o.baseline != nil {
 		s.Baseline = o.Baseline
 	}

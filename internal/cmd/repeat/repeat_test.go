@@ -22,8 +22,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The runs' crash handler (the trace observer) is built into the user
+	// cache folder: a folder of these tests' own, removed after them.
+	cache, err := os.MkdirTemp("", "miotool-repeat-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
 	repeattest.Remove()
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 
@@ -507,5 +515,28 @@ func TestOutputsSayTheSameVerdict(t *testing.T) {
 	testutil.ValidateJUnit(t, data)
 	if !bytes.Contains(data, []byte("<failure")) {
 		t.Errorf("junit has no failure:\n%s", data)
+	}
+}
+
+// With the crash handler in every run, runs that crashed are grouped by
+// where they crashed: the function of the program that faulted or
+// aborted, not libc's frames.
+func TestCrashesGroupedByTheirFrames(t *testing.T) {
+	k := repeattest.Shared(t)
+	r := runRepeat(t, t.TempDir(), nil, "repeat", "--format", "json", "--runs", "12", "--jobs", "2", "--", k.Flaky, "mixed")
+	res := resultOf(t, r.stdout)
+	var where []string
+	for _, tab := range res.Tables {
+		if !strings.HasPrefix(tab.Title, "Runs that did not pass") {
+			continue
+		}
+		col := slices.Index(tab.Columns, "Where")
+		for _, row := range tab.Rows {
+			where = append(where, row.Cells[col])
+		}
+	}
+	joined := strings.Join(where, "\n")
+	if len(where) != 2 || !strings.Contains(joined, "model_cache_predict") || !strings.Contains(joined, "model_cache_insert") {
+		t.Errorf("groups by where:\n%s\n%s", joined, r.stderr)
 	}
 }

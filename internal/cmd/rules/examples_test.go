@@ -2,9 +2,11 @@ package rules
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"miotool/internal/cli"
 	"miotool/internal/cmd/cmdtest"
 )
 
@@ -52,5 +54,35 @@ func TestTheChecklistExampleIsACheck(t *testing.T) {
 	}
 	if !strings.Contains(h.Out.String(), "| Passed (") {
 		t.Errorf("%s: no passed row:\n%s", line, h.Out)
+	}
+}
+
+// --write-expect rewrites a file with other hard links where it is: both
+// names show the measurement, the inode and the mode (0664, which umask 022
+// would not give a new file) are the file's own.
+func TestWriteExpectKeepsTheFilesIdentity(t *testing.T) {
+	dir := t.TempDir()
+	target, other := filepath.Join(dir, "mine.yaml"), filepath.Join(dir, "other-name.yaml")
+	if err := os.WriteFile(target, []byte("# old\n"), 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(target, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(target, other); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(target)
+	h := cmdtest.New(t)
+	if code := h.Run(tree, "rules", "--backend", "sim", "--action", "malloc", "--spin", "10ms", "--write-expect", target); code != cli.ExitSkipped {
+		t.Fatalf("exit %d: %s", code, h.ErrOut)
+	}
+	after, err := os.Stat(target)
+	if err != nil || !os.SameFile(before, after) || after.Mode().Perm() != 0o664 {
+		t.Fatalf("the file was replaced or re-permissioned: %v, same %v, mode %v", err, os.SameFile(before, after), after.Mode().Perm())
+	}
+	data, err := os.ReadFile(other)
+	if err != nil || !strings.Contains(string(data), "malloc") || strings.Contains(string(data), "# old") {
+		t.Errorf("the other name does not show the measurement: %v\n%s", err, data)
 	}
 }

@@ -2,10 +2,10 @@
 package rules
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"miotool/internal/hip"
 	"miotool/internal/report"
 	"miotool/internal/rules"
+	"miotool/internal/userfile"
 )
 
 // RulesOptions are the inputs of `miotool rules`.
@@ -222,37 +223,17 @@ func (o *RulesOptions) RunOn(ctx context.Context, d *cli.Device) (*report.Result
 }
 
 // writeExpectation writes the valid measured cells and returns their
-// count. The file is written beside its place and renamed over it, so that
-// a failed write leaves the old one whole; a file already there keeps its
-// mode, and a link keeps pointing where it did.
+// count. A file already there keeps its identity (userfile): a link keeps
+// pointing where it did, a hard-linked file is rewritten where it is, and
+// its mode and owner stay.
 func writeExpectation(opts *RulesOptions, m *rules.Measurement, start time.Time) (int, error) {
 	source := fmt.Sprintf("measured by %q on %s", opts.CommandLine, start.UTC().Format(time.RFC3339))
 	e := rules.FromMeasurement(m, source)
-	path := opts.WriteExpect
-	if p, err := filepath.EvalSymlinks(path); err == nil {
-		path = p
-	}
-	mode := os.FileMode(0o644)
-	if info, err := os.Stat(path); err == nil {
-		mode = info.Mode().Perm()
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".miotool-*")
-	if err != nil {
+	var buf bytes.Buffer
+	if err := rules.WriteExpectation(&buf, e); err != nil {
 		return 0, fmt.Errorf("--write-expect %s: %w", opts.WriteExpect, err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // gone after the rename; left only by a failure
-	err = rules.WriteExpectation(f, e)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := userfile.Write(opts.WriteExpect, buf.Bytes(), userfile.Options{NewMode: 0o644}); err != nil {
 		return 0, fmt.Errorf("--write-expect %s: %w", opts.WriteExpect, err)
 	}
 	return len(e.Cells), nil

@@ -4,9 +4,11 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -14,9 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"miotool/internal/childproc"
 	"miotool/internal/cli"
 	"miotool/internal/report"
 	"miotool/internal/trace"
+	"miotool/internal/userfile"
 	"miotool/internal/words"
 )
 
@@ -37,6 +41,8 @@ type TraceOptions struct {
 	Timeout  time.Duration
 	Strict   bool
 	Observer string
+	// SaveRecords names the file the observer's records are saved to.
+	SaveRecords string
 
 	// Program and Args are what follows --.
 	Program string
@@ -59,10 +65,15 @@ made: which call broke it, on which thread, and which library made the call.
 
 Everything after -- belongs to the program, its own flags included; miotool's
 flags go before it. The program gets miotool's standard input, output and
-error as they are, and miotool's result follows its output once it has ended
-(so with --format json, whatever the program printed comes before the JSON
-document; --export-json FILE, --export-markdown FILE and --junit FILE write
-files of their own). It runs in a process group
+error as they are (a terminal stays a terminal; a reader that has gone gives
+it SIGPIPE), and miotool's result follows its output once it has ended, on a
+line of its own. With --format json the result is one line, the last, so
+that a script reads it whatever the program printed:
+
+  miotool trace --format json -- python3 train.py | tail -n 1 | jq .exit_code
+
+--export-json FILE, --export-markdown FILE and --junit FILE write files of
+their own. The program runs in a process group
 of its own, which is killed when the program ends (nothing it started
 outlives it), when --timeout runs out, and when miotool dies; on a terminal
 it has the foreground, so Ctrl-C reaches it as from a shell.
@@ -143,6 +154,9 @@ seen. A program that SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail on hazards (calls that only the capture's relaxed or thread-local mode let through) and on work launched outside a capture")
 	fl.StringVar(&opts.Observer, "observer", "", "a prebuilt observer library to use instead of building one (also "+envObserver+")")
+	fl.StringVar(&opts.SaveRecords, "save-records", "", "also save the observer's records of the run to `FILE`, with the run's facts: what a bug report or a test replays")
+	_ = cmd.MarkFlagFilename("save-records", "records")
+	cli.MarkOutputFile(cmd, "save-records")
 	_ = cmd.MarkFlagFilename("observer", "so")
 	cli.MarkInputFile(cmd, "observer")
 	// The program and its arguments may name files it reads or writes,
@@ -157,6 +171,36 @@ var (
 	envObserver  = cli.EnvName("trace.observer")
 	prebuiltHint = "give a prebuilt observer with --observer PATH or " + envObserver
 )
+
+// writeRunFacts ends saved records with the run's facts the records do not
+// hold, as "#!" lines: the form the golden tests replay
+// (testdata/golden/README in the test).
+func writeRunFacts(b *bytes.Buffer, r *trace.Result) {
+	fmt.Fprintf(b, "#! program %s\n", report.JoinCommandLine(append([]string{r.Program}, r.Args...)))
+	if r.Path != "" && r.Path != r.Program {
+		fmt.Fprintf(b, "#! path %s\n", r.Path)
+	}
+	switch e := r.Exit; {
+	case e.Interrupted:
+		fmt.Fprintf(b, "#! interrupted %s\n", childproc.SignalName(e.Forwarded))
+	case e.Signal != 0:
+		fmt.Fprintf(b, "#! signal %s\n", childproc.SignalName(e.Signal))
+	case e.Code != 0:
+		fmt.Fprintf(b, "#! exit %d\n", e.Code)
+	}
+	if r.Executable.Static {
+		b.WriteString("#! static\n")
+	}
+}
+
+// writerOrNil is b as an io.Writer, nil when b is: a nil *bytes.Buffer in
+// an interface is not a nil writer.
+func writerOrNil(b *bytes.Buffer) io.Writer {
+	if b == nil {
+		return nil
+	}
+	return b
+}
 
 // reportVerdict is a trace's verdict as a result states it: a program the
 // trace could not observe is an ERROR, never a SKIP a CI would accept.
@@ -284,11 +328,28 @@ func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 		}
 	}
 	o.Verbosef("trace observer: %s", observer)
+	// The program gets miotool's own standard output, not the writer that
+	// wraps it, so that it sees what it would see without miotool.
+	var stdout io.Writer = o.IO.Out
+	if f := o.IO.OutFile(); f != nil {
+		stdout = f
+	}
+	var records *bytes.Buffer
+	if o.SaveRecords != "" {
+		records = &bytes.Buffer{}
+	}
 	res, err := o.TraceProgram(ctx, trace.Options{
 		Program: o.Program, Args: o.Args, Env: o.Environ(),
-		Stdin: o.IO.In, Stdout: o.IO.Out, Stderr: o.IO.ErrOut,
+		Stdin: o.IO.In, Stdout: stdout, Stderr: o.IO.ErrOut,
 		Timeout: o.Timeout, Observer: observer, InterruptSignal: interruptSignal(ctx),
+		Records: writerOrNil(records),
 	})
+	if err == nil && records != nil {
+		writeRunFacts(records, res)
+		if werr := userfile.Write(o.SaveRecords, records.Bytes(), userfile.Options{NewMode: 0o644}); werr != nil {
+			err = fmt.Errorf("--save-records %s: %w", o.SaveRecords, werr)
+		}
+	}
 	if err != nil {
 		var ue *trace.UsageError
 		if errors.As(err, &ue) {
@@ -301,7 +362,7 @@ func (o *TraceOptions) Run(ctx context.Context) (*cli.Outcome, error) {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	judged(r, res, o.Strict, rules, o.Now())
-	return cli.Single(r), nil
+	return cli.Single(r).AfterProgram(res.Exit.Stdout.NewlineFirst()), nil
 }
 
 // buildFailed is the result of a trace whose observer could not be built:

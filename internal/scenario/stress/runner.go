@@ -47,7 +47,8 @@ type RunnerOptions struct {
 const maxRuns = 100000
 
 // RunProcesses starts o.Runs children of cmd, o.Jobs at a time, each
-// under the watchdog, and classifies how each ended. When ctx ends it
+// under the watchdog (childproc.Many: each in a group of its own, nothing
+// it starts left running), and classifies how each ended. When ctx ends it
 // kills the children still running and returns, with ctx's error, the
 // runs it started, in start order: those that finished as they ended,
 // those it killed as RunInterrupted. Runs never started are not there.
@@ -77,67 +78,47 @@ func RunProcesses(ctx context.Context, cmd ChildCommand, o RunnerOptions) ([]Run
 	}
 	outcomes := make([]RunOutcome, o.Runs)
 	started := make([]bool, o.Runs)
-	next := make(chan int)
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		finished int
 		startErr error
 		stopped  bool
 	)
-	for range min(o.Jobs, o.Runs) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if ctx.Err() != nil {
-					continue // not started: no outcome
-				}
-				out, err := runChild(ctx, cmd, o.Timeout)
-				out.Index = i
-				// The per-thread sums are the child's to check; the runner
-				// keeps each run's tallies, so that its memory does not
-				// grow with threads x trials x runs.
-				if out.Run != nil {
-					out.Run.Sums, out.Run.BadElements = nil, nil
-				}
-				mu.Lock()
-				started[i] = true
-				if err != nil && startErr == nil {
-					startErr = err
-				}
-				if o.Stop != nil && o.Stop(out) {
-					stopped = true
-				}
-				outcomes[i] = out
-				finished++
-				n := finished
-				mu.Unlock()
-				if o.Log != nil {
-					o.Log("run %d: %s%s (%s)", i+1, out.Kind, crashSuffix(out), out.Wall.Round(time.Millisecond))
-				}
-				if o.Progress != nil {
-					o.Progress(n, o.Runs)
-				}
-			}
-		}()
-	}
-feed:
-	for i := 0; i < o.Runs; i++ {
+	spec := func(int) childproc.Spec {
 		mu.Lock()
-		failed := startErr != nil || stopped
-		mu.Unlock()
-		if failed {
-			break
-		}
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
+		defer mu.Unlock()
+		// A run that could not start, or one that says to stop, ends the
+		// starting; the runs going on finish.
+		return childproc.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Timeout: o.Timeout, Skip: startErr != nil || stopped}
 	}
-	close(next)
-	wg.Wait()
+	childproc.Many(ctx, o.Runs, o.Jobs, spec, func(i int, res childproc.Result, err error) {
+		out, err := outcomeOf(cmd, res, err, o.Timeout)
+		out.Index = i
+		// The per-thread sums are the child's to check; the runner keeps
+		// each run's tallies, so that its memory does not grow with
+		// threads x trials x runs.
+		if out.Run != nil {
+			out.Run.Sums, out.Run.BadElements = nil, nil
+		}
+		mu.Lock()
+		started[i] = true
+		if err != nil && startErr == nil {
+			startErr = err
+		}
+		if o.Stop != nil && o.Stop(out) {
+			stopped = true
+		}
+		outcomes[i] = out
+		finished++
+		n := finished
+		mu.Unlock()
+		if o.Log != nil {
+			o.Log("run %d: %s%s (%s)", i+1, out.Kind, crashSuffix(out), out.Wall.Round(time.Millisecond))
+		}
+		if o.Progress != nil {
+			o.Progress(n, o.Runs)
+		}
+	})
 	if startErr != nil {
 		return nil, startErr
 	}
@@ -160,11 +141,11 @@ func crashSuffix(o RunOutcome) string {
 	return ""
 }
 
-// runChild starts one child and waits for it, killing it (and whatever it
-// started) when the watchdog or ctx fires. An error means the child could
-// not be started at all.
-func runChild(ctx context.Context, cmd ChildCommand, timeout time.Duration) (RunOutcome, error) {
-	res, err := childproc.Run(ctx, childproc.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Timeout: timeout})
+// outcomeOf classifies how one child ended: res and err as childproc
+// reported them, the child (and whatever it started) killed when the
+// watchdog or ctx fired. An error means the child could not be started at
+// all.
+func outcomeOf(cmd ChildCommand, res childproc.Result, err error, timeout time.Duration) (RunOutcome, error) {
 	if err != nil {
 		if res.PID == 0 {
 			return RunOutcome{Kind: RunError, Exit: -1, Detail: err.Error()}, fmt.Errorf("starting the run's process: %w", err)

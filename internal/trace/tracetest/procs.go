@@ -147,3 +147,26 @@ func WantNoSocketFolder(t testing.TB, dir string) {
 		<-tick.C
 	}
 }
+
+// WantPIDGone fails t unless, within Limit, process pid is gone (or a
+// zombie, which runs nothing): a descendant that left the program's
+// group, which WantGone cannot see.
+func WantPIDGone(t testing.TB, pid int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc to look for processes in: %v", err)
+	}
+	deadline := time.Now().Add(Limit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, ok := readStat(fmt.Sprintf("/proc/%d/stat", pid))
+		if !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still running after %v", st.comm, Limit)
+		}
+		<-tick.C
+	}
+}

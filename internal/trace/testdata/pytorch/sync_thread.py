@@ -1,6 +1,7 @@
 """A second thread's torch.cuda.synchronize() while the main thread captures
 a CUDA graph in global mode: the trace must name cuCtxSynchronize from the
-second thread, called from c10::cuda::device_synchronize.
+second thread, called from c10::cuda::device_synchronize, by its Python line
+(log_metrics, in this file) and the thread's name ("metrics").
 
 Bounded: every wait has a timeout that it reports when it runs out, and
 faulthandler ends the script after BOUND seconds with every thread's stack
@@ -26,7 +27,7 @@ torch.cuda.synchronize()
 inside, synced = threading.Event(), threading.Event()
 
 
-def other():
+def log_metrics():
     # The runtime refuses the synchronize (900) and PyTorch raises here; the
     # capturing thread must go on either way, or the script would hang.
     try:
@@ -39,7 +40,7 @@ def other():
         synced.set()
 
 
-t = threading.Thread(target=other, daemon=True)
+t = threading.Thread(target=log_metrics, name="metrics", daemon=True)
 t.start()
 g = torch.cuda.CUDAGraph()
 try:
