@@ -16,10 +16,11 @@ const (
 )
 
 // Shard names one part of a run split over several machines: index I of
-// N, from 1, and what was split. A suite result split by checks lists
+// N, from 1, and what was split. A suite result split by checks may list
 // every check of the suite, those another shard runs without runs and
-// with that shard's index (SuiteCheck.Shard), so that a merge keeps the
-// suite's order and names the checks of a shard that is missing.
+// with that shard's index (SuiteCheck.Shard): a merge then keeps the
+// suite's order and names each check of a shard that is missing; without
+// them it names the missing shard (header, summary, JUnit).
 type Shard struct {
 	Index int
 	Count int
