@@ -294,3 +294,36 @@ func TestShardsOfTwoSplitsAreNotOneSet(t *testing.T) {
 		t.Errorf("the shards of one split: %v", err)
 	}
 }
+
+// Shards that list only their own checks (as report --suite --shard writes
+// them) merge as well: all of them equal the one-host run check for
+// check; a missing one is named in the header and the summary, and the
+// merge is not PASS.
+func TestShardsOfTheirOwnChecksOnly(t *testing.T) {
+	whole := oneHostRun()
+	whole.Checks = []*SuiteCheck{whole.Checks[0], whole.Checks[1], whole.Checks[5], whole.Checks[6]} // all met
+	var shards []*SuiteResult
+	for _, sh := range shardsOf(whole, 2) {
+		own := sh.ownChecks()
+		for _, c := range own {
+			c.Shard = 0
+		}
+		sh.Checks = own
+		shards = append(shards, roundTrip(t, sh))
+	}
+	m, err := MergeSuites(shards, sourcesOf(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Checks) != len(whole.Checks) || m.Verdict() != whole.Verdict() || m.Totals() != whole.Totals() {
+		t.Errorf("merged %d checks, %s %+v; one host %d, %s %+v", len(m.Checks), m.Verdict(), m.Totals(), len(whole.Checks), whole.Verdict(), whole.Totals())
+	}
+	m, err = MergeSuitesWith(shards[:1], sourcesOf(1), MergeOptions{TakeMissingShards: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Verdict() != Error || !strings.Contains(m.Summary(), "shard 2/2 of pr12265 (checks) not merged") ||
+		!strings.Contains(markdownOf(t, m), "- **Missing:** shard 2/2 of pr12265 (checks) not merged") {
+		t.Errorf("verdict %s summary %q\n%s", m.Verdict(), m.Summary(), markdownOf(t, m))
+	}
+}
