@@ -22,7 +22,7 @@ func TestSuiteSpellings(t *testing.T) {
 		Reserved:      []string{"--format", "--junit", "--export-markdown", "--export-json", "--no-progress"},
 		GlobalValue:   []string{"--backend", "--device", "--format", "--config"},
 		NoResult:      []string{"-h", "--help", "--version"},
-		Writes:        []string{"--write-expect"},
+		Writes:        []string{"--write-expect", "--save-records"},
 		AllowPrograms: "--allow-programs",
 		Library:       []string{"--observer"},
 		Programs:      []string{"--against"},
