@@ -389,27 +389,26 @@ func (r actionRows) rule(k Key) Rule {
 }
 
 // cudaAddedRows are the CUDA rows of the actions the H200 runs of
-// 2026-11-29 did not cover: what the documentation and the public reports
-// of failed captures lead one to expect, not measured. When the H200 has
-// measured an action, its line here changes to what was measured (the
-// kind, code and effect, and ProvenanceMeasured), and
-// TestProbeOnSimulatorMatchesCommittedExpectations holds the line to the
-// cells configs/rules/h200-cuda.yaml then holds.
+// 2026-11-29 did not cover, measured on the H200 on 2026-12-03
+// (configs/rules/h200-cuda.yaml holds the cells; the rows as first inferred
+// from the documentation and the public reports agreed with every one).
+// TestProbeOnSimulatorMatchesCommittedExpectations holds each line to the
+// cells the file holds.
 var cudaAddedRows = map[Action]actionRows{
-	ActionHostAlloc: {kind: rowUnsafeCall, prov: ProvenanceInferred,
-		note: "pinned host allocation is a potentially unsafe call, as cuMemAlloc is; public reports show a pin-memory thread's cudaHostAlloc refused with 900 during a global capture"},
-	ActionHostFree: {kind: rowUnsafeCall, prov: ProvenanceInferred,
+	ActionHostAlloc: {kind: rowUnsafeCall, prov: ProvenanceMeasured,
+		note: "pinned host allocation is a potentially unsafe call, as cuMemAlloc is (a pin-memory thread's cudaHostAlloc during a global capture: 900)"},
+	ActionHostFree: {kind: rowUnsafeCall, prov: ProvenanceMeasured,
 		note: "freeing pinned host memory is a potentially unsafe call, as cuMemFree is"},
-	ActionHostRegister: {kind: rowUnsafeCall, prov: ProvenanceInferred,
-		note: "host registration is a potentially unsafe call; a public report shows a pinning thread's cudaHostRegister refused with 900 during a global capture"},
-	ActionHostUnregister: {kind: rowUnsafeCall, prov: ProvenanceInferred,
+	ActionHostRegister: {kind: rowUnsafeCall, prov: ProvenanceMeasured,
+		note: "host registration is a potentially unsafe call (a pinning thread's cudaHostRegister during a global capture: 900)"},
+	ActionHostUnregister: {kind: rowUnsafeCall, prov: ProvenanceMeasured,
 		note: "host unregistration is a potentially unsafe call, as host registration is"},
-	ActionModuleUnload: {kind: rowUnsafeCall, prov: ProvenanceInferred,
-		note: "module unload is a potentially unsafe call; a public report shows cuModuleUnload refused with 900 during a capture"},
-	ActionLegacyStreamLaunch: {kind: rowAllowed, prov: ProvenanceDocumented,
+	ActionModuleUnload: {kind: rowUnsafeCall, prov: ProvenanceMeasured,
+		note: "module unload is a potentially unsafe call (cuModuleUnload during a capture: 900)"},
+	ActionLegacyStreamLaunch: {kind: rowAllowed, prov: ProvenanceMeasured,
 		note: "the legacy stream conflicts only with captures on blocking streams, and A is non-blocking"},
-	ActionLegacyStreamLaunchBlockingCapture: {kind: rowRefused, code: hip.ErrStreamCaptureImplicit, effect: EffectInvalidate, prov: ProvenanceDocumented,
-		note: "any use of the legacy stream while a blocking stream captures is invalid, in every mode (the H200 answered a synchronous copy so: 906, invalidated)"},
+	ActionLegacyStreamLaunchBlockingCapture: {kind: rowRefused, code: hip.ErrStreamCaptureImplicit, effect: EffectInvalidate, prov: ProvenanceMeasured,
+		note: "any use of the legacy stream while a blocking stream captures is invalid, in every mode: 906, invalidated"},
 }
 
 // hipAddedRows are the HIP rows of the same actions, from the runtime
