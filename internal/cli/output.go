@@ -212,7 +212,15 @@ func (d resultDocument) fail(err error) {
 func (d resultDocument) interrupt(in *Interruption) {
 	r := d.r
 	if r.Verdict != report.Interrupted {
-		r.Verdict, r.Detail, r.Summary = report.Interrupted, "", in.Error()
+		// The run had finished when the signal came: what it found stays,
+		// said as what the finished part showed.
+		end := r.Started.Add(r.Duration)
+		soFar := ""
+		if r.Summary != "" {
+			soFar = fmt.Sprintf("the run had finished: %s, %s", r.Verdict, r.Summary)
+		}
+		r.Cases = report.Cases{}
+		r.Interrupt(in.Error(), report.Progress{}, 0, soFar, end)
 	}
 	r.ExitStatus = 0
 	if code := in.ExitCode(); code != r.Verdict.ExitCode() {

@@ -372,3 +372,35 @@ func TestEveryChecklistRowHasItsFourFields(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted result has one wording in every command: why, how far
+// it got (the stopped and the not started left out when there are none),
+// and what the finished part showed; its row says why after the count.
+func TestOneInterruptedWording(t *testing.T) {
+	for _, tt := range []struct {
+		p       Progress
+		stopped int
+		soFar   string
+		summary string
+		status  string
+	}{
+		{Progress{54, 1000, "runs"}, 1, "every finished run as expected",
+			"interrupted by SIGINT: 54 of 1000 runs finished, 1 stopped while it ran, 945 not started; so far every finished run as expected",
+			"Interrupted (54 of 1000 runs finished): interrupted by SIGINT; so far every finished run as expected"},
+		{Progress{127, 369, "cells"}, 0, "",
+			"interrupted by SIGINT: 127 of 369 cells finished, 242 not started",
+			"Interrupted (127 of 369 cells finished): interrupted by SIGINT"},
+		{Progress{1, 3, "applicable solvers"}, 2, "",
+			"interrupted by SIGINT: 1 of 3 applicable solvers finished, 2 stopped while they ran",
+			"Interrupted (1 of 3 applicable solvers finished): interrupted by SIGINT"},
+		{Progress{}, 0, "the run had finished: PASS, all match",
+			"interrupted by SIGINT; so far the run had finished: PASS, all match",
+			"Interrupted (0 of 1 run finished): interrupted by SIGINT; so far the run had finished: PASS, all match"},
+	} {
+		r := New("check", "miotool check", time.Unix(0, 0))
+		r.Interrupt("interrupted by SIGINT", tt.p, tt.stopped, tt.soFar, time.Unix(1, 0))
+		if r.Verdict != Interrupted || r.Summary != tt.summary || r.ChecklistStatus() != tt.status {
+			t.Errorf("%+v:\n summary %q\n  status %q\nwant\n summary %q\n  status %q", tt.p, r.Summary, r.ChecklistStatus(), tt.summary, tt.status)
+		}
+	}
+}

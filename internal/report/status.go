@@ -43,6 +43,64 @@ type Progress struct {
 	Unit     string // the plural noun; "" reads as "cases"
 }
 
+// Interrupt finishes r as INTERRUPTED in the one wording every command's
+// interrupted result has (InterruptedSummary), with how far it got as its
+// Progress and why, with what the finished part showed, as its detail.
+func (r *Result) Interrupt(why string, p Progress, stopped int, soFar string, end time.Time) {
+	r.Progress, r.Detail = p, interruptedDetail(why, soFar)
+	r.Finish(Interrupted, InterruptedSummary(why, p, stopped, soFar), end)
+}
+
+// InterruptedSummary is the one wording of an interrupted run: why (the
+// signal, "interrupted by SIGINT"), how far it got, and what the part that
+// finished showed so far:
+//
+//	interrupted by SIGINT: 54 of 1000 runs finished, 1 stopped while it ran, 945 not started; so far every finished run as expected
+//
+// stopped counts the units the interruption stopped while they ran (they
+// count in no outcome; a count of none is left out, as are no units not
+// started); soFar is "" when the finished part showed nothing to tell. A
+// Progress with nothing planned says only why.
+func InterruptedSummary(why string, p Progress, stopped int, soFar string) string {
+	if why == "" {
+		why = "interrupted"
+	}
+	summary := why
+	if p.Planned > 0 {
+		unit := p.Unit
+		if unit == "" {
+			unit = "cases"
+		}
+		summary += fmt.Sprintf(": %d of %d %s finished", p.Finished, p.Planned, unit)
+		if stopped > 0 {
+			summary += fmt.Sprintf(", %d stopped while %s ran", stopped, words.Plural(stopped, "it", "they"))
+		}
+		if notStarted := p.Planned - p.Finished - stopped; notStarted > 0 {
+			summary += fmt.Sprintf(", %d not started", notStarted)
+		}
+	}
+	if soFar != "" {
+		summary += "; so far " + soFar
+	}
+	return summary
+}
+
+// interruptedDetail is what an interrupted row says after its count: why,
+// and what the finished part showed.
+func interruptedDetail(why, soFar string) string {
+	if why == "" {
+		why = "interrupted"
+	}
+	if soFar != "" {
+		return why + "; so far " + soFar
+	}
+	return why
+}
+
+// InterruptedDetail is interruptedDetail for a result whose summary a
+// command composes itself with InterruptedSummary.
+func InterruptedDetail(why, soFar string) string { return interruptedDetail(why, soFar) }
+
 // text is "120 of 243 cells finished".
 func (p Progress) text() string {
 	unit := p.Unit
@@ -176,7 +234,13 @@ func (r *Result) ChecklistStatus() string {
 		if p.Planned <= 0 {
 			p = Progress{Finished: 0, Planned: 1, Unit: "run"}
 		}
-		return composeStatus(StatusInterrupted, []string{p.text()}, r.Summary)
+		// The count is in the brackets: after the colon, why and what the
+		// finished part showed (Interrupt's detail), else the summary.
+		why := r.Summary
+		if detail != "" {
+			why = detail
+		}
+		return composeStatus(StatusInterrupted, []string{p.text()}, why)
 	}
 	return composeStatus(StatusError, []string{runsCount(1, 1, Error)}, r.Summary)
 }

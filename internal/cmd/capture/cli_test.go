@@ -81,7 +81,7 @@ func TestCaptureInterrupted(t *testing.T) {
 			}
 			// What the finished runs showed follows (every run as expected,
 			// unless a busy machine kept a find from abandoning naive).
-			if !strings.HasPrefix(r.Status, "Interrupted (") || !strings.Contains(r.Summary, " not run); so far ") {
+			if !strings.HasPrefix(r.Status, "Interrupted (") || !strings.Contains(r.Summary, " not started; so far ") {
 				t.Errorf("status %q summary %q", r.Status, r.Summary)
 			}
 		})

@@ -32,11 +32,11 @@ func TestFillCasesInterrupted(t *testing.T) {
 		row     string // the measured cell of the only row
 	}{
 		{"as expected so far", []capturescen.Case{ran(streams.Worker, scenario.Pass), ran(streams.Worker, scenario.Pass), stoppedRun}, 1000,
-			"interrupted by SIGINT: 2 of 1000 runs finished (1 interrupted, 997 not run); so far every finished run as expected", "PASS 2/3, INTERRUPTED 1/3"},
+			"interrupted by SIGINT: 2 of 1000 runs finished, 1 stopped while it ran, 997 not started; so far every finished run as expected", "PASS 2/3, INTERRUPTED 1/3"},
 		{"a finished run disagrees", []capturescen.Case{ran(streams.Worker, scenario.Fail), stoppedRun}, 10,
-			"interrupted by SIGINT: 1 of 10 runs finished (1 interrupted, 8 not run); so far differs from the expectation: worker/global/same-thread measured FAIL, expected PASS", "FAIL 1/2, INTERRUPTED 1/2"},
+			"interrupted by SIGINT: 1 of 10 runs finished, 1 stopped while it ran, 8 not started; so far differs from the expectation: worker/global/same-thread measured FAIL, expected PASS", "FAIL 1/2, INTERRUPTED 1/2"},
 		{"stopped in the first run", []capturescen.Case{stoppedRun}, 5,
-			"interrupted by SIGINT: 0 of 5 runs finished (1 interrupted, 4 not run)", "INTERRUPTED"},
+			"interrupted by SIGINT: 0 of 5 runs finished, 1 stopped while it ran, 4 not started", "INTERRUPTED"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := report.New("capture", "miotool capture", time.Unix(0, 0))

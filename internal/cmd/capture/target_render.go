@@ -162,14 +162,13 @@ func finishTargetInterrupted(r *report.Result, cases []capturescen.TargetCase, s
 	notRun := max(0, stop.Planned-len(cases))
 	r.Count("interrupted", 0)
 	r.Count("not run", int64(notRun))
-	what := fmt.Sprintf("%s: %d of %d cases finished (0 interrupted, %d not run)", stop.Reason, len(cases), stop.Planned, notRun)
+	soFar := ""
 	switch {
 	case len(cases) == 0:
 	case disagree > 0:
-		what += fmt.Sprintf("; so far %d of %d differ from the expectation", disagree, len(cases))
+		soFar = fmt.Sprintf("%d of %d differ from the expectation", disagree, len(cases))
 	default:
-		what += "; so far every finished case as expected"
+		soFar = "every finished case as expected"
 	}
-	r.Progress = report.Progress{Finished: len(cases), Planned: stop.Planned, Unit: "cases"}
-	r.Finish(report.Interrupted, what, end)
+	r.Interrupt(stop.Reason, report.Progress{Finished: len(cases), Planned: stop.Planned, Unit: "cases"}, 0, soFar, end)
 }

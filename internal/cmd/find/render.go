@@ -49,9 +49,9 @@ func fill(r *report.Result, in fillInput, end time.Time) {
 	findNotes(r, in)
 	verdict(r, in, end)
 	if in.teardownInterrupted != "" {
-		r.Finish(report.Interrupted, fmt.Sprintf("%s during the teardown that waits for the abandoned naive evaluation; find had finished: %s, %s",
-			in.teardownInterrupted, r.Verdict, r.Summary), end)
-		r.Progress = report.Progress{} // find had finished: nothing planned was left
+		// Find had finished: nothing it planned was left, only the wait.
+		r.Interrupt(in.teardownInterrupted+" during the teardown that waits for the abandoned naive evaluation", report.Progress{Finished: 1, Planned: 1, Unit: "find"}, 0,
+			fmt.Sprintf("find had finished: %s, %s", r.Verdict, r.Summary), end)
 	}
 }
 
@@ -125,9 +125,8 @@ func verdict(r *report.Result, in fillInput, end time.Time) {
 	switch {
 	case in.interrupted != "":
 		timed, stopped, notRun := solverCounts(res)
-		r.Progress = report.Progress{Finished: timed, Planned: timed + stopped + notRun, Unit: "solvers"}
-		r.Finish(report.Interrupted, fmt.Sprintf("%s: %d of %d applicable solvers finished (%d interrupted, %d not run); nothing chosen, nothing written to the find-db",
-			in.interrupted, timed, timed+stopped+notRun, stopped, notRun), end)
+		r.Note("the find was interrupted: nothing chosen, nothing written to the find-db")
+		r.Interrupt(in.interrupted, report.Progress{Finished: timed, Planned: timed + stopped + notRun, Unit: "applicable solvers"}, stopped, "", end)
 	case in.requireAbandoned && !res.Naive.Abandoned():
 		why := string(res.Naive)
 		if why == "" {

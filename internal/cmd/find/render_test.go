@@ -75,10 +75,11 @@ func TestFillVerdictsOfThePreconditionAndInterruptions(t *testing.T) {
 		{"required and abandoned", fillInput{requireAbandoned: true}, abandoned, report.Pass, "naive timed out and was abandoned, find stayed within its bound", ""},
 		{"not required, not abandoned", fillInput{}, withinDeadline, report.Pass, "chose ConvImplicitGemmTiledFwd, verified against the CPU reference", ""},
 		{"the find interrupted", fillInput{interrupted: "interrupted by SIGTERM", requireAbandoned: true}, stopped, report.Interrupted,
-			"interrupted by SIGTERM: 1 of 3 applicable solvers finished (1 interrupted, 1 not run); nothing chosen",
-			"Interrupted (1 of 3 solvers finished): interrupted by SIGTERM: "},
+			"interrupted by SIGTERM: 1 of 3 applicable solvers finished, 1 stopped while it ran, 1 not started",
+			"Interrupted (1 of 3 applicable solvers finished): interrupted by SIGTERM"},
 		{"the teardown interrupted", fillInput{teardownInterrupted: "interrupted by SIGINT"}, abandoned, report.Interrupted,
-			"interrupted by SIGINT during the teardown that waits for the abandoned naive evaluation; find had finished: PASS, chose", ""},
+			"interrupted by SIGINT during the teardown that waits for the abandoned naive evaluation: 1 of 1 find finished; so far find had finished: PASS, chose",
+			"Interrupted (1 of 1 find finished): interrupted by SIGINT during the teardown"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := tt.res

@@ -288,18 +288,17 @@ func finishInterrupted(r *report.Result, groups []*Group, stop *Interruption, en
 	notRun := max(0, stop.Planned-finished-stopped)
 	r.Count("interrupted", int64(stopped))
 	r.Count("not run", int64(notRun))
-	what := fmt.Sprintf("%s: %d of %d runs finished (%d interrupted, %d not run)", stop.Reason, finished, stop.Planned, stopped, notRun)
+	soFar := ""
 	switch {
 	case finished == 0:
 	case len(inconclusive) > 0:
-		what += "; so far the precondition did not hold (no abandoned naive evaluation) in: " + strings.Join(uniqueNonEmpty(inconclusive), ", ")
+		soFar = "the precondition did not hold (no abandoned naive evaluation) in: " + strings.Join(uniqueNonEmpty(inconclusive), ", ")
 	case len(disagree) > 0:
-		what += "; so far differs from the expectation: " + strings.Join(disagree, "; ")
+		soFar = "differs from the expectation: " + strings.Join(disagree, "; ")
 	default:
-		what += "; so far every finished run as expected"
+		soFar = "every finished run as expected"
 	}
-	r.Progress = report.Progress{Finished: finished, Planned: stop.Planned, Unit: "runs"}
-	r.Finish(report.Interrupted, what, end)
+	r.Interrupt(stop.Reason, report.Progress{Finished: finished, Planned: stop.Planned, Unit: "runs"}, stopped, soFar, end)
 }
 
 // matrixStatus is a checklist detail such as "Fails with --reclaim=lazy

@@ -121,7 +121,7 @@ func interruptKeepsFinishedRuns(t *testing.T, bin string, k *repeattest.Kit) {
 				t.Fatalf("exit %d after %s, want %d\nstdout %s\nstderr %s", code, c.name, c.code, stdout, s.Stderr())
 			}
 			wantGone(t, pid)
-			want := fmt.Sprintf("repeat: INTERRUPTED - interrupted by %s after 4 of 10 runs: 0 of 3 runs failed (below 63.2%% at 95%% confidence)", c.name)
+			want := fmt.Sprintf("repeat: INTERRUPTED - interrupted by %s: 3 of 10 runs finished, 1 stopped while it ran, 6 not started; so far 0 of 3 runs failed (below 63.2%% at 95%% confidence)", c.name)
 			if !strings.HasPrefix(stdout, want) {
 				t.Errorf("stdout begins %q, want %q", cmdtest.FirstLine(stdout), want)
 			}

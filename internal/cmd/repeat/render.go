@@ -81,6 +81,7 @@ func render(r *report.Result, s setup, f *repeat.Facts, j repeat.Judgement, b *b
 	switch {
 	case j.Verdict == repeat.Interrupted:
 		r.Progress = report.Progress{Finished: fixed.Finished(), Planned: s.Runs, Unit: "runs"}
+		r.Detail = report.InterruptedDetail(s.Interrupted, stoppedSoFar(s, f, j, b))
 	case j.Comparison != nil:
 		// The comparison is the test: shown, or not.
 		shown := 0
@@ -110,6 +111,20 @@ func render(r *report.Result, s setup, f *repeat.Facts, j repeat.Judgement, b *b
 	counters(r, f, b)
 }
 
+// stoppedSoFar is what the runs that finished before an interruption
+// showed: their failure rate, and against the unfixed build its p.
+func stoppedSoFar(s setup, f *repeat.Facts, j repeat.Judgement, b *baseline) string {
+	fixed := f.Builds[0]
+	if fixed.Finished() == 0 {
+		return ""
+	}
+	text := failedOf(fixed) + " (" + rateText(fixed.Count(), s.Confidence, percent(s.Confidence)) + ")"
+	if c := j.Comparison; c != nil && c.Before.N > 0 && c.After.N > 0 {
+		text += fmt.Sprintf("; against %s %s, p = %s", countText(c.Before), strings.ToLower(unfixedName(f, b)), pText(c.P))
+	}
+	return text
+}
+
 // summary is the headline's sentence.
 func summary(s setup, f *repeat.Facts, j repeat.Judgement, b *baseline) string {
 	fixed := f.Builds[0]
@@ -123,14 +138,8 @@ func summary(s setup, f *repeat.Facts, j repeat.Judgement, b *baseline) string {
 		n := f.StartFailures()
 		return prefix + fmt.Sprintf("%s of %d could not start: %s", words.Count(n, "run", "runs"), s.Runs*len(f.Builds), firstStartError(f))
 	case repeat.Stopped:
-		text := fmt.Sprintf("%s after %d of %s", s.Interrupted, fixed.Finished()+fixed.Interrupted, words.Count(s.Runs, "run", "runs"))
-		if fixed.Finished() > 0 {
-			text += ": " + failedOf(fixed) + " (" + rateText(fixed.Count(), s.Confidence, conf) + ")"
-		}
-		if c := j.Comparison; c != nil && c.Before.N > 0 && c.After.N > 0 {
-			text += fmt.Sprintf("; against %s %s, p = %s", countText(c.Before), strings.ToLower(unfixedName(f, b)), pText(c.P))
-		}
-		return prefix + text
+		return prefix + report.InterruptedSummary(s.Interrupted, report.Progress{Finished: fixed.Finished(), Planned: s.Runs, Unit: "runs"},
+			fixed.Interrupted, stoppedSoFar(s, f, j, b))
 	case repeat.AllPassed:
 		return prefix + fmt.Sprintf("0 of %d runs failed: below %s at %s confidence", fixed.Finished(), percent(stats.UpperBound(fixed.Count(), s.Confidence)), conf)
 	case repeat.SomeFailed:

@@ -216,7 +216,7 @@ func TestRulesBinarySignals(t *testing.T) {
 					t.Errorf("exit %d (want %d), verdict %s, exit_code %d", code, tt.code, doc.Verdict, doc.ExitCode)
 				}
 				if n := doc.Counters["cells"]; n < 1 || n >= int64(total) || doc.Counters["compared"] != n ||
-					!strings.HasPrefix(doc.Summary, "interrupted by "+tt.name+" after ") {
+					!strings.HasPrefix(doc.Summary, fmt.Sprintf("interrupted by %s: %d of %d cells finished, %d not started; so far compared %d with ", tt.name, n, total, int64(total)-n, n)) {
 					t.Errorf("counters %v, summary %q", doc.Counters, doc.Summary)
 				}
 				if _, err := os.Stat(out); !os.IsNotExist(err) {

@@ -141,8 +141,7 @@ func judge(r *report.Result, exp *rules.Expectation, tl rules.Tally, probeErr er
 	}
 	switch {
 	case interrupted != "":
-		r.Progress = report.Progress{Finished: measured, Planned: tl.Planned, Unit: "cells"}
-		r.Finish(report.Interrupted, interruptedSummary(exp, tl, interrupted), end)
+		r.Interrupt(interrupted, report.Progress{Finished: measured, Planned: tl.Planned, Unit: "cells"}, 0, comparedSoFar(exp, tl), end)
 	case probeErr != nil:
 		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
 	case tl.SetupFailed > 0:
@@ -168,19 +167,16 @@ func judge(r *report.Result, exp *rules.Expectation, tl rules.Tally, probeErr er
 	}
 }
 
-// interruptedSummary says how far an interrupted probe got and what it
-// compared so far.
-func interruptedSummary(exp *rules.Expectation, tl rules.Tally, interrupted string) string {
-	what := fmt.Sprintf("%s after %d of %d cells; none compared", interrupted, tl.Measured, tl.Planned)
-	if exp != nil {
-		what = fmt.Sprintf("%s after %d of %d cells; compared %d of the %d with %s", interrupted, tl.Measured, tl.Planned, tl.Compared, tl.Measured, exp.Name)
+// comparedSoFar says what an interrupted probe's cells compared: "" when
+// nothing was compared.
+func comparedSoFar(exp *rules.Expectation, tl rules.Tally) string {
+	switch {
+	case exp == nil || tl.Compared == 0:
+		return ""
+	case len(tl.Differences) > 0:
+		return fmt.Sprintf("compared %d with %s, %d differ", tl.Compared, exp.Name, len(tl.Differences))
 	}
-	if len(tl.Differences) > 0 {
-		what += fmt.Sprintf(", %d differ so far", len(tl.Differences))
-	} else if tl.Compared > 0 {
-		what += ", all match so far"
-	}
-	return what
+	return fmt.Sprintf("compared %d with %s, all match", tl.Compared, exp.Name)
 }
 
 // differingKeys names the first cells that differ, and "..." for more.

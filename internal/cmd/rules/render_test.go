@@ -177,8 +177,8 @@ func TestInterruptedRunSaysHowFarItGot(t *testing.T) {
 	fillFrom(r, m, cleanExpectation(), errors.New("context canceled"), "interrupted by SIGINT", time.Now())
 	n := len(rules.Matrix())
 	if r.Verdict != report.Interrupted ||
-		r.ChecklistStatus() != fmt.Sprintf("Interrupted (10 of %d cells finished): interrupted by SIGINT after 10 of %d cells; compared 10 of the 10 with fake.yaml, all match so far", n, n) ||
-		r.Summary != fmt.Sprintf("interrupted by SIGINT after 10 of %d cells; compared 10 of the 10 with fake.yaml, all match so far", n) {
+		r.ChecklistStatus() != fmt.Sprintf("Interrupted (10 of %d cells finished): interrupted by SIGINT; so far compared 10 with fake.yaml, all match", n) ||
+		r.Summary != fmt.Sprintf("interrupted by SIGINT: 10 of %d cells finished, %d not started; so far compared 10 with fake.yaml, all match", n, n-10) {
 		t.Errorf("%s / %q / %q", r.Verdict, r.ChecklistStatus(), r.Summary)
 	}
 }

@@ -44,7 +44,10 @@ func Fill(r *report.Result, s Setup, runs []stressscen.RunOutcome, end time.Time
 	if j.countRuns && t.Runs > 1 {
 		r.Cases = report.Cases{Passed: t.Passed, Total: t.Runs, Unit: "runs"}
 	}
-	r.Progress = j.progress
+	if j.verdict == report.Interrupted {
+		r.Interrupt(s.why(), j.progress, t.Interrupted, j.soFar, end)
+		return
+	}
 	r.Finish(j.verdict, j.summary, end)
 }
 
@@ -204,6 +207,7 @@ type judgement struct {
 	verdict   report.Verdict
 	summary   string
 	progress  report.Progress
+	soFar     string // what the runs that finished showed, for INTERRUPTED
 	countRuns bool
 }
 
@@ -223,11 +227,8 @@ func judge(s Setup, runs []stressscen.RunOutcome, t stressscen.Tally) judgement 
 	expected := stressscen.ExpectedSum(s.Size, s.Iters)
 	switch {
 	case s.interrupted(t):
-		what := fmt.Sprintf("%s: %d of %d runs finished, %d interrupted, %d not started", s.why(), t.Runs-t.Interrupted, s.Runs, t.Interrupted, s.Runs-t.Runs)
-		if len(parts) > 0 {
-			what += "; so far " + strings.Join(parts, ", ")
-		}
-		return judgement{verdict: report.Interrupted, summary: what, progress: report.Progress{Finished: t.Runs - t.Interrupted, Planned: s.Runs, Unit: "runs"}}
+		return judgement{verdict: report.Interrupted, soFar: strings.Join(parts, ", "),
+			progress: report.Progress{Finished: t.Runs - t.Interrupted, Planned: s.Runs, Unit: "runs"}}
 	case t.Runs == 0:
 		return judgement{verdict: report.Error, summary: "no run happened"}
 	case failed > 0:

@@ -210,7 +210,7 @@ func TestFillStressInterrupted(t *testing.T) {
 	runs := []stressscen.RunOutcome{{Index: 0, Kind: stressscen.RunPassed, Run: &stressscen.RunResult{}}, killed}
 	r := report.New("stress-threads", "cmd", time.Unix(0, 0))
 	Fill(r, setup, runs, time.Unix(1, 0))
-	if r.Verdict != report.Interrupted || r.Summary != "interrupted by SIGINT: 1 of 5 runs finished, 1 interrupted, 3 not started" {
+	if r.Verdict != report.Interrupted || r.Summary != "interrupted by SIGINT: 1 of 5 runs finished, 1 stopped while it ran, 3 not started" {
 		t.Errorf("verdict %s: %s", r.Verdict, r.Summary)
 	}
 	if !strings.HasPrefix(r.Tables[0].Title, "2 of 5 runs (interrupted)") {

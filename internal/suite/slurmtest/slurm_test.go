@@ -149,7 +149,7 @@ checks:
 		}
 		md := readFile(t, filepath.Join(s.dir, "checklist.md"))
 		wantTop := "**Missing: 1 of 3 shards left no result; this checklist holds only the others.**\n- shard 3/3 (see "
-		if !strings.HasPrefix(md, wantTop) || !strings.Contains(md, "### Suite stopped: INTERRUPTED") || !strings.Contains(md, "| Interrupted after ") {
+		if !strings.HasPrefix(md, wantTop) || !strings.Contains(md, "### Suite stopped: INTERRUPTED") || !strings.Contains(md, "| Interrupted (0 of 1 run finished): ") {
 			t.Errorf("checklist.md, want it to start %q:\n%s", wantTop, md)
 		}
 		if log := readFile(t, filepath.Join(s.dir, "task-1.log")); !strings.Contains(log, "shard 1/3: exit 143, result in ") {
