@@ -157,7 +157,8 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		return nil, err
 	}
 	jobs := max(opts.Jobs, 1)
-	f, shardNotes, err := shardPart(f, opts)
+	whole := f
+	f, plan, err := shardPart(f, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -171,28 +172,14 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	for _, v := range opts.Variants {
 		res.Options.Variants = append(res.Options.Variants, v.Label)
 	}
-	res.Notes = append(res.Notes, shardNotes...)
+	if plan != nil {
+		res.Shard = &report.Shard{Index: plan.Shard.Index, Count: plan.Shard.Total, Split: report.ShardChecks, Set: plan.Split}
+		res.Notes = append(res.Notes, plan.Note(whole))
+	}
 	for _, p := range f.Programs() {
 		res.Notes = append(res.Notes, "other code than miotool's, as the user allowed: "+p)
 	}
-	// One result row per check and variant, in file order, whatever order
-	// they run in.
-	rows := make([][]*report.SuiteCheck, len(variants))
-	for vi, v := range variants {
-		for _, c := range f.Checks {
-			args := r.argsOf(c)
-			row := &report.SuiteCheck{
-				Name:    c.Name,
-				Command: "miotool " + report.JoinCommandLine(args),
-				Variant: v.Label,
-				Env:     slices.Concat(f.Env, c.Env, v.Env),
-				Expect:  c.Expect,
-				Skip:    c.Skip,
-			}
-			rows[vi] = append(rows[vi], row)
-			res.Checks = append(res.Checks, row)
-		}
-	}
+	rows := r.addRows(res, whole, plan, variants)
 
 	environ := r.Environ
 	if f.FindDB != FindDBUser {
@@ -263,9 +250,9 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	return res, runErr
 }
 
-// shardPart is the part of f that opts' shard runs, and the note that
-// names it; f itself, and no note, for the whole suite.
-func shardPart(f *File, opts Options) (*File, []string, error) {
+// shardPart is the part of f that opts' shard runs, and the plan of the
+// split; f itself, and no plan, for the whole suite.
+func shardPart(f *File, opts Options) (*File, *ShardPlan, error) {
 	if opts.Shard.Whole() {
 		return f, nil, nil
 	}
@@ -273,7 +260,40 @@ func shardPart(f *File, opts Options) (*File, []string, error) {
 		return nil, nil, err
 	}
 	plan := PlanShard(f, opts.Shard, opts.Durations, opts.DurationsFrom)
-	return f.only(plan.Checks), []string{plan.Note(f)}, nil
+	return f.only(plan.Checks), &plan, nil
+}
+
+// addRows adds to res one row per check of the whole suite and variant,
+// in file order, whatever order they run in, and returns the rows the
+// runs go into, by variant and by index into the part of the suite that
+// runs here. A shard's result lists the other shards' checks too, each
+// with the shard that runs it and no run, so that a merge keeps the
+// suite's order and names each check of a shard it lacks.
+func (r *Runner) addRows(res *report.SuiteResult, whole *File, plan *ShardPlan, variants []Variant) [][]*report.SuiteCheck {
+	shardOf := make([]int, len(whole.Checks))
+	if plan != nil {
+		shardOf = plan.ShardOfEach(whole)
+	}
+	rows := make([][]*report.SuiteCheck, len(variants))
+	for vi, v := range variants {
+		for i, c := range whole.Checks {
+			args := r.argsOf(c)
+			row := &report.SuiteCheck{
+				Name:    c.Name,
+				Command: "miotool " + report.JoinCommandLine(args),
+				Variant: v.Label,
+				Env:     slices.Concat(whole.Env, c.Env, v.Env),
+				Expect:  c.Expect,
+				Skip:    c.Skip,
+				Shard:   shardOf[i],
+			}
+			res.Checks = append(res.Checks, row)
+			if plan == nil || row.Shard == plan.Shard.Index {
+				rows[vi] = append(rows[vi], row)
+			}
+		}
+	}
+	return rows
 }
 
 // removeScratchDB removes a suite run's scratch find-db folder, and the
