@@ -162,16 +162,29 @@ checks:
 		t.Fatalf("merge: exit %d: %s", code, h.ErrOut)
 	}
 	m := readSuiteFile(t, merged)
-	status := func(r *report.SuiteResult) []string {
+	// Check for check, in the suite's order.
+	rows := func(r *report.SuiteResult) []string {
 		var out []string
 		for _, c := range r.Checks {
-			out = append(out, c.Name+": "+string(c.Outcome())+", "+c.Status())
+			out = append(out, c.Name+": "+string(c.Outcome())+", "+r.StatusOf(c))
 		}
-		slices.Sort(out)
 		return out
 	}
-	if got, want := status(m), status(whole); !slices.Equal(got, want) {
-		t.Errorf("merged shards\n  %q\nthe whole suite\n  %q", got, want)
+	if got, want := rows(m), rows(whole); !slices.Equal(got, want) || m.Verdict() != whole.Verdict() {
+		t.Errorf("merged shards (%s)\n  %q\nthe whole suite (%s)\n  %q", m.Verdict(), got, whole.Verdict(), want)
+	}
+
+	// Without shard 2 the merge refuses, naming it and the flag; with
+	// the flag it names the shard and each of its checks.
+	h = cmdtest.New(t)
+	if code := h.Run(tree, "report", "merge", files[0], files[2]); code != 2 ||
+		!strings.Contains(h.ErrOut.String(), "shard 2/3 of small (checks) is missing") || !strings.Contains(h.ErrOut.String(), "--allow-missing-shards") {
+		t.Errorf("merge without shard 2/3: exit %d\n%s", code, h.ErrOut)
+	}
+	h = cmdtest.New(t)
+	if code := h.Run(tree, "report", "merge", "--allow-missing-shards", "--format", "markdown", files[0], files[2]); code != report.Error.ExitCode() ||
+		!strings.Contains(h.Out.String(), "shard 2/3 of small (checks) not merged") || !strings.Contains(h.Out.String(), "Not run (shard 2/3 missing)") {
+		t.Errorf("merge without shard 2/3, allowed: exit %d\n%s%s", code, h.Out, h.ErrOut)
 	}
 
 	pinned := run(t, filepath.Join(dir, "pinned.json"), "--devices", "0,1")
