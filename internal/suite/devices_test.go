@@ -92,8 +92,10 @@ func TestLanesPick(t *testing.T) {
 }
 
 // With --devices each run is pinned to one device: its process sees
-// only that device in CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, and
-// the result's notes name the runs each device was given.
+// only that device in CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, the
+// run records it, the checklist's Devices cell of each check lists the
+// devices its runs used, and the result's notes name the runs each device
+// was given.
 func TestRunsArePinnedToTheirDevice(t *testing.T) {
 	f := &File{Checks: []Check{
 		check("cuda-a", report.Pass, "echoenv", "CUDA_VISIBLE_DEVICES"),
@@ -105,6 +107,7 @@ func TestRunsArePinnedToTheirDevice(t *testing.T) {
 	r := fakeRunner(t, "CUDA_VISIBLE_DEVICES=0,1,2,3", "HIP_VISIBLE_DEVICES=0,1,2,3")
 	res := runSuite(t, r, f, Options{Jobs: 2, Devices: []string{"2", "GPU-77"}, Repeat: 2})
 	seen := map[string][]string{} // device -> the checks' runs it saw
+	used := map[string][]string{} // check -> the devices its runs saw
 	for _, c := range res.Checks {
 		for _, run := range c.Runs {
 			_, id, _ := strings.Cut(run.Summary, "=")
@@ -113,6 +116,19 @@ func TestRunsArePinnedToTheirDevice(t *testing.T) {
 				continue
 			}
 			seen[id] = append(seen[id], fmt.Sprintf("%s (run %d)", c.Name, run.Iteration))
+			if run.PinnedDevice != id {
+				t.Errorf("%s run %d saw device %s and records %q", c.Name, run.Iteration, id, run.PinnedDevice)
+			}
+			used[c.Name] = append(used[c.Name], id)
+		}
+	}
+	for k, row := range res.Checklist().Rows {
+		c := res.Checks[k]
+		// An index before a UUID, each once.
+		ids := slices.Compact(slices.Sorted(slices.Values(used[c.Name])))
+		want := "Fake GPU (fx1) on " + map[int]string{1: "device ", 2: "devices "}[len(ids)] + strings.Join(ids, ", ")
+		if got := row.Cells[2]; got != want {
+			t.Errorf("%s, run on %q: Devices cell %q, want %q", c.Name, used[c.Name], got, want)
 		}
 	}
 	if len(seen["2"]) == 0 || len(seen["GPU-77"]) == 0 {

@@ -232,7 +232,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 			runErr = ctx.Err()
 			run = report.SuiteRun{Host: run.Host, Iteration: run.Iteration, Order: run.Order,
 				Verdict: report.Interrupted, ExitCode: run.ExitCode, Summary: interruption(ctx) + " while the check ran",
-				Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail}
+				PinnedDevice: run.PinnedDevice, Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail}
 		} else if run.Verdict == f.Checks[st.Check].Expect {
 			run.StderrTail = "" // kept only where someone will read it
 		}
@@ -368,11 +368,12 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 			places.release(device)
 			return childproc.Spec{Skip: true} // stopped before this run started
 		}
+		out := &outs[i]
 		env := mergeEnv(environ, row.Env)
 		if len(devices) > 0 {
 			env = mergeEnv(env, pinEnv(devices[device]))
+			out.run.PinnedDevice = devices[device]
 		}
-		out := &outs[i]
 		out.device, out.timeout = device, runTimeout(f, c, timeoutOverride)
 		resultArgs := r.ResultArgs
 		if resultDir != "" {

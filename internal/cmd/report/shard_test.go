@@ -104,9 +104,11 @@ func TestShardAndDevicesUsageErrors(t *testing.T) {
 }
 
 // The real binary on the simulator: the shards of a suite, each naming
-// itself, merged by report merge, are the whole suite's checklist; with
-// --devices every check is pinned (its command gets --device 0, the
-// result names each device's runs) and passes as before.
+// itself, merged by report merge, are the whole suite's checklist, and a
+// merge without one refuses unless told to take what is there; with
+// --devices every check is pinned (its command gets --device 0, its row
+// names the device its run was pinned to, the notes each device's runs)
+// and passes as before.
 func TestShardsAndDevicesEndToEnd(t *testing.T) {
 	bin := cmdtest.BuildMiotool(t)
 	dir := t.TempDir()
@@ -188,9 +190,18 @@ checks:
 	}
 
 	pinned := run(t, filepath.Join(dir, "pinned.json"), "--devices", "0,1")
-	for _, c := range pinned.Checks {
-		if c.Skip == "" && (!strings.Contains(c.Command, "--device 0") || !c.Met()) {
+	cells := pinned.Checklist().Rows
+	for k, c := range pinned.Checks {
+		if c.Skip != "" {
+			continue
+		}
+		if !strings.Contains(c.Command, "--device 0") || !c.Met() {
 			t.Errorf("%s: %s, met %v", c.Name, c.Command, c.Met())
+		}
+		// Each row names the device its run was pinned to.
+		id := c.Runs[0].PinnedDevice
+		if want := c.Runs[0].Device.Short() + " on device " + id; (id != "0" && id != "1") || cells[k].Cells[2] != want {
+			t.Errorf("%s: run pinned to %q, Devices cell %q, want %q", c.Name, id, cells[k].Cells[2], want)
 		}
 	}
 	for _, id := range []string{"0", "1"} {
