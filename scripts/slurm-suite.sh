@@ -187,7 +187,7 @@ merge() {
 		fi
 	done
 	local rc=0 take=()
-	if ((${#missing[@]} > 0 && ${#files[@]} > 0)); then
+	if [[ "$KIND" == shards ]] && ((${#missing[@]} > 0 && ${#files[@]} > 0)); then
 		# miotool refuses a set of shards with one missing unless told to
 		# take what is there; told, its checklist names the missing ones.
 		take=(--allow-missing-shards)
