@@ -289,15 +289,6 @@ func TestShardsMergeToTheWholeSuite(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]string) bool {
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return len(a) == len(b)
-}
-
 // A split with more shards than checks to run is refused before
 // anything runs.
 func TestShardOfTooFewChecksIsRefused(t *testing.T) {
