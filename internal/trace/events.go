@@ -114,139 +114,165 @@ func ParseEvent(line []byte) (Event, error) {
 		return Event{}, errNotRecord
 	}
 	e := Event{Kind: f[1]}
-	var err error
-	num := func(s string) int {
-		n, perr := strconv.Atoi(s)
-		if perr != nil && err == nil {
-			err = fmt.Errorf("field %q: want a number", s)
-		}
-		return n
-	}
-	hex := func(s string) uint64 {
-		n, perr := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
-		if perr != nil && err == nil {
-			err = fmt.Errorf("field %q: want a hexadecimal number", s)
-		}
-		return n
-	}
-	e.PID, e.TID = num(f[2]), num(f[3])
+	r := &fields{kind: e.Kind, rest: f[5:]}
+	e.PID, e.TID = r.num(f[2]), r.num(f[3])
 	t, perr := strconv.ParseInt(f[4], 10, 64)
 	if perr != nil {
 		return e, fmt.Errorf("%s record: time %q", e.Kind, f[4])
 	}
 	e.Time = t
-	rest := f[5:]
-	need := func(n int) error {
-		if len(rest) < n {
-			return fmt.Errorf("%s record has %d fields, want at least %d", e.Kind, len(rest)+5, n+5)
-		}
-		return nil
+	fixed, done, err := parseSimple(&e, r)
+	if err != nil || done {
+		return e, errors.Join(err, r.err)
 	}
-	flag := func(s string) bool {
-		if s != "0" && s != "1" && err == nil {
-			err = fmt.Errorf("field %q: want 0 or 1", s)
-		}
-		return s == "1"
+	if fixed, err = parseThreadRecord(&e, r); err != nil {
+		return e, err
 	}
-	api := func(s string) hip.Dialect {
-		switch s {
-		case "cuda":
-			return hip.DialectCUDA
-		case "hip":
-			return hip.DialectHIP
-		}
-		if err == nil {
-			err = fmt.Errorf("runtime %q: want cuda or hip", s)
-		}
-		return ""
-	}
-	fixed := 0
-	switch e.Kind {
-	case kindHello, kindFork:
-		if err := need(2); err != nil {
-			return e, err
-		}
-		e.PPID, e.Exe = num(rest[0]), rest[1]
-		if len(rest) > 2 {
-			e.Observer = rest[2]
-		}
-		return e, err
-	case kindNote:
-		if err := need(3); err != nil {
-			return e, err
-		}
-		e.Topic, e.Status, e.Text = rest[0], rest[1], rest[2]
-		return e, nil
-	case kindEOF:
-		if len(rest) > 0 {
-			e.Text = rest[0]
-		}
-		return e, nil
-	case kindGone:
-		if err := need(2); err != nil {
-			return e, err
-		}
-		e.API, e.Stream = api(rest[0]), hex(rest[1])
-		return e, err
-	case kindDevice:
-		if err := need(5); err != nil {
-			return e, err
-		}
-		e.API, e.Device, e.DeviceName, e.Arch, e.ComputeUnits = api(rest[0]), num(rest[1]), rest[2], rest[3], num(rest[4])
-		return e, err
-	case kindGraph:
-		if err := need(7); err != nil {
-			return e, err
-		}
-		e.API, e.Name, e.Graph, e.Exec, e.Stream = api(rest[0]), rest[1], hex(rest[2]), hex(rest[3]), hex(rest[4])
-		e.Result, e.Nodes = hip.Code(num(rest[5])), num(rest[6])
-		return e, err
-	case kindBegin:
-		if err := need(6); err != nil {
-			return e, err
-		}
-		e.API, e.Name, e.Stream = api(rest[0]), rest[1], hex(rest[2])
-		e.Mode, e.Result, e.Device = hip.CaptureMode(num(rest[3])), hip.Code(num(rest[4])), num(rest[5])
-		fixed = 6
-	case kindEnd:
-		if err := need(4); err != nil {
-			return e, err
-		}
-		e.API, e.Name, e.Stream, e.Result = api(rest[0]), rest[1], hex(rest[2]), hip.Code(num(rest[3]))
-		e.Nodes, fixed = -1, 4
-		// An earlier observer's end has no graph and node count.
-		if len(rest) >= 6 && strings.HasPrefix(rest[4], "0x") && isInt(rest[5]) {
-			e.Graph, e.Nodes = hex(rest[4]), num(rest[5])
-			fixed = 6
-		}
-	case kindCall:
-		if err := need(6); err != nil {
-			return e, err
-		}
-		e.API, e.Name, e.Stream, e.Event = api(rest[0]), rest[1], hex(rest[2]), hex(rest[3])
-		e.Result, e.Mode = hip.Code(num(rest[4])), hip.CaptureMode(num(rest[5]))
-		fixed = 6
-		// An earlier observer's call has no outside field.
-		if len(rest) > 6 && !sectionTag(rest[6]) && !strings.HasPrefix(rest[6], "/") && rest[6] != "?" {
-			e.Outside = flag(rest[6])
-			fixed = 7
-		}
-	case kindCrash:
-		if err := need(4); err != nil {
-			return e, err
-		}
-		e.Signal, e.SignalCode, e.Addr, e.Run = num(rest[0]), num(rest[1]), hex(rest[2]), rest[3]
-		fixed = 4
-	default:
-		return e, fmt.Errorf("unknown record kind %q", e.Kind)
-	}
-	if serr := parseSections(&e, rest[fixed:], num, hex); serr != nil {
+	if serr := parseSections(&e, r.rest[fixed:], r.num, r.hex); serr != nil {
 		return e, serr
 	}
 	if e.Mode < 0 || int(e.Mode) >= len(hip.CaptureModes) {
 		return e, fmt.Errorf("%s record: mode %d", e.Kind, int(e.Mode))
 	}
-	return e, err
+	return e, r.err
+}
+
+// fields reads a record's fields after its header, keeping the first
+// field that did not read.
+type fields struct {
+	kind string
+	rest []string
+	err  error
+}
+
+func (r *fields) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (r *fields) num(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		r.fail("field %q: want a number", s)
+	}
+	return n
+}
+
+func (r *fields) hex(s string) uint64 {
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if err != nil {
+		r.fail("field %q: want a hexadecimal number", s)
+	}
+	return n
+}
+
+func (r *fields) flag(s string) bool {
+	if s != "0" && s != "1" {
+		r.fail("field %q: want 0 or 1", s)
+	}
+	return s == "1"
+}
+
+func (r *fields) api(s string) hip.Dialect {
+	switch s {
+	case "cuda":
+		return hip.DialectCUDA
+	case "hip":
+		return hip.DialectHIP
+	}
+	r.fail("runtime %q: want cuda or hip", s)
+	return ""
+}
+
+// need says whether the record has n fields after its header.
+func (r *fields) need(n int) error {
+	if len(r.rest) < n {
+		return fmt.Errorf("%s record has %d fields, want at least %d", r.kind, len(r.rest)+5, n+5)
+	}
+	return nil
+}
+
+// parseSimple reads the records that name no thread's stack (hello, fork,
+// note, eof, gone, device, graph): done says it was one of them.
+func parseSimple(e *Event, r *fields) (fixed int, done bool, err error) {
+	rest := r.rest
+	want := map[string]int{kindHello: 2, kindFork: 2, kindNote: 3, kindEOF: 0, kindGone: 2, kindDevice: 5, kindGraph: 7}
+	n, ok := want[e.Kind]
+	if !ok {
+		return 0, false, nil
+	}
+	if err := r.need(n); err != nil {
+		return 0, true, err
+	}
+	switch e.Kind {
+	case kindHello, kindFork:
+		e.PPID, e.Exe = r.num(rest[0]), rest[1]
+		if len(rest) > 2 {
+			e.Observer = rest[2]
+		}
+	case kindNote:
+		e.Topic, e.Status, e.Text = rest[0], rest[1], rest[2]
+	case kindEOF:
+		if len(rest) > 0 {
+			e.Text = rest[0]
+		}
+	case kindGone:
+		e.API, e.Stream = r.api(rest[0]), r.hex(rest[1])
+	case kindDevice:
+		e.API, e.Device, e.DeviceName, e.Arch, e.ComputeUnits = r.api(rest[0]), r.num(rest[1]), rest[2], rest[3], r.num(rest[4])
+	case kindGraph:
+		e.API, e.Name, e.Graph, e.Exec, e.Stream = r.api(rest[0]), rest[1], r.hex(rest[2]), r.hex(rest[3]), r.hex(rest[4])
+		e.Result, e.Nodes = hip.Code(r.num(rest[5])), r.num(rest[6])
+	}
+	return 0, true, nil
+}
+
+// parseThreadRecord reads the fixed fields of the records that go on with
+// the calling thread's sections (begin, end, call, crash) and says where
+// the sections start.
+func parseThreadRecord(e *Event, r *fields) (fixed int, err error) {
+	rest := r.rest
+	switch e.Kind {
+	case kindBegin:
+		if err := r.need(6); err != nil {
+			return 0, err
+		}
+		e.API, e.Name, e.Stream = r.api(rest[0]), rest[1], r.hex(rest[2])
+		e.Mode, e.Result, e.Device = hip.CaptureMode(r.num(rest[3])), hip.Code(r.num(rest[4])), r.num(rest[5])
+		return 6, nil
+	case kindEnd:
+		if err := r.need(4); err != nil {
+			return 0, err
+		}
+		e.API, e.Name, e.Stream, e.Result = r.api(rest[0]), rest[1], r.hex(rest[2]), hip.Code(r.num(rest[3]))
+		e.Nodes = -1
+		// An earlier observer's end has no graph and node count.
+		if len(rest) >= 6 && strings.HasPrefix(rest[4], "0x") && isInt(rest[5]) {
+			e.Graph, e.Nodes = r.hex(rest[4]), r.num(rest[5])
+			return 6, nil
+		}
+		return 4, nil
+	case kindCall:
+		if err := r.need(6); err != nil {
+			return 0, err
+		}
+		e.API, e.Name, e.Stream, e.Event = r.api(rest[0]), rest[1], r.hex(rest[2]), r.hex(rest[3])
+		e.Result, e.Mode = hip.Code(r.num(rest[4])), hip.CaptureMode(r.num(rest[5]))
+		// An earlier observer's call has no outside field.
+		if len(rest) > 6 && !sectionTag(rest[6]) && !strings.HasPrefix(rest[6], "/") && rest[6] != "?" {
+			e.Outside = r.flag(rest[6])
+			return 7, nil
+		}
+		return 6, nil
+	case kindCrash:
+		if err := r.need(4); err != nil {
+			return 0, err
+		}
+		e.Signal, e.SignalCode, e.Addr, e.Run = r.num(rest[0]), r.num(rest[1]), r.hex(rest[2]), rest[3]
+		return 4, nil
+	}
+	return 0, fmt.Errorf("unknown record kind %q", e.Kind)
 }
 
 // parseSections reads what closes a record that names its thread, in

@@ -63,7 +63,7 @@ func TestGPUPythonFrames(t *testing.T) {
 	obs := gpuObserver(t)
 	k := &kit{observer: obs, cupti: FindCUPTI(os.Environ())}
 	cases := []struct{ script, call, after, text string }{
-		{"sync_thread.py", "cuCtxSynchronize", "def other", "torch.cuda.synchronize()"},
+		{"sync_thread.py", "cuCtxSynchronize", "def log_metrics", "torch.cuda.synchronize()"},
 		{"query.py", "cuStreamQuery", "with torch.cuda.graph", ".query()"},
 	}
 	for _, c := range cases {

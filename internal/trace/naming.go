@@ -42,8 +42,13 @@ func (r *Result) inheritedName(pid int, name string) bool {
 // ThreadNames is how a line names a thread after its id: its Python
 // threading name, with its OS name where that says something else
 // (`"metrics"`, `"metrics" (OS name "pt_io")`), or its OS name where it
-// has no Python name and its own OS name (`"pt_nccl_watchdg"`); "" where
-// neither says anything.
+// has no Python name and its own OS name (`"pt_nccl_watchdg"`). A Python
+// thread whose threading name could not be read (it is read only while
+// the thread holds the GIL, and PyTorch, CuPy and most libraries release
+// it around their runtime calls) is named by the function it was started
+// in, from its stack (`(started in log_metrics)`), or as the main thread
+// where its stack begins in the main program's top level. "" where nothing
+// says anything.
 func ThreadNames(r *Result, pid int, osName string, py PyStack) string {
 	// The OS keeps 15 bytes of a name: a Python name cut there (as
 	// CPython 3.14 names its threads) says nothing more.
@@ -56,6 +61,35 @@ func ThreadNames(r *Result, pid int, osName string, py PyStack) string {
 		return fmt.Sprintf("%q", py.ThreadName)
 	case own:
 		return fmt.Sprintf("%q", osName)
+	}
+	return threadEntry(pid, py)
+}
+
+// threadEntry names a Python thread by its stack's outermost frames: the
+// function threading started it in, "(started in log_metrics)", or the
+// main program's top level on the process's main thread, "(the main
+// thread)"; "" where the stack says neither.
+func threadEntry(pid int, py PyStack) string {
+	if py.State != PyFrames || len(py.Frames) == 0 || py.Omitted > 0 {
+		return "" // the outermost frames are not all there
+	}
+	outer := len(py.Frames) - 1
+	if py.Frames[outer].Function == "<module>" {
+		if py.Frames[outer].File == "" || strings.HasPrefix(py.Frames[outer].File, "<frozen") {
+			return ""
+		}
+		return "(the main thread)"
+	}
+	// threading's own frames (_bootstrap, _bootstrap_inner, run) come
+	// first; the function after them is the thread's target.
+	for i := outer; i >= 0; i-- {
+		if filepath.Base(py.Frames[i].File) == "threading.py" {
+			continue
+		}
+		if i == outer {
+			return "" // not a thread threading started
+		}
+		return fmt.Sprintf("(started in %s)", py.Frames[i].Function)
 	}
 	return ""
 }

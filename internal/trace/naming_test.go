@@ -107,6 +107,20 @@ func TestThreadNames(t *testing.T) {
 		{"pt_nccl_watchdg", PyStack{State: PyNative}, `"pt_nccl_watchdg"`},
 		{"python3", PyStack{State: PyUnavailable}, ``},
 		{"", PyStack{}, ``},
+		// The threading name unread (the GIL was released): the function
+		// threading started the thread in, or the main program.
+		{"python3", PyStack{State: PyFrames, Frames: []PyFrame{
+			{File: "/usr/lib/python3.12/site-packages/torch/cuda/__init__.py", Line: 1162, Function: "synchronize"},
+			{File: "/w/train.py", Line: 36, Function: "log_metrics"},
+			{File: "/usr/lib/python3.12/threading.py", Line: 1010, Function: "run"},
+			{File: "/usr/lib/python3.12/threading.py", Line: 1073, Function: "_bootstrap_inner"},
+			{File: "/usr/lib/python3.12/threading.py", Line: 1030, Function: "_bootstrap"}}}, `(started in log_metrics)`},
+		{"python3", PyStack{State: PyFrames, Frames: []PyFrame{
+			{File: "/w/train.py", Line: 26, Function: "<module>"}}}, `(the main thread)`},
+		{"python3", PyStack{State: PyFrames, Omitted: 3, Frames: []PyFrame{
+			{File: "/w/train.py", Line: 36, Function: "log_metrics"}}}, ``},
+		{"python3", PyStack{State: PyFrames, Frames: []PyFrame{
+			{File: "/w/train.py", Line: 36, Function: "log_metrics"}}}, ``},
 	}
 	for _, c := range cases {
 		if got := ThreadNames(r, 7, c.os, c.py); got != c.want {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -531,4 +533,38 @@ func TestTheProgramsChildrenDieWithMiotool(t *testing.T) {
 	_ = parent.Wait()
 	wantGone(t, pid)
 	wantNoSocketFolder(t, tmp)
+}
+
+// TestCUPTIScope: outside every capture only the callbacks the observer
+// needs there are on (those that begin a capture, change a thread's mode,
+// end a capture, make or launch graphs), so two thousand launches outside
+// a capture fire none; from a begin's entry to the last end, every call
+// is seen. With a CUPTI that cannot turn callbacks on one by one, every
+// callback stays on, and the judgement is the same.
+func TestCUPTIScope(t *testing.T) {
+	k := standIns(t)
+	fired := regexp.MustCompile(`standin-cupti: (\d+) callbacks fired`)
+	for _, tt := range []struct {
+		name       string
+		env        []string
+		few, plain bool // few: fewer than 100 callbacks fired
+	}{
+		{"callbacks one by one", nil, true, false},
+		{"an old CUPTI", []string{"STANDIN_CUPTI_OLD=1"}, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := k.trace(t, false, k.cudaProg, []string{"launches-around-a-capture"}, withEnv(append(tt.env, "STANDIN_CUPTI_COUNT=1")...))
+			if tr.j.Verdict != Pass || len(tr.r.Captures) != 1 || tr.r.Captures[0].Calls != 3 {
+				t.Fatalf("%s; captures %d", tr.j.Headline(), len(tr.r.Captures))
+			}
+			m := fired.FindStringSubmatch(tr.stderr)
+			if m == nil {
+				t.Fatalf("the stand-in did not count its callbacks: %q", tr.stderr)
+			}
+			n, _ := strconv.Atoi(m[1])
+			if (n < 100) != tt.few {
+				t.Errorf("%d callbacks fired for 2006 launches and a capture", n)
+			}
+		})
+	}
 }

@@ -44,20 +44,25 @@ const maxListed = 3
 //     reading it as verified; the cells are all there, and --write-expect
 //     still writes them.
 func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rules.Tally, probeErr error, interrupted string, end time.Time) {
-	d := m.Dialect
-	measured := tl.Measured
+	cleanup := cellTable(r, m.Dialect, exp, tl)
+	cellNotes(r, m, exp, tl, cleanup)
+	cellCounts(r, exp, tl)
+	judge(r, exp, tl, probeErr, interrupted, end)
+}
+
+// cellTable adds the table of cells, flagged where a cell could not be
+// measured or differs, and returns the clean-up calls that failed.
+func cellTable(r *report.Result, d hip.Dialect, exp *rules.Expectation, tl rules.Tally) (cleanup []string) {
 	title := fmt.Sprintf("Capture rules (%s)", d)
 	if exp != nil {
-		title += fmt.Sprintf(": compared %d of %d cells measured with %s", tl.Compared, measured, exp.Name)
+		title += fmt.Sprintf(": compared %d of %d cells measured with %s", tl.Compared, tl.Measured, exp.Name)
 	} else {
-		title += fmt.Sprintf(": %d cells measured, none compared", measured)
+		title += fmt.Sprintf(": %d cells measured, none compared", tl.Measured)
 	}
 	t := r.AddTable(title, "action", "capture mode", "acting thread", "action returns", "end capture")
 	if exp != nil {
 		t.FlagColumn = "compared with " + exp.Name
 	}
-
-	var cleanup []string
 	for _, c := range tl.Cells {
 		k := c.Key
 		cells := []report.Cell{report.TextCell(k.Action.Label(d)), report.TextCell(k.Capture.String()), report.TextCell(k.ThreadLabel()),
@@ -79,7 +84,13 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 		}
 		t.AddCells(flag, cells...)
 	}
+	return cleanup
+}
 
+// cellNotes says what the table's names mean, what it was compared with,
+// and the first of each kind of trouble.
+func cellNotes(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rules.Tally, cleanup []string) {
+	d := m.Dialect
 	r.Note("%s", legend)
 	r.Note("spin kernel on B: %v per cell (doubled for a cell whose action might have come too late)", m.Spin)
 	if exp != nil {
@@ -103,8 +114,11 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 		shown := cleanup[:min(len(cleanup), maxListed)]
 		r.Note("%d clean-up calls failed, e.g. %s", len(cleanup), strings.Join(shown, "; "))
 	}
+}
 
-	r.Count("cells", int64(measured))
+// cellCounts adds the tally as the result's counters.
+func cellCounts(r *report.Result, exp *rules.Expectation, tl rules.Tally) {
+	r.Count("cells", int64(tl.Measured))
 	r.Count("refused", int64(tl.Refused))
 	r.Count("capture not ended cleanly", int64(tl.Invalidated))
 	r.Count("set-up errors", int64(tl.SetupFailed))
@@ -115,26 +129,20 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 		r.Count("differences", int64(len(tl.Differences)))
 		r.Count("no expectation", int64(len(tl.Missing)))
 	}
+}
 
+// judge decides the verdict (see fill) and finishes r.
+func judge(r *report.Result, exp *rules.Expectation, tl rules.Tally, probeErr error, interrupted string, end time.Time) {
+	measured := tl.Measured
 	// compared says what the comparison covered, for every headline.
 	compared := fmt.Sprintf("%d cells measured, none compared", measured)
 	if exp != nil {
 		compared = fmt.Sprintf("%d cells measured; compared %d of %d with %s", measured, tl.Compared, measured, exp.Name)
 	}
-	planned := tl.Planned
 	switch {
 	case interrupted != "":
-		what := fmt.Sprintf("%s after %d of %d cells; none compared", interrupted, measured, planned)
-		if exp != nil {
-			what = fmt.Sprintf("%s after %d of %d cells; compared %d of the %d with %s", interrupted, measured, planned, tl.Compared, measured, exp.Name)
-		}
-		if len(tl.Differences) > 0 {
-			what += fmt.Sprintf(", %d differ so far", len(tl.Differences))
-		} else if tl.Compared > 0 {
-			what += ", all match so far"
-		}
-		r.Progress = report.Progress{Finished: measured, Planned: planned, Unit: "cells"}
-		r.Finish(report.Interrupted, what, end)
+		r.Progress = report.Progress{Finished: measured, Planned: tl.Planned, Unit: "cells"}
+		r.Finish(report.Interrupted, interruptedSummary(exp, tl, interrupted), end)
 	case probeErr != nil:
 		r.Finish(report.Error, fmt.Sprintf("the probe stopped after %d cells: %v", measured, probeErr), end)
 	case tl.SetupFailed > 0:
@@ -142,16 +150,8 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 	case tl.NotTimed > 0:
 		r.Finish(report.Error, fmt.Sprintf("%d cells measured; %d could not be timed (B finished too soon; raise --spin): %s", measured, tl.NotTimed, firstKeys(tl, rules.CellNotTimed)), end)
 	case len(tl.Differences) > 0:
-		keys := make([]string, 0, maxListed)
-		for _, x := range tl.Differences[:min(len(tl.Differences), maxListed)] {
-			keys = append(keys, x.Key.String())
-		}
-		more := ""
-		if len(tl.Differences) > maxListed {
-			more = ", ..."
-		}
 		r.Cases = report.Cases{Passed: tl.Matched(), Total: tl.Compared}
-		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ: %s%s", compared, len(tl.Differences), strings.Join(keys, ", "), more), end)
+		r.Finish(report.Fail, fmt.Sprintf("%s; %d differ: %s", compared, len(tl.Differences), differingKeys(tl)), end)
 	case tl.Compared == 0:
 		why := "no expectations given (--expect)"
 		if exp != nil {
@@ -166,6 +166,34 @@ func fill(r *report.Result, m *rules.Measurement, exp *rules.Expectation, tl rul
 		r.Cases = report.Cases{Passed: tl.Compared, Total: tl.Compared}
 		r.Finish(report.Pass, fmt.Sprintf("%s; all match", compared), end)
 	}
+}
+
+// interruptedSummary says how far an interrupted probe got and what it
+// compared so far.
+func interruptedSummary(exp *rules.Expectation, tl rules.Tally, interrupted string) string {
+	what := fmt.Sprintf("%s after %d of %d cells; none compared", interrupted, tl.Measured, tl.Planned)
+	if exp != nil {
+		what = fmt.Sprintf("%s after %d of %d cells; compared %d of the %d with %s", interrupted, tl.Measured, tl.Planned, tl.Compared, tl.Measured, exp.Name)
+	}
+	if len(tl.Differences) > 0 {
+		what += fmt.Sprintf(", %d differ so far", len(tl.Differences))
+	} else if tl.Compared > 0 {
+		what += ", all match so far"
+	}
+	return what
+}
+
+// differingKeys names the first cells that differ, and "..." for more.
+func differingKeys(tl rules.Tally) string {
+	keys := make([]string, 0, maxListed)
+	for _, x := range tl.Differences[:min(len(tl.Differences), maxListed)] {
+		keys = append(keys, x.Key.String())
+	}
+	more := ""
+	if len(tl.Differences) > maxListed {
+		more = ", ..."
+	}
+	return strings.Join(keys, ", ") + more
 }
 
 // firstKeys names the first cells of the given status, and "..." for more.

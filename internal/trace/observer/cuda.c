@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,100 @@ static int mt_cuda_outside(uint64_t stream) {
     return r == 0 && status == MT_CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* ---- which callbacks are on ----
+ *
+ * Outside every capture the observer needs only the calls that begin a
+ * capture, change a thread's mode, destroy a stream, end a capture or make
+ * and launch graphs: those callbacks stay on (the narrow scope), one by
+ * one, and every other driver call, a kernel launch among them, costs the
+ * program nothing at all. From the entry of a call that begins a capture
+ * until the last capture has ended, the whole driver domain is on (the
+ * full scope), so that every call made during a capture is seen: the
+ * domain is enabled at the begin's entry, before the capture exists.
+ * Where callbacks cannot be named or enabled one by one (an old or
+ * stand-in CUPTI without cuptiGetCallbackName or cuptiEnableCallback), the
+ * full scope stays on. */
+#define MT_MAX_ALWAYS 128
+static mt_CUpti_SubscriberHandle mt_sub;
+static mt_cuptiEnableDomain_fn mt_enable_domain;
+static mt_cuptiEnableCallback_fn mt_enable_callback;
+static mt_CUpti_CallbackId mt_always[MT_MAX_ALWAYS];
+static int mt_nalways;
+static pthread_mutex_t mt_scope_mu = PTHREAD_MUTEX_INITIALIZER;
+static int mt_full = 1;   /* the whole driver domain is on */
+static int mt_narrowable; /* the narrow scope is possible */
+static int mt_beginning;  /* begin-capture calls between their entry and exit */
+
+/* The kinds whose callbacks stay on outside captures. */
+static int mt_always_kind(unsigned kind) { return kind != MT_K_CALL; }
+
+static void mt_scope_full_locked(void) {
+    if (!mt_full && mt_enable_domain(1, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API) == MT_CUPTI_SUCCESS)
+        mt_full = 1;
+}
+
+static void mt_scope_narrow_locked(void) {
+    if (!mt_narrowable || !mt_full || mt_beginning > 0 || mt_any_capture())
+        return;
+    if (mt_enable_domain(0, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API) != MT_CUPTI_SUCCESS)
+        return;
+    mt_full = 0;
+    for (int i = 0; i < mt_nalways; i++)
+        if (mt_enable_callback(1, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API, mt_always[i]) != MT_CUPTI_SUCCESS) {
+            mt_scope_full_locked(); /* a callback that will not turn on: see everything */
+            return;
+        }
+}
+
+/* A begin-capture call enters: the full scope, before the capture exists. */
+static void mt_scope_begin_enter(void) {
+    pthread_mutex_lock(&mt_scope_mu);
+    mt_beginning++;
+    mt_scope_full_locked();
+    pthread_mutex_unlock(&mt_scope_mu);
+}
+
+/* A begin-capture call has returned (its capture counted if it began). */
+static void mt_scope_begin_exit(void) {
+    pthread_mutex_lock(&mt_scope_mu);
+    if (mt_beginning > 0)
+        mt_beginning--;
+    mt_scope_narrow_locked();
+    pthread_mutex_unlock(&mt_scope_mu);
+}
+
+/* A capture may have ended: the narrow scope when none is left. */
+static void mt_scope_settle(void) {
+    pthread_mutex_lock(&mt_scope_mu);
+    mt_scope_narrow_locked();
+    pthread_mutex_unlock(&mt_scope_mu);
+}
+
+/* The callbacks that stay on, found by name; the narrow scope is possible
+ * only when CUPTI names them and turns them on one by one. */
+static void mt_find_always(void *cupti) {
+    mt_cuptiGetCallbackName_fn name = (mt_cuptiGetCallbackName_fn)dlsym(cupti, "cuptiGetCallbackName");
+    mt_enable_callback = (mt_cuptiEnableCallback_fn)dlsym(cupti, "cuptiEnableCallback");
+    if (!name || !mt_enable_callback)
+        return;
+    /* Driver callback ids are small; past the last one CUPTI refuses. */
+    int misses = 0;
+    for (mt_CUpti_CallbackId cbid = 1; cbid < 8192 && misses < 1024; cbid++) {
+        const char *n = NULL;
+        if (name(MT_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &n) != MT_CUPTI_SUCCESS || !n) {
+            misses++;
+            continue;
+        }
+        misses = 0;
+        if (mt_always_kind(mt_info(cbid, n) & 15)) {
+            if (mt_nalways == MT_MAX_ALWAYS)
+                return; /* more than expected: keep the full scope */
+            mt_always[mt_nalways++] = cbid;
+        }
+    }
+    mt_narrowable = mt_nalways > 0;
+}
+
 /* The mode a thread asked for at the entry of its exchange, kept for the
  * exit, where the parameter holds the old mode instead. */
 static MT_TLS unsigned mt_pending_mode;
@@ -250,6 +345,8 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
     unsigned info = mt_info(cbid, cb->functionName);
     unsigned kind = info & 15;
     if (cb->callbackSite == MT_CUPTI_API_ENTER) {
+        if (kind == MT_K_BEGIN || kind == MT_K_BEGIN_GLOBAL || kind == MT_K_BEGIN_TO_GRAPH)
+            mt_scope_begin_enter();
         if (kind == MT_K_EXCHANGE && cb->functionParams) {
             const mt_CUstreamCaptureMode *mode = ((const mt_cuThreadExchangeStreamCaptureMode_params *)cb->functionParams)->mode;
             mt_pending_mode = mode ? *mode : mt_cuda_thread_mode;
@@ -265,14 +362,17 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
         mt_begin(MT_API_CUDA, cb->functionName, stream,
                  cb->functionParams ? ((const mt_cuStreamBeginCapture_v2_params *)cb->functionParams)->mode : 0, result,
                  mt_cuda_device);
+        mt_scope_begin_exit();
         return;
     case MT_K_BEGIN_GLOBAL:
         mt_begin(MT_API_CUDA, cb->functionName, stream, MT_CU_STREAM_CAPTURE_MODE_GLOBAL, result, mt_cuda_device);
+        mt_scope_begin_exit();
         return;
     case MT_K_BEGIN_TO_GRAPH:
         mt_begin(MT_API_CUDA, cb->functionName, stream,
                  cb->functionParams ? ((const mt_cuStreamBeginCaptureToGraph_params *)cb->functionParams)->mode : 0,
                  result, mt_cuda_device);
+        mt_scope_begin_exit();
         return;
     case MT_K_END: {
         /* CUDA ends the capture whatever EndCapture returns (from the wrong
@@ -281,6 +381,7 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
         mt_CUgraph graph = result == 0 && p && p->phGraph ? *p->phGraph : NULL;
         mt_end(MT_API_CUDA, cb->functionName, stream, result, 0, (uint64_t)(uintptr_t)graph,
                mt_tracing && graph ? mt_cuda_graph_nodes(graph) : -1);
+        mt_scope_settle();
         return;
     }
     case MT_K_INSTANTIATE:
@@ -303,8 +404,10 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
             mt_cuda_thread_mode = mt_pending_mode;
         break;
     case MT_K_DESTROY:
-        if (result == 0 && mt_any_capture())
+        if (result == 0 && mt_any_capture()) {
             mt_stream_gone(MT_API_CUDA, stream);
+            mt_scope_settle();
+        }
         break;
     }
     if (!mt_any_capture())
@@ -388,6 +491,10 @@ static void mt_subscribe(void) {
         return;
     }
     atomic_store(&mt_subscribed, 1);
+    mt_sub = sub;
+    mt_enable_domain = enable;
+    mt_find_always(h);
+    mt_scope_settle();
     mt_note("cupti", "ok", path);
 }
 

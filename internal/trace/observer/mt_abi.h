@@ -138,6 +138,9 @@ typedef mt_CUptiResult (*mt_cuptiSubscribe_fn)(mt_CUpti_SubscriberHandle *subscr
 typedef mt_CUptiResult (*mt_cuptiEnableDomain_fn)(uint32_t enable, mt_CUpti_SubscriberHandle subscriber,
                                                   mt_CUpti_CallbackDomain domain);
 typedef mt_CUptiResult (*mt_cuptiUnsubscribe_fn)(mt_CUpti_SubscriberHandle subscriber);
+typedef mt_CUptiResult (*mt_cuptiEnableCallback_fn)(uint32_t enable, mt_CUpti_SubscriberHandle subscriber,
+                                                    mt_CUpti_CallbackDomain domain, mt_CUpti_CallbackId cbid);
+typedef mt_CUptiResult (*mt_cuptiGetCallbackName_fn)(mt_CUpti_CallbackDomain domain, uint32_t cbid, const char **name);
 typedef mt_CUptiResult (*mt_cuptiGetResultString_fn)(mt_CUptiResult result, const char **str);
 
 /* ---- HIP (hip_runtime_api.h, driver_types.h) ---- */

@@ -51,6 +51,8 @@ SAME_TYPE(mt_CUpti_SubscriberHandle, CUpti_SubscriberHandle)
 SAME_TYPE(mt_CUpti_CallbackFunc, CUpti_CallbackFunc)
 SAME_TYPE(mt_cuptiSubscribe_fn, __typeof__(&cuptiSubscribe))
 SAME_TYPE(mt_cuptiEnableDomain_fn, __typeof__(&cuptiEnableDomain))
+SAME_TYPE(mt_cuptiEnableCallback_fn, __typeof__(&cuptiEnableCallback))
+SAME_TYPE(mt_cuptiGetCallbackName_fn, __typeof__(&cuptiGetCallbackName))
 SAME_TYPE(mt_cuptiUnsubscribe_fn, __typeof__(&cuptiUnsubscribe))
 SAME_TYPE(mt_cuptiGetResultString_fn, __typeof__(&cuptiGetResultString))
 

@@ -270,6 +270,17 @@ static void clean(void) {
     end_capture();
 }
 
+/* Launches outside any capture around one clean capture: the observer's
+ * cost outside captures (no callback at all where CUPTI can turn them on
+ * one by one), and every call of the capture still seen. */
+static void launches_around_a_capture(void) {
+    for (int i = 0; i < 1000; i++)
+        LAUNCH(a);
+    clean();
+    for (int i = 0; i < 1000; i++)
+        LAUNCH(a);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s SCENARIO\n", argv[0]);
@@ -310,6 +321,8 @@ int main(int argc, char **argv) {
         end_capture();
     } else if (!strcmp(scenario, "clean")) {
         clean();
+    } else if (!strcmp(scenario, "launches-around-a-capture")) {
+        launches_around_a_capture();
     } else if (!strcmp(scenario, "empty-capture")) {
         say("begin", BEGIN(a, GLOBAL));
         end_capture();

@@ -13,6 +13,8 @@
 
 void standin_cupti_attach(mt_CUpti_CallbackFunc fn, void *userdata);
 void standin_cupti_enable(int on);
+int standin_cupti_enable_one(uint32_t cbid, int on);
+const char *standin_cupti_name(uint32_t cbid);
 
 #define EXPORT __attribute__((visibility("default")))
 #define MULTIPLE_SUBSCRIBERS 39
@@ -40,6 +42,27 @@ EXPORT mt_CUptiResult cuptiEnableDomain(uint32_t enable, mt_CUpti_SubscriberHand
         return 1;
     standin_cupti_enable((int)enable);
     return MT_CUPTI_SUCCESS;
+}
+
+/* With STANDIN_CUPTI_OLD=1, the two calls an old CUPTI lacks are refused,
+ * as if absent: the observer keeps every callback on. */
+static int old_cupti(void) {
+    const char *old = getenv("STANDIN_CUPTI_OLD");
+    return old && strcmp(old, "1") == 0;
+}
+
+EXPORT mt_CUptiResult cuptiEnableCallback(uint32_t enable, mt_CUpti_SubscriberHandle subscriber,
+                                          mt_CUpti_CallbackDomain domain, mt_CUpti_CallbackId cbid) {
+    if (old_cupti() || subscriber != &the_subscriber || domain != MT_CUPTI_CB_DOMAIN_DRIVER_API)
+        return 1;
+    return standin_cupti_enable_one(cbid, (int)enable) ? MT_CUPTI_SUCCESS : 1;
+}
+
+EXPORT mt_CUptiResult cuptiGetCallbackName(mt_CUpti_CallbackDomain domain, uint32_t cbid, const char **name) {
+    if (old_cupti() || domain != MT_CUPTI_CB_DOMAIN_DRIVER_API)
+        return 1;
+    *name = standin_cupti_name(cbid);
+    return *name ? MT_CUPTI_SUCCESS : 1;
 }
 
 EXPORT mt_CUptiResult cuptiUnsubscribe(mt_CUpti_SubscriberHandle subscriber) {
