@@ -32,6 +32,10 @@
 # result: miotool records the check it was running as interrupted and
 # the checks after it as not run. A task that left no result is named at
 # the top of checklist.md, never silently absent, and the merge exits 2.
+# For shards, the others are merged with --allow-missing-shards (miotool
+# refuses a set with a shard missing without it): the checklist's header
+# and summary name the missing shards, and each of their checks is "Not
+# run (shard I/N missing)".
 # To merge by hand, e.g. after a task was run again:
 #
 #   scripts/slurm-suite.sh merge results/<array job id>
@@ -182,11 +186,17 @@ merge() {
 			missing+=("$(what_task "$KIND" "$i" "$COUNT") (see $dir/task-$i.log)")
 		fi
 	done
-	local rc=0
+	local rc=0 take=()
+	if [[ "$KIND" == shards ]] && ((${#missing[@]} > 0 && ${#files[@]} > 0)); then
+		# miotool refuses a set of shards with one missing unless told to
+		# take what is there; told, its checklist names the missing ones.
+		take=(--allow-missing-shards)
+		echo "merging ${#files[@]} of $COUNT results with --allow-missing-shards; missing: ${missing[*]}" >&2
+	fi
 	if ((${#files[@]} > 0)); then
 		# Exit 1 means a check missed its expectation somewhere: the table
 		# says which, and it is still the table to read.
-		"$MIOTOOL" report merge "${files[@]}" --format markdown --junit "$dir/fleet.xml" \
+		"$MIOTOOL" report merge "${take[@]}" "${files[@]}" --format markdown --junit "$dir/fleet.xml" \
 			--export-json "$dir/checklist.json" >"$dir/checklist.md.part" || rc=$?
 	else
 		: >"$dir/checklist.md.part"

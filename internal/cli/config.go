@@ -37,8 +37,10 @@ const ConfigFileName = "miotool.yaml"
 // flags that never come from configuration. allow-programs is the user's
 // own leave for a suite to run programs: no config file may give it.
 // against names a program repeat runs, which comes from the command line
-// as the program after -- does.
-var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true, "against": true}
+// as the program after -- does. allow-missing-shards is one merge's leave
+// to do without a shard: set once for all, every merge would take a set
+// with a shard missing unasked.
+var notConfigurable = map[string]bool{"help": true, "config": true, "allow-programs": true, "against": true, "allow-missing-shards": true}
 
 // configurable reports whether fl may come from a MIOTOOL_* variable or
 // the config file. The result files (--junit, --export-*) may not: set

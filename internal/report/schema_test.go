@@ -88,6 +88,7 @@ func schemaDocs(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	suite("a merge missing a shard", m)
+	suite("a suite pinned to devices", pinnedSuite("node1", "0", "GPU-5e6f7a8b"))
 	return docs
 }
 

@@ -111,6 +111,16 @@ func missingText(missing []MissingShard) string {
 	return fmt.Sprintf("%s %s of %s (%s)", word, list, suite, missing[0].Split)
 }
 
+// MissingShardsError is a merge refused because a set of shards lacks
+// some (MergeOptions.TakeMissingShards takes what is there): the command
+// that merges can name its own way of saying so.
+type MissingShardsError struct {
+	Missing []MissingShard
+	msg     string
+}
+
+func (e *MissingShardsError) Error() string { return e.msg }
+
 // shardSet gathers the shards of one split run met in a merge.
 type shardSet struct {
 	suite string
@@ -175,8 +185,8 @@ func checkShards(results []*SuiteResult, sources []string, partial bool) ([]Miss
 					have = append(have, fmt.Sprintf("%d/%d %s", idx, set.count, f))
 				}
 			}
-			return nil, fmt.Errorf("%s %s missing (given: %s); give every shard, or take what is there",
-				missingText(lack), words.Plural(len(lack), "is", "are"), strings.Join(have, ", "))
+			return nil, &MissingShardsError{Missing: lack, msg: fmt.Sprintf("%s %s missing (given: %s); give every shard, or take what is there",
+				missingText(lack), words.Plural(len(lack), "is", "are"), strings.Join(have, ", "))}
 		}
 		missing = append(missing, lack...)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -170,6 +171,11 @@ func TestMergeNamesMissingShards(t *testing.T) {
 	if want := "shard 2/3 of pr12265 (checks) is missing (given: 1/3 shard-1.json, 3/3 shard-3.json); give every shard, or take what is there"; err == nil ||
 		err.Error() != want {
 		t.Errorf("a shard missing: err = %v\nwant %s", err, want)
+	}
+	// A command can tell this refusal apart, to name its flag.
+	var missingErr *MissingShardsError
+	if !errors.As(err, &missingErr) || len(missingErr.Missing) != 1 || missingErr.Missing[0].Shard.String() != "2/3" {
+		t.Errorf("a shard missing: err %#v is no MissingShardsError naming shard 2/3", err)
 	}
 	_, err = MergeSuites(shards[:1], sources[:1])
 	if err == nil || !strings.HasPrefix(err.Error(), "shards 2/3 and 3/3 of pr12265 (checks) are missing") {

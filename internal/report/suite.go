@@ -1,12 +1,14 @@
 package report
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,8 +148,13 @@ type SuiteRun struct {
 	Progress Progress
 	Backend  string
 	Device   Device
-	Started  time.Time
-	Duration time.Duration
+	// PinnedDevice is the id of the device the run was pinned to among
+	// its host's (report --devices: its CUDA_VISIBLE_DEVICES and
+	// HIP_VISIBLE_DEVICES), "" when it was not pinned. Device names the
+	// device the run reported, which two GPUs of one model share.
+	PinnedDevice string
+	Started      time.Time
+	Duration     time.Duration
 	// StderrTail is the end of the process's standard error, kept for runs
 	// that did not meet the expectation.
 	StderrTail string
@@ -560,7 +567,7 @@ func (s *SuiteResult) devices() string {
 	var ds []string
 	for _, c := range s.ownChecks() {
 		for _, r := range c.Runs {
-			if l := label(r); r.Device.Name != "" && !slices.Contains(ds, l) {
+			if l := onHost(label(r)); r.Device.Name != "" && !slices.Contains(ds, l) {
 				ds = append(ds, l)
 			}
 		}
@@ -568,27 +575,95 @@ func (s *SuiteResult) devices() string {
 	return strings.Join(ds, ", ")
 }
 
-// devicesCell lists the distinct devices a check's runs used.
-func (s *SuiteResult) devicesCell(c *SuiteCheck, label func(SuiteRun) string) string {
-	var ds []string
+// devicesCell lists the distinct devices a check's runs used: each
+// device's name, with its host where another host has a device of that
+// name, and for runs pinned to one of their host's devices (report
+// --devices) the ids they were pinned to: "NVIDIA H200 (sm_90) on devices
+// 0, 2", "NVIDIA H200 (sm_90) on device 1 of node7". A pinned run that
+// reported no device is still named by its id ("device 3").
+func (s *SuiteResult) devicesCell(c *SuiteCheck, label deviceLabel) string {
+	type used struct {
+		name, host string
+		pinned     []string
+	}
+	var ds []*used
 	for _, r := range c.Runs {
-		if r.Device.Name == "" {
+		if r.Device.Name == "" && r.PinnedDevice == "" {
 			continue
 		}
-		if l := label(r); !slices.Contains(ds, l) {
-			ds = append(ds, l)
+		name, host := label(r)
+		if r.Device.Name == "" {
+			name = ""
+		}
+		i := slices.IndexFunc(ds, func(u *used) bool {
+			return u.name == name && u.host == host && (len(u.pinned) > 0) == (r.PinnedDevice != "")
+		})
+		if i < 0 {
+			ds = append(ds, &used{name: name, host: host})
+			i = len(ds) - 1
+		}
+		if r.PinnedDevice != "" && !slices.Contains(ds[i].pinned, r.PinnedDevice) {
+			ds[i].pinned = append(ds[i].pinned, r.PinnedDevice)
 		}
 	}
 	if len(ds) == 0 {
 		return "none"
 	}
-	return strings.Join(ds, ", ")
+	sep := ", "
+	texts := make([]string, len(ds))
+	for k, u := range ds {
+		if len(u.pinned) == 0 {
+			texts[k] = onHost(u.name, u.host)
+			continue
+		}
+		// The ids hold commas of their own.
+		sep = "; "
+		slices.SortFunc(u.pinned, compareDeviceIDs)
+		ids := words.Plural(len(u.pinned), "device ", "devices ") + strings.Join(u.pinned, ", ")
+		if u.name != "" {
+			ids = u.name + " on " + ids
+		}
+		if u.host != "" {
+			ids += " of " + u.host
+		}
+		texts[k] = ids
+	}
+	return strings.Join(texts, sep)
+}
+
+// compareDeviceIDs orders device ids as a host numbers its devices:
+// indexes by number, before any other id (a GPU-... UUID), those by text.
+func compareDeviceIDs(a, b string) int {
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Compare(x, y)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// deviceLabel names a run's device as the checklist shows it: its short
+// name, and the host where the name alone would not tell it apart ("").
+type deviceLabel func(SuiteRun) (name, host string)
+
+// onHost is "NVIDIA H200 (sm_90) on node7", or the name alone without a
+// host.
+func onHost(name, host string) string {
+	if host == "" {
+		return name
+	}
+	return name + " on " + host
 }
 
 // deviceLabeler names a run's device as the checklist shows it. A device
 // name seen on more than one host is followed by the host ("NVIDIA H200
 // (sm_90) on node7"), so that a fleet's table tells the machines apart.
-func (s *SuiteResult) deviceLabeler() func(SuiteRun) string {
+func (s *SuiteResult) deviceLabeler() deviceLabel {
 	hostsOf := map[string][]string{}
 	for _, c := range s.Checks {
 		for _, r := range c.Runs {
@@ -598,12 +673,12 @@ func (s *SuiteResult) deviceLabeler() func(SuiteRun) string {
 			}
 		}
 	}
-	return func(r SuiteRun) string {
+	return func(r SuiteRun) (string, string) {
 		short := r.Device.Short()
 		if len(hostsOf[short]) > 1 && r.Host != "" {
-			return short + " on " + r.Host
+			return short, r.Host
 		}
-		return short
+		return short, ""
 	}
 }
 

@@ -109,16 +109,19 @@ type jsonRun struct {
 	// the check asks for (derived).
 	Mismatch string `json:"mismatch,omitempty"`
 	// Status is read from v3 and before: the child's status then.
-	Status     string        `json:"status,omitempty"`
-	Detail     string        `json:"detail,omitempty"`
-	Summary    string        `json:"summary"`
-	Cases      *jsonCases    `json:"cases,omitempty"`
-	Progress   *jsonProgress `json:"progress,omitempty"`
-	Backend    string        `json:"backend,omitempty"`
-	Device     jsonDevice    `json:"device"`
-	Started    *time.Time    `json:"started,omitempty"`
-	DurationMS float64       `json:"duration_ms"`
-	StderrTail string        `json:"stderr_tail,omitempty"`
+	Status   string        `json:"status,omitempty"`
+	Detail   string        `json:"detail,omitempty"`
+	Summary  string        `json:"summary"`
+	Cases    *jsonCases    `json:"cases,omitempty"`
+	Progress *jsonProgress `json:"progress,omitempty"`
+	Backend  string        `json:"backend,omitempty"`
+	Device   jsonDevice    `json:"device"`
+	// PinnedDevice is the id of the device the run was pinned to
+	// (report --devices); absent when it was not.
+	PinnedDevice string     `json:"pinned_device,omitempty"`
+	Started      *time.Time `json:"started,omitempty"`
+	DurationMS   float64    `json:"duration_ms"`
+	StderrTail   string     `json:"stderr_tail,omitempty"`
 }
 
 func toJSONOptions(o SuiteOptions) *jsonSuiteOptions {
@@ -226,22 +229,23 @@ func (s *SuiteResult) MarshalJSON() ([]byte, error) {
 		for k, r := range c.Runs {
 			exit := r.ExitCode
 			jc.Runs[k] = jsonRun{
-				Host:       r.Host,
-				Iteration:  r.Iteration,
-				Order:      r.Order,
-				Verdict:    r.Verdict,
-				ExitCode:   &exit,
-				Met:        c.runMet(r),
-				Mismatch:   c.mismatch(r),
-				Detail:     r.detail(),
-				Summary:    r.Summary,
-				Cases:      toJSONCases(r.Cases),
-				Progress:   toJSONProgress(r.Progress),
-				Backend:    r.Backend,
-				Device:     jsonDevice(r.Device),
-				Started:    timePtr(r.Started),
-				DurationMS: durationMS(r.Duration),
-				StderrTail: r.StderrTail,
+				Host:         r.Host,
+				Iteration:    r.Iteration,
+				Order:        r.Order,
+				Verdict:      r.Verdict,
+				ExitCode:     &exit,
+				Met:          c.runMet(r),
+				Mismatch:     c.mismatch(r),
+				Detail:       r.detail(),
+				Summary:      r.Summary,
+				Cases:        toJSONCases(r.Cases),
+				Progress:     toJSONProgress(r.Progress),
+				Backend:      r.Backend,
+				Device:       jsonDevice(r.Device),
+				PinnedDevice: r.PinnedDevice,
+				Started:      timePtr(r.Started),
+				DurationMS:   durationMS(r.Duration),
+				StderrTail:   r.StderrTail,
 			}
 		}
 		j.Checks[i] = jc
@@ -400,19 +404,20 @@ func readRun(jr jsonRun, repeat, runs int) (SuiteRun, error) {
 		exit = *jr.ExitCode
 	}
 	r := SuiteRun{
-		Host:       jr.Host,
-		Iteration:  jr.Iteration,
-		Order:      jr.Order,
-		Verdict:    v,
-		ExitCode:   exit,
-		Detail:     jr.Detail,
-		Summary:    jr.Summary,
-		Cases:      jr.Cases.cases(),
-		Progress:   jr.Progress.progress(),
-		Backend:    jr.Backend,
-		Device:     Device(jr.Device),
-		Duration:   d,
-		StderrTail: jr.StderrTail,
+		Host:         jr.Host,
+		Iteration:    jr.Iteration,
+		Order:        jr.Order,
+		Verdict:      v,
+		ExitCode:     exit,
+		Detail:       jr.Detail,
+		Summary:      jr.Summary,
+		Cases:        jr.Cases.cases(),
+		Progress:     jr.Progress.progress(),
+		Backend:      jr.Backend,
+		Device:       Device(jr.Device),
+		PinnedDevice: jr.PinnedDevice,
+		Duration:     d,
+		StderrTail:   jr.StderrTail,
 	}
 	for _, err := range []error{
 		checkRange("iteration", r.Iteration, 1, repeat),

@@ -92,8 +92,10 @@ func TestLanesPick(t *testing.T) {
 }
 
 // With --devices each run is pinned to one device: its process sees
-// only that device in CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, and
-// the result's notes name the runs each device was given.
+// only that device in CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, the
+// run records it, the checklist's Devices cell of each check lists the
+// devices its runs used, and the result's notes name the runs each device
+// was given.
 func TestRunsArePinnedToTheirDevice(t *testing.T) {
 	f := &File{Checks: []Check{
 		check("cuda-a", report.Pass, "echoenv", "CUDA_VISIBLE_DEVICES"),
@@ -105,6 +107,7 @@ func TestRunsArePinnedToTheirDevice(t *testing.T) {
 	r := fakeRunner(t, "CUDA_VISIBLE_DEVICES=0,1,2,3", "HIP_VISIBLE_DEVICES=0,1,2,3")
 	res := runSuite(t, r, f, Options{Jobs: 2, Devices: []string{"2", "GPU-77"}, Repeat: 2})
 	seen := map[string][]string{} // device -> the checks' runs it saw
+	used := map[string][]string{} // check -> the devices its runs saw
 	for _, c := range res.Checks {
 		for _, run := range c.Runs {
 			_, id, _ := strings.Cut(run.Summary, "=")
@@ -113,6 +116,19 @@ func TestRunsArePinnedToTheirDevice(t *testing.T) {
 				continue
 			}
 			seen[id] = append(seen[id], fmt.Sprintf("%s (run %d)", c.Name, run.Iteration))
+			if run.PinnedDevice != id {
+				t.Errorf("%s run %d saw device %s and records %q", c.Name, run.Iteration, id, run.PinnedDevice)
+			}
+			used[c.Name] = append(used[c.Name], id)
+		}
+	}
+	for k, row := range res.Checklist().Rows {
+		c := res.Checks[k]
+		// An index before a UUID, each once.
+		ids := slices.Compact(slices.Sorted(slices.Values(used[c.Name])))
+		want := "Fake GPU (fx1) on " + map[int]string{1: "device ", 2: "devices "}[len(ids)] + strings.Join(ids, ", ")
+		if got := row.Cells[2]; got != want {
+			t.Errorf("%s, run on %q: Devices cell %q, want %q", c.Name, used[c.Name], got, want)
 		}
 	}
 	if len(seen["2"]) == 0 || len(seen["GPU-77"]) == 0 {
@@ -189,32 +205,54 @@ func TestNothingBesideAnExclusiveRunOnItsDevice(t *testing.T) {
 	}
 }
 
-// A shard runs its part of the suite and names it; the shards' results
-// merged hold every check of the whole suite's run, once, with the same
-// verdicts.
+// A shard runs its part of the suite, each of its checks repeat times,
+// and names itself: its result's shard (index, count, what was split and
+// the split's id) and a note. It lists every check of the suite in file
+// order, each with the shard that runs it, the others' without runs. The
+// shards' results merged are the whole suite's run, check for check; a
+// merge told to do without a shard names each of its checks.
 func TestShardsMergeToTheWholeSuite(t *testing.T) {
 	f := &File{Path: "s.yaml", Name: "s", Timeout: 30 * time.Second, Checks: []Check{
 		check("p1", report.Pass, "pass"), check("f1", report.Fail, "fail"), check("p2", report.Pass, "pass"),
 		{Name: "later", Args: []string{"pass"}, Expect: report.Pass, Skip: "not today"},
 		check("unexpected", report.Pass, "fail"), check("p3", report.Pass, "pass"),
 	}}
-	whole := runSuite(t, fakeRunner(t), f, Options{})
+	const repeat = 2
+	whole := runSuite(t, fakeRunner(t), f, Options{Repeat: repeat})
+	plan := PlanShard(f, Shard{1, 3}, nil, "")
 	var shards []*report.SuiteResult
 	var sources []string
-	split := ""
 	for i := 1; i <= 3; i++ {
-		res := runSuite(t, fakeRunner(t), f, Options{Shard: Shard{i, 3}})
-		note := slices.IndexFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "shard "+Shard{i, 3}.String()+" of suite s (split ") })
-		if note < 0 {
-			t.Fatalf("shard %d/3 does not name itself: %q", i, res.Notes)
+		res := runSuite(t, fakeRunner(t), f, Options{Shard: Shard{i, 3}, Repeat: repeat})
+		if !slices.ContainsFunc(res.Notes, func(n string) bool {
+			return strings.HasPrefix(n, "shard "+Shard{i, 3}.String()+" of suite s (split "+plan.Split+", by count): ")
+		}) {
+			t.Errorf("shard %d/3 does not name itself in its notes: %q", i, res.Notes)
 		}
-		id := strings.Fields(strings.TrimPrefix(res.Notes[note], "shard "+Shard{i, 3}.String()+" of suite s (split "))[0]
-		if split != "" && id != split {
-			t.Errorf("shard %d/3 names split %s, the others %s", i, id, split)
+		if want := (report.Shard{Index: i, Count: 3, Split: report.ShardChecks, Set: plan.Split}); res.Shard == nil || *res.Shard != want {
+			t.Errorf("shard %d/3: the result's shard is %+v, want %+v", i, res.Shard, want)
 		}
-		split = id
-		if len(res.Checks) >= len(f.Checks) {
-			t.Errorf("shard %d/3 ran %d checks: the whole suite", i, len(res.Checks))
+		if res.Options.Repeat != repeat {
+			t.Errorf("shard %d/3: options %+v, want repeat %d", i, res.Options, repeat)
+		}
+		if len(res.Checks) != len(f.Checks) {
+			t.Fatalf("shard %d/3 lists %d checks, the suite has %d", i, len(res.Checks), len(f.Checks))
+		}
+		for k, c := range res.Checks {
+			own := slices.Contains(plan.Shards[i-1], k)
+			runs := 0
+			if own && c.Skip == "" {
+				runs = repeat
+			}
+			if c.Name != f.Checks[k].Name || (c.Shard == i) != own || c.Shard < 1 || len(c.Runs) != runs {
+				t.Errorf("shard %d/3, row %d: %s of shard %d with %d runs; want %s of this shard %v with %d runs",
+					i, k+1, c.Name, c.Shard, len(c.Runs), f.Checks[k].Name, own, runs)
+			}
+			for _, run := range c.Runs {
+				if run.Iteration < 1 || run.Iteration > repeat {
+					t.Errorf("shard %d/3: %s has run %d, past the suite's repeat %d", i, c.Name, run.Iteration, repeat)
+				}
+			}
 		}
 		shards = append(shards, res)
 		sources = append(sources, Shard{i, 3}.String())
@@ -223,31 +261,32 @@ func TestShardsMergeToTheWholeSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outcome := func(r *report.SuiteResult) map[string]string {
-		m := map[string]string{}
-		for _, c := range r.Checks {
-			if _, dup := m[c.Name]; dup {
-				t.Errorf("check %s is listed twice", c.Name)
-			}
-			m[c.Name] = string(c.Outcome()) + " / " + c.Status()
+	row := func(r *report.SuiteResult, c *report.SuiteCheck) string {
+		return fmt.Sprintf("%s: %s, %s, %d runs", c.Test(), c.Outcome(), r.StatusOf(c), len(c.Runs))
+	}
+	if len(merged.Checks) != len(whole.Checks) {
+		t.Fatalf("merged shards hold %d checks, the whole suite %d", len(merged.Checks), len(whole.Checks))
+	}
+	for k, c := range whole.Checks {
+		if got, want := row(merged, merged.Checks[k]), row(whole, c); got != want {
+			t.Errorf("row %d: merged %q, the whole suite %q", k+1, got, want)
 		}
-		return m
 	}
-	if got, want := outcome(merged), outcome(whole); len(got) != len(want) || !mapsEqual(got, want) {
-		t.Errorf("merged shards %v\nwhole suite %v", got, want)
+	if merged.Verdict() != whole.Verdict() || merged.Summary() != whole.Summary() {
+		t.Errorf("merged %s %q, whole %s %q", merged.Verdict(), merged.Summary(), whole.Verdict(), whole.Summary())
 	}
-	if merged.Verdict() != whole.Verdict() {
-		t.Errorf("merged verdict %s, whole %s", merged.Verdict(), whole.Verdict())
-	}
-}
 
-func mapsEqual(a, b map[string]string) bool {
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
+	// Without shard 2, what it runs is named, check by check.
+	partial, err := report.MergeSuitesWith([]*report.SuiteResult{shards[0], shards[2]}, []string{sources[0], sources[2]},
+		report.MergeOptions{TakeMissingShards: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, c := range partial.Checks {
+		if slices.Contains(plan.Shards[1], k) && partial.StatusOf(c) != "Not run (shard 2/3 missing)" {
+			t.Errorf("%s, run by the missing shard: %q", c.Name, partial.StatusOf(c))
 		}
 	}
-	return len(a) == len(b)
 }
 
 // A split with more shards than checks to run is refused before

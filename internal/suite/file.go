@@ -265,35 +265,20 @@ func parseCheck(node *yaml.Node, opts LoadOptions, fail func(int, string, ...any
 		return c, fail(node.Line, "a check must be a mapping with name, command and expect")
 	}
 	// The name first, so that every later message can name the check.
-	for i := 0; i+1 < len(node.Content); i += 2 {
-		if node.Content[i].Value == "name" {
-			name, err := scalar(node.Content[i+1], "name", fail)
-			if err != nil {
-				return c, err
-			}
-			c.Name = strings.TrimSpace(name)
-		}
+	name, err := checkName(node, fail)
+	if err != nil {
+		return c, err
 	}
-	if c.Name == "" {
-		return c, fail(node.Line, "a check has no name")
-	}
+	c.Name = name
 	what := fmt.Sprintf("check %q: ", c.Name)
 	hasCommand, hasExpect := false, false
 	var exclusive *bool
-	err := eachKey(node, checkKeys, what, fail, func(k, v *yaml.Node) error {
+	err = eachKey(node, checkKeys, what, fail, func(k, v *yaml.Node) error {
 		var err error
 		switch k.Value {
 		case "command":
 			hasCommand = true
-			if c.Args, c.Command, err = commandArgs(v, what, opts.Flags, fail); err == nil {
-				c.Program, err = programOf(c.Args, c.Command, v.Line, what, opts, fail)
-			}
-			if err == nil && c.Program != nil {
-				c.Library = flagValue(ownWords(c.Args), opts.Flags.Library)
-				if other := flagValue(ownWords(c.Args), opts.Flags.Programs); other != "" {
-					c.Others = []string{other}
-				}
-			}
+			err = c.parseCommand(v, what, opts, fail)
 		case "exclusive":
 			var b bool
 			if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
@@ -333,6 +318,43 @@ func parseCheck(node *yaml.Node, opts LoadOptions, fail func(int, string, ...any
 		c.Exclusive = *exclusive
 	}
 	return c, nil
+}
+
+// checkName is the name a check's mapping gives it; a check without one
+// is refused.
+func checkName(node *yaml.Node, fail func(int, string, ...any) error) (string, error) {
+	name := ""
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == "name" {
+			v, err := scalar(node.Content[i+1], "name", fail)
+			if err != nil {
+				return "", err
+			}
+			name = strings.TrimSpace(v)
+		}
+	}
+	if name == "" {
+		return "", fail(node.Line, "a check has no name")
+	}
+	return name, nil
+}
+
+// parseCommand reads a check's command: its words, and for one that runs
+// another program that program, the library it loads and the other
+// program it names.
+func (c *Check) parseCommand(v *yaml.Node, what string, opts LoadOptions, fail func(int, string, ...any) error) error {
+	var err error
+	if c.Args, c.Command, err = commandArgs(v, what, opts.Flags, fail); err != nil {
+		return err
+	}
+	if c.Program, err = programOf(c.Args, c.Command, v.Line, what, opts, fail); err != nil || c.Program == nil {
+		return err
+	}
+	c.Library = flagValue(ownWords(c.Args), opts.Flags.Library)
+	if other := flagValue(ownWords(c.Args), opts.Flags.Programs); other != "" {
+		c.Others = []string{other}
+	}
+	return nil
 }
 
 // eachKey calls fn for each key of mapping m, rejecting keys outside known

@@ -157,7 +157,8 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 		return nil, err
 	}
 	jobs := max(opts.Jobs, 1)
-	f, shardNotes, err := shardPart(f, opts)
+	whole := f
+	f, plan, err := shardPart(f, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -171,28 +172,14 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	for _, v := range opts.Variants {
 		res.Options.Variants = append(res.Options.Variants, v.Label)
 	}
-	res.Notes = append(res.Notes, shardNotes...)
+	if plan != nil {
+		res.Shard = &report.Shard{Index: plan.Shard.Index, Count: plan.Shard.Total, Split: report.ShardChecks, Set: plan.Split}
+		res.Notes = append(res.Notes, plan.Note(whole))
+	}
 	for _, p := range f.Programs() {
 		res.Notes = append(res.Notes, "other code than miotool's, as the user allowed: "+p)
 	}
-	// One result row per check and variant, in file order, whatever order
-	// they run in.
-	rows := make([][]*report.SuiteCheck, len(variants))
-	for vi, v := range variants {
-		for _, c := range f.Checks {
-			args := r.argsOf(c)
-			row := &report.SuiteCheck{
-				Name:    c.Name,
-				Command: "miotool " + report.JoinCommandLine(args),
-				Variant: v.Label,
-				Env:     slices.Concat(f.Env, c.Env, v.Env),
-				Expect:  c.Expect,
-				Skip:    c.Skip,
-			}
-			rows[vi] = append(rows[vi], row)
-			res.Checks = append(res.Checks, row)
-		}
-	}
+	rows := r.addRows(res, whole, plan, variants)
 
 	environ := r.Environ
 	if f.FindDB != FindDBUser {
@@ -228,13 +215,16 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	}
 	runs := r.runSteps(ctx, f, steps, rows, environ, resultDir, jobs, opts.Devices, opts.Timeout, now)
 	var runErr error
-	if len(runs) < len(steps) {
-		runErr = ctx.Err() // stopped before every run started
-	}
+	order := 0
 	for i, out := range runs {
+		if !out.ran {
+			runErr = ctx.Err() // stopped before this run started
+			continue
+		}
 		st := steps[i]
 		run := out.run
-		run.Iteration, run.Order, run.Host = st.Iteration, i+1, r.Host
+		order++
+		run.Iteration, run.Order, run.Host = st.Iteration, order, r.Host
 		if out.interrupted {
 			// The interruption stopped the run: whatever the process
 			// printed as it died is no verdict, but the check was
@@ -242,7 +232,7 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 			runErr = ctx.Err()
 			run = report.SuiteRun{Host: run.Host, Iteration: run.Iteration, Order: run.Order,
 				Verdict: report.Interrupted, ExitCode: run.ExitCode, Summary: interruption(ctx) + " while the check ran",
-				Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail}
+				PinnedDevice: run.PinnedDevice, Started: run.Started, Duration: run.Duration, StderrTail: run.StderrTail}
 		} else if run.Verdict == f.Checks[st.Check].Expect {
 			run.StderrTail = "" // kept only where someone will read it
 		}
@@ -260,9 +250,9 @@ func (r *Runner) Run(ctx context.Context, f *File, opts Options) (*report.SuiteR
 	return res, runErr
 }
 
-// shardPart is the part of f that opts' shard runs, and the note that
-// names it; f itself, and no note, for the whole suite.
-func shardPart(f *File, opts Options) (*File, []string, error) {
+// shardPart is the part of f that opts' shard runs, and the plan of the
+// split; f itself, and no plan, for the whole suite.
+func shardPart(f *File, opts Options) (*File, *ShardPlan, error) {
 	if opts.Shard.Whole() {
 		return f, nil, nil
 	}
@@ -270,7 +260,40 @@ func shardPart(f *File, opts Options) (*File, []string, error) {
 		return nil, nil, err
 	}
 	plan := PlanShard(f, opts.Shard, opts.Durations, opts.DurationsFrom)
-	return f.only(plan.Checks), []string{plan.Note(f)}, nil
+	return f.only(plan.Checks), &plan, nil
+}
+
+// addRows adds to res one row per check of the whole suite and variant,
+// in file order, whatever order they run in, and returns the rows the
+// runs go into, by variant and by index into the part of the suite that
+// runs here. A shard's result lists the other shards' checks too, each
+// with the shard that runs it and no run, so that a merge keeps the
+// suite's order and names each check of a shard it lacks.
+func (r *Runner) addRows(res *report.SuiteResult, whole *File, plan *ShardPlan, variants []Variant) [][]*report.SuiteCheck {
+	shardOf := make([]int, len(whole.Checks))
+	if plan != nil {
+		shardOf = plan.ShardOfEach(whole)
+	}
+	rows := make([][]*report.SuiteCheck, len(variants))
+	for vi, v := range variants {
+		for i, c := range whole.Checks {
+			args := r.argsOf(c)
+			row := &report.SuiteCheck{
+				Name:    c.Name,
+				Command: "miotool " + report.JoinCommandLine(args),
+				Variant: v.Label,
+				Env:     slices.Concat(whole.Env, c.Env, v.Env),
+				Expect:  c.Expect,
+				Skip:    c.Skip,
+				Shard:   shardOf[i],
+			}
+			res.Checks = append(res.Checks, row)
+			if plan == nil || row.Shard == plan.Shard.Index {
+				rows[vi] = append(rows[vi], row)
+			}
+		}
+	}
+	return rows
 }
 
 // removeScratchDB removes a suite run's scratch find-db folder, and the
@@ -291,17 +314,29 @@ func removeScratchDB(dir string) {
 // stepRun is what became of one step of the plan.
 type stepRun struct {
 	run report.SuiteRun
+	// ran: the step's process was started (or could not be, for a reason
+	// other than the interruption); the steps the interruption came
+	// before did not run.
+	ran bool
 	// interrupted: ctx's end killed the run's process.
 	interrupted bool
 	// device is the index of the device the run was pinned to, among
 	// the options' Devices.
 	device int
+	// resultFile is where the run writes its result; "" for its
+	// standard output.
+	resultFile string
+	timeout    time.Duration
 }
 
-// runSteps runs the steps in order, at most jobs at once over the devices
-// (one when none are given) and an exclusive check's run alone on its
-// device, until ctx ends. It returns the outcomes of the steps it started,
-// which are the first ones, in plan order: the result keeps the plan's
+// runSteps runs the steps in order through childproc.Many, at most jobs
+// at once over the devices (one when none are given) and an exclusive
+// check's run alone on its device, until ctx ends. Many starts each
+// child once a job is free, asking for its Spec in plan order; the Spec
+// waits there for a place on a device (lanes), so that an exclusive run
+// starts only once its device is idle, and the place is given back as
+// the run is reported. It returns the outcome of every step, in plan
+// order, those that did not run marked so: the result keeps the plan's
 // order whatever the order runs end in.
 func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*report.SuiteCheck, environ []string, resultDir string,
 	jobs int, devices []string, timeoutOverride time.Duration, now func() time.Time) []stepRun {
@@ -310,7 +345,6 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 		mu      sync.Mutex // over done, running and Progress's calls
 		done    int
 		running = map[int]string{} // step -> its row's name, for progress
-		wg      sync.WaitGroup
 	)
 	places := newLanes(ctx, jobs, len(devices))
 	defer places.close()
@@ -319,12 +353,12 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 			r.Progress(done, len(steps), current)
 		}
 	}
-	started := 0
-	for i, st := range steps {
+	spec := func(i int) childproc.Spec {
+		st := steps[i]
 		c := f.Checks[st.Check]
 		device, ok := places.acquire(c.Exclusive)
 		if !ok {
-			break
+			return childproc.Spec{Skip: true} // ctx ended while it waited
 		}
 		row := rows[st.Variant][st.Check]
 		mu.Lock()
@@ -332,56 +366,74 @@ func (r *Runner) runSteps(ctx context.Context, f *File, steps []Step, rows [][]*
 		mu.Unlock()
 		if ctx.Err() != nil {
 			places.release(device)
-			break // stopped before this run started
+			return childproc.Spec{Skip: true} // stopped before this run started
 		}
-		timeout := c.Timeout
-		if timeout == 0 {
-			timeout = f.Timeout
-		}
-		if timeoutOverride > 0 {
-			timeout = timeoutOverride
-		}
-		if timeout <= 0 {
-			timeout = DefaultTimeout
-		}
+		out := &outs[i]
 		env := mergeEnv(environ, row.Env)
 		if len(devices) > 0 {
 			env = mergeEnv(env, pinEnv(devices[device]))
+			out.run.PinnedDevice = devices[device]
 		}
-		args := r.argsOf(c)
-		started = i + 1
+		out.device, out.timeout = device, runTimeout(f, c, timeoutOverride)
+		resultArgs := r.ResultArgs
+		if resultDir != "" {
+			out.resultFile = filepath.Join(resultDir, fmt.Sprintf("run-%d.json", i))
+			resultArgs = slices.Concat(resultArgs, []string{r.ResultFlag, out.resultFile})
+		}
 		mu.Lock()
 		running[i] = row.Test()
 		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var resultFile string
-			if resultDir != "" {
-				resultFile = filepath.Join(resultDir, fmt.Sprintf("run-%d.json", i))
-			}
-			run, canceled := r.runOnce(ctx, f.Workdir, args, env, resultFile, timeout, now)
-			outs[i] = stepRun{run: run, interrupted: canceled, device: device}
-			mu.Lock()
-			done++
-			delete(running, i)
-			if jobs > 1 {
-				// Side by side, the bar moves as runs end too, naming
-				// the run that started first of those still going.
-				first, current := len(steps), ""
-				for k, name := range running {
-					if k < first {
-						first, current = k, name
-					}
-				}
-				progress(current)
-			}
-			mu.Unlock()
-			places.release(device)
-		}()
+		out.run.Started = now()
+		// The check may start processes of its own (stress-threads
+		// does): its whole process group is killed when it ends or
+		// times out.
+		return childproc.Spec{
+			Path:      r.Command[0],
+			Args:      slices.Concat(r.Command[1:], BeforeDash(r.argsOf(c), resultArgs...)),
+			Env:       env,
+			Dir:       f.Workdir,
+			Timeout:   out.timeout,
+			PipeGrace: r.PipeGrace,
+		}
 	}
-	wg.Wait()
-	return outs[:started]
+	ended := func(i int, res childproc.Result, err error) {
+		out := &outs[i]
+		out.run.Duration = now().Sub(out.run.Started)
+		out.run, out.interrupted = r.judge(out.run, res, err, out.resultFile, out.timeout)
+		out.ran = true
+		mu.Lock()
+		done++
+		delete(running, i)
+		if jobs > 1 {
+			// Side by side, the bar moves as runs end too, naming the
+			// run that started first of those still going.
+			first, current := len(steps), ""
+			for k, name := range running {
+				if k < first {
+					first, current = k, name
+				}
+			}
+			progress(current)
+		}
+		mu.Unlock()
+		places.release(out.device)
+	}
+	childproc.Many(ctx, len(steps), jobs, spec, ended)
+	return outs
+}
+
+// runTimeout bounds one run of c: the override, else the check's own
+// timeout, else the file's, else DefaultTimeout.
+func runTimeout(f *File, c Check, override time.Duration) time.Duration {
+	switch {
+	case override > 0:
+		return override
+	case c.Timeout > 0:
+		return c.Timeout
+	case f.Timeout > 0:
+		return f.Timeout
+	}
+	return DefaultTimeout
 }
 
 // deviceNotes say, one line per device, which runs were pinned to it.
@@ -394,6 +446,9 @@ func deviceNotes(devices []string, steps []Step, runs []stepRun, rows [][]*repor
 	}
 	on := make([][]string, len(devices))
 	for i, out := range runs {
+		if !out.ran {
+			continue
+		}
 		st := steps[i]
 		name := rows[st.Variant][st.Check].Test()
 		if repeat > 1 {
@@ -437,25 +492,10 @@ func (r *Runner) argsOf(c Check) []string {
 	return r.Args(c)
 }
 
-// runOnce runs one miotool process and turns what it printed into a run;
-// canceled says ctx's end killed it.
-func (r *Runner) runOnce(ctx context.Context, dir string, args, env []string, resultFile string, timeout time.Duration, now func() time.Time) (_ report.SuiteRun, canceled bool) {
-	run := report.SuiteRun{Started: now()}
-	resultArgs := r.ResultArgs
-	if resultFile != "" {
-		resultArgs = slices.Concat(resultArgs, []string{r.ResultFlag, resultFile})
-	}
-	// The check may start processes of its own (stress-threads does): the
-	// runner kills its whole process group when it ends or times out.
-	res, err := childproc.Run(ctx, childproc.Spec{
-		Path:      r.Command[0],
-		Args:      slices.Concat(r.Command[1:], BeforeDash(args, resultArgs...)),
-		Env:       env,
-		Dir:       dir,
-		Timeout:   timeout,
-		PipeGrace: r.PipeGrace,
-	})
-	run.Duration = now().Sub(run.Started)
+// judge turns how a check's process ended, and the result it wrote (in
+// resultFile, or on its standard output when that is ""), into its run;
+// interrupted says ctx's end killed it.
+func (r *Runner) judge(run report.SuiteRun, res childproc.Result, err error, resultFile string, timeout time.Duration) (_ report.SuiteRun, interrupted bool) {
 	run.StderrTail = res.Stderr.Last(stderrTailBytes)
 	run.ExitCode = res.ExitCode()
 	failed := func(format string, args ...any) (report.SuiteRun, bool) {

@@ -154,8 +154,8 @@ func TestChecksRunOnAScratchFindDB(t *testing.T) {
 }
 
 // With runs side by side, an interruption stops every run going: each is
-// interrupted, with the time it ran, and the runs it came before are not
-// run.
+// interrupted, with the time it ran and the device it was pinned to, and
+// the runs it came before are not run.
 func TestInterruptStopsEveryRunningCheck(t *testing.T) {
 	fifoA, fifoB := mkfifo(t), mkfifo(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -181,7 +181,7 @@ func TestInterruptStopsEveryRunningCheck(t *testing.T) {
 	}()
 	f := &File{Name: "x", Timeout: 60 * time.Second, Checks: []Check{
 		check("one", report.Pass, "gate", fifoA), check("two", report.Pass, "gate", fifoB), check("later", report.Pass, "pass")}}
-	res, err := fakeRunner(t).Run(ctx, f, Options{Jobs: 2})
+	res, err := fakeRunner(t).Run(ctx, f, Options{Jobs: 2, Devices: []string{"0", "1"}})
 	if err != context.Canceled {
 		t.Fatalf("err = %v", err)
 	}
@@ -192,7 +192,7 @@ func TestInterruptStopsEveryRunningCheck(t *testing.T) {
 		t.Errorf("totals %+v: want the two running checks interrupted and one never started", tot)
 	}
 	for _, c := range res.Checks[:2] {
-		if r := c.Runs[0]; r.Summary != "interrupted by SIGTERM while the check ran" || r.Duration <= 0 {
+		if r := c.Runs[0]; r.Summary != "interrupted by SIGTERM while the check ran" || r.Duration <= 0 || r.PinnedDevice == "" {
 			t.Errorf("%s: %+v", c.Name, r)
 		}
 	}

@@ -243,7 +243,10 @@ func SplitID(f *File, shards [][]int) string {
 // ShardPlan is what a shard of a suite runs, and how the split was made.
 type ShardPlan struct {
 	Shard  Shard
-	Checks []int  // the shard's checks, indexes into the file's, in file order
+	Checks []int // the shard's checks, indexes into the file's, in file order
+	// Shards are every shard's checks, shard 1 first (Split), so that a
+	// shard's result can name the shard of each check it does not run.
+	Shards [][]int
 	Split  string // SplitID
 	// By says what balanced the split: "count", or the durations file.
 	By string
@@ -256,7 +259,19 @@ func PlanShard(f *File, s Shard, w Weights, by string) ShardPlan {
 	if by == "" || len(w) == 0 {
 		by = "count"
 	}
-	return ShardPlan{Shard: s, Checks: shards[s.Index-1], Split: SplitID(f, shards), By: by}
+	return ShardPlan{Shard: s, Checks: shards[s.Index-1], Shards: shards, Split: SplitID(f, shards), By: by}
+}
+
+// ShardOfEach is, for each of f's checks, the shard (from 1) that runs
+// it, or that lists it for a check the file skips.
+func (p ShardPlan) ShardOfEach(f *File) []int {
+	of := make([]int, len(f.Checks))
+	for s, idx := range p.Shards {
+		for _, i := range idx {
+			of[i] = s + 1
+		}
+	}
+	return of
 }
 
 // Note is the line of a shard's result that names it: which shard of

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -16,7 +17,13 @@ type ReportMergeOptions struct {
 	IO     *cli.IOStreams
 	Global cli.GlobalOptions
 	Files  []string
+	// AllowMissingShards merges the shards there are of a split run some
+	// of whose shards left no result; the result names the others.
+	AllowMissingShards bool
 }
+
+// allowMissingShardsFlag takes what is there of a set of shards.
+const allowMissingShardsFlag = "allow-missing-shards"
 
 func newCmdReportMerge(f *cli.Factory, runF func(*ReportMergeOptions) error) *cobra.Command {
 	opts := &ReportMergeOptions{IO: f.IOStreams}
@@ -34,8 +41,16 @@ results can be merged again.
 
 A run made on another backend or dialect than its check's command asks for
 (--backend, --dialect: a --dialect cuda check merged from a HIP host) is not
-compared: the check is an ERROR that says what ran where. Shards of one split run
-(report --suite --shard) must all be there, each once.
+compared: the check is an ERROR that says what ran where.
+
+Shards of one split run (report --suite --shard) merge into the run of the whole
+suite: each shard's result lists every check with the shard that runs it, and
+the merge keeps the suite's order. Every shard must be there, each once: a set
+with a shard given twice is refused, and so is one with a shard missing, naming
+it, unless --allow-missing-shards takes what is there; the checklist then names
+the missing shards in its header and summary, each of their checks is "Not run
+(shard 2/4 missing)", and the merge is never PASS (ERROR, unless a check failed
+or was interrupted).
 
 Exit status: 0 when every check met its expectation on every host, 1 when one
 did not, 3 when a check could not be compared or a file says miotool failed,
@@ -45,18 +60,24 @@ a number in it is out of range or a run's verdict contradicts its exit code
 (naming the file and the field), when a result ran nothing (no checks, or none
 with a run: it passed nothing), when a suite run appears twice (the same file
 given twice, or a run already inside a merged result), which would count its
-runs twice, or when a shard is missing or given twice.`,
+runs twice, or when a shard is given twice, or is missing without
+--allow-missing-shards.`,
 		Example: `  # One table from a Slurm job array's results (scripts/slurm-suite.sh)
   miotool report merge results/*.json --format markdown
 
   # And a JUnit file for CI
-  miotool report merge node1.json node2.json --junit fleet.xml`,
+  miotool report merge node1.json node2.json --junit fleet.xml
+
+  # The shards of a CI matrix one of whose jobs left no result
+  miotool report merge shard-1.json shard-2.json shard-4.json --allow-missing-shards`,
 		Args: cobra.MinimumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 		RunE: cli.RunE(f, opts, runF),
 	}
+	cmd.Flags().BoolVar(&opts.AllowMissingShards, allowMissingShardsFlag, false,
+		"merge the shards there are of a split run some of whose shards are missing; the checklist names the missing ones")
 	cli.MarkInputArgs(cmd)
 	return cmd
 }
@@ -86,8 +107,12 @@ func (o *ReportMergeOptions) Run(context.Context) (*cli.Outcome, error) {
 		}
 		results = append(results, r)
 	}
-	merged, err := report.MergeSuites(results, o.Files)
-	if err != nil {
+	merged, err := report.MergeSuitesWith(results, o.Files, report.MergeOptions{TakeMissingShards: o.AllowMissingShards})
+	var missing *report.MissingShardsError
+	switch {
+	case errors.As(err, &missing):
+		return nil, cli.UsageErrorf("merge: %v with --%s", err, allowMissingShardsFlag)
+	case err != nil:
 		return nil, cli.UsageErrorf("merge: %v", err)
 	}
 	out := cli.Suite(merged)

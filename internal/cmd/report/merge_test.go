@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/internal/cli"
 	"miotool/internal/cmd/cmdtest"
 	"miotool/internal/report"
 )
@@ -87,10 +88,11 @@ func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
 	}
 	shard1, shard3, shard1Again := shard("shard1", 1), shard("shard3", 3), shard("shard1-again", 1)
 
+	var extraEnv []string
 	merge := func(args ...string) (int, string, string) {
 		cmd := exec.Command(bin, append([]string{"report", "merge", "--format", "json"}, args...)...)
 		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "PATH=" + os.Getenv("PATH")}
+		cmd.Env = append([]string{"HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "PATH=" + os.Getenv("PATH")}, extraEnv...)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -130,8 +132,10 @@ func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
 		{"a result whose checks were all skipped", []string{allSkipped}, []string{allSkipped + ": no check of the suite result ran"}},
 		{"a duration out of range", []string{huge, b}, []string{huge + ": reading suite result: check 1 (rules-match) run 1: duration_ms: 1e+308 is out of range"}},
 		{"a verdict its exit code contradicts", []string{contradicts, b}, []string{contradicts + ": reading suite result: check 1 (rules-match) run 1: exit_code: 1 contradicts the verdict PASS"}},
-		{"a shard missing", []string{shard1, shard3}, []string{"shard 2/3 of small (checks) is missing (given: 1/3 " + shard1 + ", 3/3 " + shard3 + ")"}},
+		{"a shard missing", []string{shard1, shard3},
+			[]string{"shard 2/3 of small (checks) is missing (given: 1/3 " + shard1 + ", 3/3 " + shard3 + "); give every shard, or take what is there with --allow-missing-shards\n"}},
 		{"a shard twice", []string{shard1, shard1Again, shard3}, []string{shard1 + " and " + shard1Again + " are both shard 1/3 of small (checks)"}},
+		{"a shard twice, missing shards allowed", []string{"--allow-missing-shards", shard1, shard1Again}, []string{shard1 + " and " + shard1Again + " are both shard 1/3 of small (checks)"}},
 	} {
 		code, out, errOut := merge(tc.files...)
 		if code != 2 {
@@ -146,6 +150,26 @@ func TestReportMergeRefusesEmptyAndRepeatedRuns(t *testing.T) {
 				t.Errorf("%s: stderr lacks %q:\n%s", tc.name, w, errOut)
 			}
 		}
+	}
+
+	// Only the command line takes what is there: a variable set once for
+	// every merge does not.
+	extraEnv = []string{cli.EnvName("report.merge.allow-missing-shards") + "=true"}
+	if code, _, errOut := merge(shard1, shard3); code != 2 || !strings.Contains(errOut, "shard 2/3 of small (checks) is missing") {
+		t.Errorf("shard 2/3 missing, allowed by %s: exit %d, want 2\n%s", extraEnv[0], code, errOut)
+	}
+	extraEnv = nil
+
+	// Told to take what is there, the merge names the missing shard and
+	// is an ERROR, never a PASS.
+	code, out, errOut = merge("--allow-missing-shards", shard1, shard3)
+	if code != report.Error.ExitCode() {
+		t.Fatalf("shard 2/3 missing, allowed: exit %d, want %d\n%s", code, report.Error.ExitCode(), errOut)
+	}
+	partial, err := report.ReadSuiteJSON(strings.NewReader(out))
+	if err != nil || len(partial.MissingShards) != 1 || partial.MissingShards[0].String() != "2/3" || partial.Verdict() != report.Error ||
+		!strings.Contains(partial.Summary(), "shard 2/3 of small (checks) not merged") {
+		t.Errorf("shard 2/3 missing, allowed: %+v, %v\n%s", partial, err, out)
 	}
 }
 

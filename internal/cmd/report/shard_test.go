@@ -104,9 +104,11 @@ func TestShardAndDevicesUsageErrors(t *testing.T) {
 }
 
 // The real binary on the simulator: the shards of a suite, each naming
-// itself, merged by report merge, are the whole suite's checklist; with
-// --devices every check is pinned (its command gets --device 0, the
-// result names each device's runs) and passes as before.
+// itself, merged by report merge, are the whole suite's checklist, and a
+// merge without one refuses unless told to take what is there; with
+// --devices every check is pinned (its command gets --device 0, its row
+// names the device its run was pinned to, the notes each device's runs)
+// and passes as before.
 func TestShardsAndDevicesEndToEnd(t *testing.T) {
 	bin := cmdtest.BuildMiotool(t)
 	dir := t.TempDir()
@@ -162,22 +164,44 @@ checks:
 		t.Fatalf("merge: exit %d: %s", code, h.ErrOut)
 	}
 	m := readSuiteFile(t, merged)
-	status := func(r *report.SuiteResult) []string {
+	// Check for check, in the suite's order.
+	rows := func(r *report.SuiteResult) []string {
 		var out []string
 		for _, c := range r.Checks {
-			out = append(out, c.Name+": "+string(c.Outcome())+", "+c.Status())
+			out = append(out, c.Name+": "+string(c.Outcome())+", "+r.StatusOf(c))
 		}
-		slices.Sort(out)
 		return out
 	}
-	if got, want := status(m), status(whole); !slices.Equal(got, want) {
-		t.Errorf("merged shards\n  %q\nthe whole suite\n  %q", got, want)
+	if got, want := rows(m), rows(whole); !slices.Equal(got, want) || m.Verdict() != whole.Verdict() {
+		t.Errorf("merged shards (%s)\n  %q\nthe whole suite (%s)\n  %q", m.Verdict(), got, whole.Verdict(), want)
+	}
+
+	// Without shard 2 the merge refuses, naming it and the flag; with
+	// the flag it names the shard and each of its checks.
+	h = cmdtest.New(t)
+	if code := h.Run(tree, "report", "merge", files[0], files[2]); code != 2 ||
+		!strings.Contains(h.ErrOut.String(), "shard 2/3 of small (checks) is missing") || !strings.Contains(h.ErrOut.String(), "--allow-missing-shards") {
+		t.Errorf("merge without shard 2/3: exit %d\n%s", code, h.ErrOut)
+	}
+	h = cmdtest.New(t)
+	if code := h.Run(tree, "report", "merge", "--allow-missing-shards", "--format", "markdown", files[0], files[2]); code != report.Error.ExitCode() ||
+		!strings.Contains(h.Out.String(), "shard 2/3 of small (checks) not merged") || !strings.Contains(h.Out.String(), "Not run (shard 2/3 missing)") {
+		t.Errorf("merge without shard 2/3, allowed: exit %d\n%s%s", code, h.Out, h.ErrOut)
 	}
 
 	pinned := run(t, filepath.Join(dir, "pinned.json"), "--devices", "0,1")
-	for _, c := range pinned.Checks {
-		if c.Skip == "" && (!strings.Contains(c.Command, "--device 0") || !c.Met()) {
+	cells := pinned.Checklist().Rows
+	for k, c := range pinned.Checks {
+		if c.Skip != "" {
+			continue
+		}
+		if !strings.Contains(c.Command, "--device 0") || !c.Met() {
 			t.Errorf("%s: %s, met %v", c.Name, c.Command, c.Met())
+		}
+		// Each row names the device its run was pinned to.
+		id := c.Runs[0].PinnedDevice
+		if want := c.Runs[0].Device.Short() + " on device " + id; (id != "0" && id != "1") || cells[k].Cells[2] != want {
+			t.Errorf("%s: run pinned to %q, Devices cell %q, want %q", c.Name, id, cells[k].Cells[2], want)
 		}
 	}
 	for _, id := range []string{"0", "1"} {

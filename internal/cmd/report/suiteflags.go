@@ -125,13 +125,17 @@ cost so far, their cost being one run's time in the earlier result
 --durations FILE names (a suite result; a check it lacks costs the average),
 else the same for every check (check k to shard k mod N + 1). Give every
 shard the same --durations file. The result names its shard, its checks and
-the split's id; "report merge" of every shard is the whole suite's checklist.
+the split's id, and lists the other shards' checks, each with the shard that
+runs it; "report merge" of every shard is the whole suite's checklist, and
+refuses a set with a shard missing (naming it) unless --allow-missing-shards.
 
 --devices 0,1,2,3 runs the checks side by side, each run pinned to one
 device: %[3]s and %[4]s are set to its id, and the check gets --device 0.
 --jobs counts the runs at once over all the devices (default: at least one
 per device); exclusive checks run alone on their device while the others go
-on. The result's notes name the runs each device was given.`, suite.ShardIndexEnv, suite.TotalShardsEnv, suite.DeviceVariables[0], suite.DeviceVariables[1])
+on. Each row's Devices cell names the devices its runs were pinned to
+("NVIDIA H200 (sm_90) on devices 0, 2"), the result's notes the runs each
+device was given.`, suite.ShardIndexEnv, suite.TotalShardsEnv, suite.DeviceVariables[0], suite.DeviceVariables[1])
 
 // addSuiteFlags adds --jobs, --allow-programs, --shard, --durations and
 // --devices to cmd, and what they do to its help.

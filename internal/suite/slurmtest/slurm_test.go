@@ -25,13 +25,15 @@ import (
 const jobLimit = 5 * time.Minute
 
 // scripts/slurm-suite.sh on a real Slurm cluster of one node, every check
-// on the simulator: the merged checklist of an array of shards holds every
-// check of a one-host run, once, with the same verdicts, and names every
-// shard; so does an array that runs the whole suite on every host, with
+// on the simulator: each shard's result names its shard and lists every
+// check of the suite, and the merged checklist of an array of shards is
+// the one-host run check for check, in the suite's order, with the same
+// verdicts; so is an array that runs the whole suite on every host, with
 // each host's runs. A shard that Slurm stops while a check runs keeps its
 // result, which shows that check as interrupted and the checks after it
-// as not run, and a shard stopped before it started is named missing:
-// nothing lost, nothing green.
+// as not run, and a shard stopped before it started is named missing,
+// with each of its checks: nothing lost, nothing green. A merge of those
+// shards without --allow-missing-shards refuses, naming the missing one.
 func TestSlurmSuite(t *testing.T) {
 	c := startCluster(t)
 	root := testutil.ModuleRoot(t)
@@ -63,15 +65,17 @@ func TestSlurmSuite(t *testing.T) {
 			if j := c.jobState(t, s.array+"_"+task); j.State != "COMPLETED" {
 				t.Errorf("task %s: %s, exit %s\n%s", task, j.State, j.ExitCode, readFile(t, filepath.Join(s.dir, "task-"+task+".log")))
 			}
-			id := shardNote(t, readSuite(t, filepath.Join(s.dir, "task-"+task+".json")), "pr12265", i, 3)
+			res := readSuite(t, filepath.Join(s.dir, "task-"+task+".json"))
+			id := shardNote(t, res, "pr12265", i, 3)
 			if split != "" && id != split {
 				t.Errorf("shard %d/3 names split %s, shard 1/3 %s", i, id, split)
 			}
 			split = id
+			shardListsTheSuite(t, res, oneHost, i, 3, id)
 		}
 		merged := readSuite(t, filepath.Join(s.dir, "checklist.json"))
-		if len(merged.MergedRuns) != 3 {
-			t.Errorf("the merged checklist holds %d suite runs, want the 3 shards'", len(merged.MergedRuns))
+		if len(merged.MergedRuns) != 3 || len(merged.MissingShards) != 0 {
+			t.Errorf("the merged checklist holds %d suite runs, want the 3 shards', and names missing shards %v", len(merged.MergedRuns), merged.MissingShards)
 		}
 		sameChecks(t, merged, oneHost, 1)
 		if md := readFile(t, filepath.Join(s.dir, "checklist.md")); strings.Contains(md, "Missing") || !strings.Contains(md, "### Suite pr12265: PASS") {
@@ -172,10 +176,57 @@ checks:
 		if ch := checks["quick"]; ch == nil || !ch.Met() || ch.Outcome() != report.Pass {
 			t.Errorf("quick: %+v", ch)
 		}
-		if ch := checks["never-started"]; ch != nil && (ch.Met() || len(ch.Runs) > 0) {
+		// The missing shard is named, with its check: never lost.
+		if len(merged.MissingShards) != 1 || merged.MissingShards[0].String() != "3/3" || merged.MissingShards[0].Suite != "stopped" {
+			t.Errorf("missing shards %+v, want shard 3/3 of stopped", merged.MissingShards)
+		}
+		if ch := checks["never-started"]; ch == nil || ch.Met() || len(ch.Runs) > 0 || merged.StatusOf(ch) != "Not run (shard 3/3 missing)" {
 			t.Errorf("never-started, in the missing shard: %+v", ch)
+		} else if ch.Outcome() == report.Pass {
+			t.Errorf("never-started, in the missing shard, is %s", ch.Outcome())
+		}
+		if !strings.Contains(md, "shard 3/3 of stopped (checks) not merged") || !strings.Contains(md, "Not run (shard 3/3 missing)") {
+			t.Errorf("checklist.md does not name the missing shard and its check:\n%s", md)
+		}
+		if log := readFile(t, filepath.Join(s.dir, "merge.log")); !strings.Contains(log, "merging 2 of 3 results with --allow-missing-shards; missing: shard 3/3") {
+			t.Errorf("the merge job does not say it took what was there:\n%s", log)
+		}
+
+		// Without the flag, miotool refuses the set, naming the shard.
+		r := c.miotool(t, bin, "report", "merge", filepath.Join(s.dir, "task-1.json"), filepath.Join(s.dir, "task-2.json"))
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "shard 3/3 of stopped (checks) is missing") ||
+			!strings.Contains(r.stderr, "--allow-missing-shards") {
+			t.Errorf("merge without --allow-missing-shards: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 		}
 	})
+}
+
+// shardListsTheSuite says where a shard's result does not name its shard
+// (index of total, split by checks, in the split set) or does not list
+// every check of the suite, in the suite's order, each with the shard that
+// runs it, its own with runs, the others' without.
+func shardListsTheSuite(t *testing.T, res, oneHost *report.SuiteResult, index, total int, set string) {
+	t.Helper()
+	want := report.Shard{Index: index, Count: total, Split: report.ShardChecks, Set: set}
+	if res.Shard == nil || *res.Shard != want {
+		t.Errorf("shard %d/%d: the result's shard is %+v, want %+v", index, total, res.Shard, want)
+	}
+	if len(res.Checks) != len(oneHost.Checks) {
+		t.Errorf("shard %d/%d lists %d checks, the suite has %d", index, total, len(res.Checks), len(oneHost.Checks))
+		return
+	}
+	for k, c := range res.Checks {
+		own := c.Shard == index
+		if c.Test() != oneHost.Checks[k].Test() || c.Shard < 1 || c.Shard > total || own != (len(c.Runs) > 0) {
+			t.Errorf("shard %d/%d, row %d: %s of shard %d with %d runs; the suite's row is %s", index, total, k+1,
+				c.Test(), c.Shard, len(c.Runs), oneHost.Checks[k].Test())
+		}
+		for _, r := range c.Runs {
+			if r.Iteration < 1 || r.Iteration > res.Options.Repeat {
+				t.Errorf("shard %d/%d: %s has run %d of %d", index, total, c.Test(), r.Iteration, res.Options.Repeat)
+			}
+		}
+	}
 }
 
 // withoutCheck copies the suite file from to to without the named check,
@@ -303,31 +354,56 @@ func runSuite(t *testing.T, c *cluster, bin, suite, out string, flags ...string)
 	return readSuite(t, out)
 }
 
-// sameChecks says where merged and oneHost differ: every check of the
-// one-host run, and no other, with the same outcome and status words,
-// runsEach runs each.
+// ran is how a miotool command ended and what it printed.
+type ran struct {
+	code           int
+	stdout, stderr string
+}
+
+// miotool runs bin with args, in the cluster's folder and environment,
+// bounded by a minute.
+func (c *cluster) miotool(t *testing.T, bin string, args ...string) ran {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = c.dir, c.env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		t.Fatalf("miotool %s: %v", strings.Join(args, " "), err)
+	}
+	return ran{cmd.ProcessState.ExitCode(), out.String(), errOut.String()}
+}
+
+// sameChecks says where merged and oneHost differ: check for check, in
+// the one-host run's order, the same check with the same outcome and
+// the same status up to what it found (its words and counts), runsEach
+// runs each.
 func sameChecks(t *testing.T, merged, oneHost *report.SuiteResult, runsEach int) {
 	t.Helper()
-	key := func(c *report.SuiteCheck) string { return c.Name + " " + c.Variant }
-	got := map[string]*report.SuiteCheck{}
-	for _, c := range merged.Checks {
-		if _, dup := got[key(c)]; dup {
-			t.Errorf("check %s is listed twice", key(c))
+	if len(merged.Checks) != len(oneHost.Checks) {
+		t.Errorf("the merged checklist has %d checks, the one-host run %d", len(merged.Checks), len(oneHost.Checks))
+	}
+	// "Passed (1/1 run)" of "Passed (1/1 run): what it found", which
+	// may hold figures of its own run.
+	head := func(status string) string { h, _, _ := strings.Cut(status, ": "); return h }
+	for k, want := range oneHost.Checks {
+		if k >= len(merged.Checks) {
+			t.Errorf("check %s of the one-host run is not in the merged checklist", want.Test())
+			continue
 		}
-		got[key(c)] = c
-	}
-	if len(got) != len(oneHost.Checks) {
-		t.Errorf("the merged checklist has %d checks, the one-host run %d", len(got), len(oneHost.Checks))
-	}
-	for _, want := range oneHost.Checks {
-		c, ok := got[key(want)]
+		c := merged.Checks[k]
 		switch {
-		case !ok:
-			t.Errorf("check %s of the one-host run is not in the merged checklist", key(want))
+		case c.Test() != want.Test() || c.Command != want.Command:
+			t.Errorf("row %d: merged %s (%s), one host %s (%s)", k+1, c.Test(), c.Command, want.Test(), want.Command)
 		case c.Outcome() != want.Outcome() || c.Met() != want.Met():
-			t.Errorf("check %s: merged %s (met %v), one host %s (met %v)", key(want), c.Outcome(), c.Met(), want.Outcome(), want.Met())
+			t.Errorf("check %s: merged %s (met %v), one host %s (met %v)", want.Test(), c.Outcome(), c.Met(), want.Outcome(), want.Met())
+		case runsEach == 1 && head(merged.StatusOf(c)) != head(oneHost.StatusOf(want)):
+			t.Errorf("check %s: merged %q, one host %q", want.Test(), merged.StatusOf(c), oneHost.StatusOf(want))
 		case len(c.Runs) != runsEach*len(want.Runs):
-			t.Errorf("check %s: %d runs merged, want %d", key(want), len(c.Runs), runsEach*len(want.Runs))
+			t.Errorf("check %s: %d runs merged, want %d", want.Test(), len(c.Runs), runsEach*len(want.Runs))
 		}
 	}
 	if merged.Verdict() != oneHost.Verdict() {
