@@ -121,11 +121,12 @@ func ParseEvent(line []byte) (Event, error) {
 		return e, fmt.Errorf("%s record: time %q", e.Kind, f[4])
 	}
 	e.Time = t
-	fixed, done, err := parseSimple(&e, r)
+	done, err := parseSimple(&e, r)
 	if err != nil || done {
 		return e, errors.Join(err, r.err)
 	}
-	if fixed, err = parseThreadRecord(&e, r); err != nil {
+	fixed, err := parseThreadRecord(&e, r)
+	if err != nil {
 		return e, err
 	}
 	if serr := parseSections(&e, r.rest[fixed:], r.num, r.hex); serr != nil {
@@ -195,15 +196,15 @@ func (r *fields) need(n int) error {
 
 // parseSimple reads the records that name no thread's stack (hello, fork,
 // note, eof, gone, device, graph): done says it was one of them.
-func parseSimple(e *Event, r *fields) (fixed int, done bool, err error) {
+func parseSimple(e *Event, r *fields) (done bool, err error) {
 	rest := r.rest
 	want := map[string]int{kindHello: 2, kindFork: 2, kindNote: 3, kindEOF: 0, kindGone: 2, kindDevice: 5, kindGraph: 7}
 	n, ok := want[e.Kind]
 	if !ok {
-		return 0, false, nil
+		return false, nil
 	}
 	if err := r.need(n); err != nil {
-		return 0, true, err
+		return true, err
 	}
 	switch e.Kind {
 	case kindHello, kindFork:
@@ -225,7 +226,7 @@ func parseSimple(e *Event, r *fields) (fixed int, done bool, err error) {
 		e.API, e.Name, e.Graph, e.Exec, e.Stream = r.api(rest[0]), rest[1], r.hex(rest[2]), r.hex(rest[3]), r.hex(rest[4])
 		e.Result, e.Nodes = hip.Code(r.num(rest[5])), r.num(rest[6])
 	}
-	return 0, true, nil
+	return true, nil
 }
 
 // parseThreadRecord reads the fixed fields of the records that go on with
