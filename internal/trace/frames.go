@@ -57,13 +57,16 @@ func (f Frame) String() string {
 // Demangle is a C++ (or Rust) symbol's readable name without parameters,
 // or a Cython function's Python name; other names come back unchanged.
 func Demangle(raw string) string {
-	if name, ok := demangleCython(raw); ok {
-		return name
+	name := raw
+	if strings.HasPrefix(raw, "_Z") || strings.HasPrefix(raw, "_R") {
+		name = demangle.Filter(raw, demangle.NoParams, demangle.NoClones)
 	}
-	if !strings.HasPrefix(raw, "_Z") && !strings.HasPrefix(raw, "_R") {
-		return raw
+	// Cython's output compiled as C++ (CuPy's extensions) gives a static
+	// function both manglings: _ZL50__pyx_f_13cupy_backends_..._mallocmi.
+	if py, ok := demangleCython(name); ok {
+		return py
 	}
-	return demangle.Filter(raw, demangle.NoParams, demangle.NoClones)
+	return name
 }
 
 // cythonPrefixes start the C names Cython gives a module's functions: cdef
@@ -92,6 +95,11 @@ func demangleCython(raw string) (string, bool) {
 	for {
 		n, width := leadingNumber(rest)
 		if width == 0 || n == 0 || width+n >= len(rest) || rest[width+n] != '_' {
+			break
+		}
+		// A def function's counter before a dunder name looks like a part
+		// named "_" (Memory_1__init__): no module or class is named so.
+		if strings.Trim(rest[width:width+n], "_") == "" {
 			break
 		}
 		parts = append(parts, rest[width:width+n])
@@ -274,8 +282,14 @@ func runtimeEntry(f Frame) bool {
 	if !strings.HasPrefix(obj, "libcudart") && !strings.HasPrefix(obj, "libamdhip64") {
 		return false
 	}
+	return runtimeAPIName(f.Symbol)
+}
+
+// runtimeAPIName says whether a symbol is named as a CUDA runtime or HIP
+// API function is (cudaMalloc, hipStreamQuery).
+func runtimeAPIName(symbol string) bool {
 	for _, p := range []string{"cuda", "hip"} {
-		if rest, ok := strings.CutPrefix(f.Symbol, p); ok && rest != "" && rest[0] >= 'A' && rest[0] <= 'Z' {
+		if rest, ok := strings.CutPrefix(symbol, p); ok && rest != "" && rest[0] >= 'A' && rest[0] <= 'Z' {
 			return true
 		}
 	}
@@ -301,11 +315,16 @@ type Callers struct {
 // of its named frames below the first frame outside.
 func ReadableCallers(frames []Frame) Callers {
 	var c Callers
-	outside := false
+	outside, static := false, false
 	for _, f := range frames {
-		if RuntimeFrame(f) {
+		// A statically linked runtime's entry point keeps its API name in
+		// the object that links it (cudaMalloc in CuPy's extension), right
+		// above the runtime's hashed frames.
+		staticEntry := !outside && static && runtimeAPIName(f.Symbol)
+		if RuntimeFrame(f) || staticEntry {
 			c.Skipped++
-			if !outside && runtimeEntry(f) {
+			static = static || strings.HasPrefix(f.Raw, staticCUDARuntime)
+			if !outside && (runtimeEntry(f) || staticEntry) {
 				c.Entry = f.Symbol
 			}
 			continue

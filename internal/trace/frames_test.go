@@ -27,6 +27,11 @@ func TestDemangle(t *testing.T) {
 		"__pyx_module_is_main_cupy":                                  "__pyx_module_is_main_cupy",
 		"__pyx_f_":                                                   "__pyx_f_",
 		"__pyx_f_malloc":                                             "__pyx_f_malloc",
+		"__pyx_pw_4cupy_4cuda_6memory_6Memory_1__init__":             "cupy.cuda.memory.Memory.__init__",
+		// Cython compiled as C++: the static function is also C++-mangled
+		// (CuPy 13's runtime extension on the H200).
+		"_ZL50__pyx_f_13cupy_backends_4cuda_3api_7runtime_mallocmi":                                                                         "cupy_backends.cuda.api.runtime.malloc",
+		"_ZL55__pyx_f_13cupy_backends_4cuda_3api_7runtime_mallocArraylmmiP62__pyx_opt_args_13cupy_backends_4cuda_3api_7runtime_mallocArray": "cupy_backends.cuda.api.runtime.mallocArray",
 	} {
 		if got := Demangle(raw); got != want {
 			t.Errorf("Demangle(%q) = %q, want %q", raw, got, want)
@@ -149,9 +154,12 @@ func TestReadableCallers(t *testing.T) {
 			"cudaDeviceSynchronize ← c10::cuda::device_synchronize"},
 		{"CuPy: a statically linked CUDA runtime has hashed names, Cython names read as Python",
 			[]Frame{f(cupy, "libcudart_static_53829f2a1b"), f(cupy, "libcudart_static_f74e0c11aa"),
-				f(cupy, "__pyx_f_13cupy_backends_4cuda_3api_7runtime_malloc"), f("/usr/bin/python3.12", "")},
-			"", []string{"cupy_backends.cuda.api.runtime.malloc", "python3.12+0x40"},
-			"cupy_backends.cuda.api.runtime.malloc"},
+				f(cupy, "cudaMalloc"), f(cupy, "_ZL50__pyx_f_13cupy_backends_4cuda_3api_7runtime_mallocmi"), f("/usr/bin/python3.12", "")},
+			"cudaMalloc", []string{"cupy_backends.cuda.api.runtime.malloc", "python3.12+0x40"},
+			"cudaMalloc ← cupy_backends.cuda.api.runtime.malloc"},
+		{"a function named like the runtime's API, called by the program, is a caller",
+			[]Frame{f("/usr/lib/libcuda.so.1", ""), f("/opt/app/libwrap.so", "cudaMallocTracked"), f("/opt/app/bin/app", "main")},
+			"", []string{"cudaMallocTracked", "main"}, "cudaMallocTracked ← main"},
 		{"HIP: libamdhip64 and HSA are the runtime, the observer too",
 			[]Frame{f("/cache/libmiotool-observer.so", "hipStreamQuery"), f("/opt/rocm/lib/libhsa-runtime64.so.1", ""),
 				f("/opt/rocm/lib/libamdhip64.so.6", "hipStreamQuery"), f("/opt/rocm/lib/libMIOpen.so.1", "_ZN6miopen6Handle3RunENS_6KernelEPvS2_mb")},
