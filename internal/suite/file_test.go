@@ -201,6 +201,16 @@ func TestParseVariant(t *testing.T) {
 	}
 }
 
+func TestParseVariants(t *testing.T) {
+	vs, err := ParseVariants([]string{"A=1", "", "B=2,C=3"})
+	if err != nil || len(vs) != 2 || vs[0].Label != "A=1" || vs[1].Label != "B=2 C=3" {
+		t.Errorf("ParseVariants: %+v, %v (an empty value is no variant; the others keep their order)", vs, err)
+	}
+	if vs, err := ParseVariants([]string{"A=1", "=3"}); err == nil || vs != nil {
+		t.Errorf("ParseVariants with a bad value: %+v, %v; want an error and no variants", vs, err)
+	}
+}
+
 func TestPlanIsDeterministic(t *testing.T) {
 	f := &File{}
 	for i := range 8 {

@@ -28,6 +28,23 @@ func ParseVariant(s string) (Variant, error) {
 	return v, nil
 }
 
+// ParseVariants reads the variants of a list of --env values, each by
+// ParseVariant; an empty value (an empty list from a config file) is none.
+func ParseVariants(values []string) ([]Variant, error) {
+	var vs []Variant
+	for _, e := range values {
+		if e == "" {
+			continue
+		}
+		v, err := ParseVariant(e)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}
+
 // Step is one run in a suite's plan.
 type Step struct {
 	Variant   int // index into the variants, 0 being the baseline

@@ -162,7 +162,7 @@ INTERRUPTED with the statistics of every run that finished.`,
 
   # Both builds run by run, the unfixed one through its own library path
   miotool repeat --runs 400 --against 'env LD_LIBRARY_PATH=/opt/unpatched python3 test_threads.py' -- python3 test_threads.py`,
-		Args: programArgs,
+		Args: cli.ProgramAfterDash("repeat", usageLine),
 		RunE: cli.RunE(f, opts, runF),
 	}
 	// A flag miotool does not know is most often the program's, given
@@ -192,22 +192,6 @@ INTERRUPTED with the statistics of every run that finished.`,
 	return cmd
 }
 
-// programArgs checks that the program follows --, and only it.
-func programArgs(cmd *cobra.Command, args []string) error {
-	dash := cmd.ArgsLenAtDash()
-	switch {
-	case dash < 0 && len(args) == 0:
-		return fmt.Errorf("no program to repeat: %s", usageLine)
-	case dash < 0:
-		return fmt.Errorf("put -- before the program: miotool repeat [flags] -- %s", report.JoinCommandLine(args))
-	case dash > 0:
-		return fmt.Errorf("%q before --: the program and its arguments go after --, miotool's flags before it (%s)", args[0], usageLine)
-	case len(args) == 0:
-		return fmt.Errorf("no program after --: %s", usageLine)
-	}
-	return nil
-}
-
 // Complete reads the global options, the program, the shard (the flag,
 // else SHARD_INDEX and TOTAL_SHARDS) and the --env assignments.
 func (o *RepeatOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []string) error {
@@ -221,15 +205,12 @@ func (o *RepeatOptions) Complete(f *cli.Factory, cmd *cobra.Command, args []stri
 			o.Label = fixedLabel
 		}
 	}
+	variants, err := suite.ParseVariants(o.Env)
+	if err != nil {
+		return cli.UsageErrorf("--env %v", err)
+	}
 	o.env = nil
-	for _, e := range o.Env {
-		if e == "" {
-			continue // an empty list from a config file
-		}
-		v, err := suite.ParseVariant(e)
-		if err != nil {
-			return cli.UsageErrorf("--env %v", err)
-		}
+	for _, v := range variants {
 		o.env = append(o.env, v.Env...)
 	}
 	return nil

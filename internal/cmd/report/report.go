@@ -148,17 +148,11 @@ func (o *ReportOptions) Complete(f *cli.Factory, cmd *cobra.Command, _ []string)
 	o.Global = f.Global
 	o.ConfigUsed = f.ConfigUsed
 	o.spellings = SuiteSpellings(cmd.Root())
-	o.variants = nil
-	for _, e := range o.Env {
-		if e == "" {
-			continue // an empty list from a config file
-		}
-		v, err := suite.ParseVariant(e)
-		if err != nil {
-			return cli.UsageErrorf("--env %v", err)
-		}
-		o.variants = append(o.variants, v)
+	variants, err := suite.ParseVariants(o.Env)
+	if err != nil {
+		return cli.UsageErrorf("--env %v", err)
 	}
+	o.variants = variants
 	return o.completeSuiteFlags(f.LookupEnv)
 }
 

@@ -139,7 +139,7 @@ seen. A program that SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 
   # miotool's own pre-fix reclaim under the trace: FAIL naming cuStreamQuery
   miotool trace -- miotool --backend cuda capture --mode=global --reclaim=lazy`,
-		Args:              programArgs,
+		Args:              cli.ProgramAfterDash("trace", usageLine),
 		ValidArgsFunction: completeProgram(opts.Environ),
 		RunE:              cli.RunE(f, opts, runF),
 	}
@@ -234,22 +234,6 @@ func completeProgram(environ func() []string) cobra.CompletionFunc {
 		}
 		return trace.Executables(environ(), toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-// programArgs checks that the program follows --, and only it.
-func programArgs(cmd *cobra.Command, args []string) error {
-	dash := cmd.ArgsLenAtDash()
-	switch {
-	case dash < 0 && len(args) == 0:
-		return fmt.Errorf("no program to trace: %s", usageLine)
-	case dash < 0:
-		return fmt.Errorf("put -- before the program: miotool trace [flags] -- %s", report.JoinCommandLine(args))
-	case dash > 0:
-		return fmt.Errorf("%q before --: the program and its arguments go after --, miotool's flags before it (%s)", args[0], usageLine)
-	case len(args) == 0:
-		return fmt.Errorf("no program after --: %s", usageLine)
-	}
-	return nil
 }
 
 // Complete reads the global options and the program.
