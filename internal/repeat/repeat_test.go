@@ -221,7 +221,10 @@ func TestCacheRaceOnTheHost(t *testing.T) {
 		t.Fatalf("fixed: %d passed; unfixed: crashes %v; want 3 passed and 3 SIGSEGV", fixed.Passed, unfixed.Signals)
 	}
 	if g := unfixed.Groups; len(g) != 1 || len(g[0].Python) == 0 || !strings.HasPrefix(g[0].Python[0], "predict (cache_race.py:") {
-		t.Errorf("unfixed groups %+v: want one, at predict in cache_race.py", g)
+		for _, one := range g {
+			t.Logf("group of %d from %s: Python %q, native %q, stderr of run %d:\n%s", one.Count, one.Source, one.Python, one.Native, one.StderrRun, one.Stderr)
+		}
+		t.Errorf("unfixed: %d groups, want one, at predict in cache_race.py", len(g))
 	}
 }
 

@@ -149,7 +149,11 @@ const (
 	// FromFaulthandler: the crashing thread's Python frames as CPython's
 	// faulthandler printed them on standard error.
 	FromFaulthandler Source = "faulthandler"
-	FromStatus       Source = "the exit status" // nothing else: a hang, or silence
+	// FromFaulthandlerCut: a faulthandler report that ended before it
+	// named the crashing thread (see faulthandlerFrames): the crash is
+	// counted, its place is not known.
+	FromFaulthandlerCut Source = "faulthandler, cut short before the crashing thread"
+	FromStatus          Source = "the exit status" // nothing else: a hang, or silence
 )
 
 // stderrSignatureLines is how many last lines of standard error a
@@ -189,7 +193,8 @@ func signatureOf(o Outcome, crash *Crash, stderr string) signature {
 		// A hang's last words are wherever it was when killed.
 		return signature{key: head, from: FromStatus}
 	}
-	if frames := faulthandlerFrames(stderr); len(frames) > 0 {
+	frames, cut := faulthandlerFrames(stderr)
+	if len(frames) > 0 {
 		s := signature{from: FromFaulthandler}
 		keys := []string{head, "|"}
 		for _, f := range frames[:min(len(frames), signatureFrames)] {
@@ -198,6 +203,10 @@ func signatureOf(o Outcome, crash *Crash, stderr string) signature {
 		}
 		s.key = strings.Join(keys, "\x00")
 		return s
+	}
+	if cut {
+		// Its last lines are wherever another thread was: one group.
+		return signature{key: head + "\x00faulthandler cut short", from: FromFaulthandlerCut}
 	}
 	tail := maskNumbers(words.LastLines(stderr, stderrSignatureLines))
 	if tail == "" {
@@ -213,19 +222,34 @@ var faulthandlerFrame = regexp.MustCompile(`^\s+File "(.*)", line (\d+) in (.+)$
 // PYTHONFAULTHANDLER=1, pytest's default) printed on a fatal signal: the
 // block under its "Current thread" line. The other threads' blocks say
 // where they were, which changes from run to run. Nil without one.
-func faulthandlerFrames(stderr string) []PyFrame {
+//
+// cut says that faulthandler began a report ("Fatal Python error") and
+// never reached its "Current thread" block: it walks the other threads
+// first, while they run on, and a second crash (another racing thread's,
+// or its own on a frame being freed) ends the process mid-report. The
+// blocks it did print are other threads', so the crash's frames are not
+// known.
+func faulthandlerFrames(stderr string) (frames []PyFrame, cut bool) {
 	lines := strings.Split(stderr, "\n")
-	at := -1
+	current, fatal := -1, false
 	for i, l := range lines {
-		if strings.HasPrefix(l, "Current thread 0x") && strings.Contains(l, "most recent call first") {
-			at = i
+		switch {
+		case strings.HasPrefix(l, "Fatal Python error: "):
+			fatal = true
+		case strings.HasPrefix(l, "Current thread 0x") && strings.Contains(l, "most recent call first"):
+			current = i
 		}
 	}
-	if at < 0 {
-		return nil
+	if current < 0 {
+		return nil, fatal
 	}
+	return framesAfter(lines, current), false
+}
+
+// framesAfter reads the frame lines that follow a thread's header line.
+func framesAfter(lines []string, header int) []PyFrame {
 	var out []PyFrame
-	for _, l := range lines[at+1:] {
+	for _, l := range lines[header+1:] {
 		m := faulthandlerFrame.FindStringSubmatch(strings.TrimRight(l, "\r"))
 		if m == nil {
 			break

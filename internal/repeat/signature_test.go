@@ -123,13 +123,48 @@ Current thread 0x00007f53b4fd26c0 (most recent call first):
 
 Extension modules: numpy.core._multiarray_umath (total: 1)
 `
-	got := faulthandlerFrames(stderr)
+	got, cut := faulthandlerFrames(stderr)
 	want := []PyFrame{{"/home/u/t.py", 18, "predict"}, {"/home/u/t.py", 22, "worker"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("faulthandlerFrames = %+v, want %+v", got, want)
+	if !slices.Equal(got, want) || cut {
+		t.Errorf("faulthandlerFrames = %+v (cut %v), want %+v", got, cut, want)
 	}
-	if faulthandlerFrames("Segmentation fault\n") != nil {
+	if got, _ := faulthandlerFrames("Segmentation fault\n"); got != nil {
 		t.Error("frames from a standard error without faulthandler's report")
+	}
+}
+
+// TestFaulthandlerCutShort: faulthandler walks the other threads first,
+// and a second crash can end the process before it reaches the crashing
+// thread's block. Such reports are one group that names no frames: the
+// blocks printed are other threads'.
+func TestFaulthandlerCutShort(t *testing.T) {
+	segv := Outcome{Kind: RunCrashed, Signal: syscall.SIGSEGV}
+	header := "Fatal Python error: Segmentation fault\n\n"
+	other := "Thread 0x00007facf7fff6c0 (most recent call first):\n" +
+		"  File \"/w/cache_race.py\", line 20 in predict\n  File \"/w/cache_race.py\", line 26 in worker\n"
+	waiting := "Thread 0x00007fba3c9beb80 (most recent call first):\n" +
+		"  File \"/usr/lib/python3.11/threading.py\", line 1139 in _wait_for_tstate_lock\n"
+	for _, c := range []struct {
+		name, stderr string
+		cut          bool
+	}{
+		{"cut after the header", header, true},
+		{"cut mid-block", header + other[:len(other)-9], true},
+		{"cut after another thread", header + waiting + "\n" + other, true},
+		{"thread blocks without a fatal error", other, false},
+	} {
+		got, cut := faulthandlerFrames(c.stderr)
+		if got != nil || cut != c.cut {
+			t.Errorf("%s: %+v (cut %v), want no frames (cut %v)", c.name, got, cut, c.cut)
+		}
+	}
+	a := signatureOf(segv, nil, header+other)
+	b := signatureOf(segv, nil, header+waiting+"\n"+other[:40])
+	if a.key != b.key || a.from != FromFaulthandlerCut || len(a.python) != 0 {
+		t.Errorf("cut reports: keys %q and %q from %s with frames %q; want one group that names no frames", a.key, b.key, a.from, a.python)
+	}
+	if full := signatureOf(segv, nil, header+"Current thread 0x1 (most recent call first):\n"+other[strings.Index(other, "\n")+1:]); full.key == a.key {
+		t.Error("a complete report shares the cut reports' group")
 	}
 }
 

@@ -478,6 +478,9 @@ func shellSignal(code int) (string, bool) {
 // whereText is a group's frames, innermost first, "←" reading "called
 // from".
 func whereText(g *repeat.Group) string {
+	if g.Source == repeat.FromFaulthandlerCut {
+		return "not known: faulthandler's report ended before it reached the crashing thread (a second crash cut it short)"
+	}
 	var parts []string
 	if len(g.Native) > 0 {
 		parts = append(parts, strings.Join(g.Native, " ← "))

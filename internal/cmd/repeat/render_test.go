@@ -83,6 +83,26 @@ func TestEndings(t *testing.T) {
 	}
 }
 
+func TestWhereText(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		g    repeat.Group
+		want string
+	}{
+		{"faulthandler's frames", repeat.Group{Source: repeat.FromFaulthandler, Python: []string{"predict (race.py:20)", "worker (race.py:26)"}},
+			"Python: predict (race.py:20) ← worker (race.py:26)"},
+		{"a crash report with a thread", repeat.Group{Source: repeat.FromCrashReport, Native: []string{"libm.so(model_predict)"}, Thread: "conv-worker-1"},
+			"libm.so(model_predict); thread conv-worker-1"},
+		{"a report cut short names no place", repeat.Group{Source: repeat.FromFaulthandlerCut},
+			"not known: faulthandler's report ended before it reached the crashing thread (a second crash cut it short)"},
+		{"nothing", repeat.Group{Source: repeat.FromStderr}, "-"},
+	} {
+		if got := whereText(&c.g); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 func TestProgressLabel(t *testing.T) {
 	one := []repeat.Build{{Label: "This build"}}
 	if got := progressLabel(one, repeat.Progress{Ended: 40, Total: 220, Finished: []int{40}, NotPassed: []int{3}}); got != "repeat: 3 failed (7.5%)" {

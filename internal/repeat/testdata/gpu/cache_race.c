@@ -64,7 +64,7 @@ static struct model *cache[SLOTS]; /* no lock: the defect */
  * destroyed it. */
 static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t order_cv = PTHREAD_COND_INITIALIZER;
-static int inserted, destroyed;
+static int inserted, destroyed, predicted;
 
 static void *sym(void *lib, const char *name)
 {
@@ -212,10 +212,26 @@ float cache_race_predict(long key, int second)
 		} else {
 			destroyed = 1;
 			pthread_cond_broadcast(&order_cv);
+			/* Hold still until the first thread has predicted (it crashes
+			 * first): faulthandler reads the other threads' frames before
+			 * the crashing one's, and a thread that runs on meanwhile can
+			 * end the report before it names the crash. Bounded. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 30;
+			while (!predicted && pthread_cond_timedwait(&order_cv, &order_mu, &until) == 0)
+				;
 		}
 		pthread_mutex_unlock(&order_mu);
 		if (second)
 			return 0;
 	}
-	return model_predict(m);
+	float sum = model_predict(m);
+	if (force && !locked) {
+		pthread_mutex_lock(&order_mu);
+		predicted = 1;
+		pthread_cond_broadcast(&order_cv);
+		pthread_mutex_unlock(&order_mu);
+	}
+	return sum;
 }
