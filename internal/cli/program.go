@@ -28,3 +28,12 @@ func ProgramAfterDash(verb, usage string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// ProgramFlagError is the flag error of a command that runs the user's
+// program: a flag miotool does not know is most often the program's,
+// given without -- before it.
+func ProgramFlagError(usage string) func(*cobra.Command, error) error {
+	return func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%v (the program's own flags go after --: %s)", err, usage), Hint: UsageHint(c)}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -31,5 +32,20 @@ func TestProgramAfterDash(t *testing.T) {
 		case c.want != "" && (got == nil || !strings.Contains(got.Error(), c.want)):
 			t.Errorf("%s: %v, want an error saying %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestProgramFlagError(t *testing.T) {
+	const usage = "miotool repeat [flags] -- PROGRAM [ARGS...]"
+	cmd := &cobra.Command{Use: "repeat", Args: ProgramAfterDash("repeat", usage), RunE: func(*cobra.Command, []string) error { return nil }}
+	cmd.SetFlagErrorFunc(ProgramFlagError(usage))
+	cmd.SetArgs([]string{"--iters", "3", "--", "prog"})
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	err := cmd.Execute()
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != ExitUsage || !strings.Contains(exit.Err.Error(), "the program's own flags go after --: "+usage) ||
+		exit.Hint != "Run 'repeat --help' for usage." {
+		t.Errorf("an unknown flag gave %#v, want a usage error (exit %d) that says the program's flags go after --", err, ExitUsage)
 	}
 }

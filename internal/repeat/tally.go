@@ -202,33 +202,25 @@ func (f *BuildFacts) sortGroups() {
 	})
 }
 
-// SignalCounts are the crashes by signal, most first, then by name.
-func (f *BuildFacts) SignalCounts() []NameCount {
-	out := make([]NameCount, 0, len(f.Signals))
-	for name, n := range f.Signals {
-		out = append(out, NameCount{name, n})
-	}
-	slices.SortFunc(out, func(a, b NameCount) int { return cmp.Or(cmp.Compare(b.N, a.N), strings.Compare(a.Name, b.Name)) })
-	return out
-}
+// SignalCounts are the crashes by signal name, most first, then by name.
+func (f *BuildFacts) SignalCounts() []Count[string] { return byCount(f.Signals) }
 
 // ExitCounts are the failures by exit status, most first, then by status.
-func (f *BuildFacts) ExitCounts() []ExitCount {
-	out := make([]ExitCount, 0, len(f.Exits))
-	for code, n := range f.Exits {
-		out = append(out, ExitCount{code, n})
+func (f *BuildFacts) ExitCounts() []Count[int] { return byCount(f.Exits) }
+
+// Count is how many runs ended one way: by a signal's name or an exit
+// status.
+type Count[K cmp.Ordered] struct {
+	Key K
+	N   int
+}
+
+// byCount lists a tally most first, then by key.
+func byCount[K cmp.Ordered](tally map[K]int) []Count[K] {
+	out := make([]Count[K], 0, len(tally))
+	for k, n := range tally {
+		out = append(out, Count[K]{k, n})
 	}
-	slices.SortFunc(out, func(a, b ExitCount) int { return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Exit, b.Exit)) })
+	slices.SortFunc(out, func(a, b Count[K]) int { return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.Key, b.Key)) })
 	return out
-}
-
-// NameCount is a count under a name.
-type NameCount struct {
-	Name string
-	N    int
-}
-
-// ExitCount is a count of runs that exited with one status.
-type ExitCount struct {
-	Exit, N int
 }

@@ -123,46 +123,38 @@ func betaFraction(a, b, x float64) float64 {
 	const (
 		maxTerms = 100000
 		eps      = 1e-16
-		tiny     = 1e-300
 	)
 	qab, qap, qam := a+b, a+1, a-1
-	c, d := 1.0, 1-qab*x/qap
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
+	c, d := 1.0, 1/awayFromZero(1-qab*x/qap)
 	h := d
+	// step takes the fraction one term further (modified Lentz): the
+	// factor it multiplies h by.
+	step := func(aa float64) float64 {
+		d = 1 / awayFromZero(1+aa*d)
+		c = awayFromZero(1 + aa/c)
+		return d * c
+	}
 	for m := 1; m <= maxTerms; m++ {
 		fm := float64(m)
 		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		h *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
+		h *= step(fm * (b - fm) * x / ((qam + m2) * (a + m2)))
+		del := step(-(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2)))
 		h *= del
 		if math.Abs(del-1) < eps {
 			break
 		}
 	}
 	return h
+}
+
+// awayFromZero keeps a continued fraction's partial values off zero, where
+// the next division would blow up.
+func awayFromZero(v float64) float64 {
+	const tiny = 1e-300
+	if math.Abs(v) < tiny {
+		return tiny
+	}
+	return v
 }
 
 // betaQuantile is the x in [0, 1] with I_x(a, b) = q, by bisection:

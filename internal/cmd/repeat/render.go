@@ -1,6 +1,7 @@
 package repeat
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -225,28 +226,25 @@ func countText(c stats.Count) string { return fmt.Sprintf("%d of %d", c.K, c.N) 
 
 // crashesText is the seed's words: "3 crashes — 2× SIGSEGV, 1× SIGABRT".
 func crashesText(b *repeat.BuildFacts) string {
-	text := words.Count(b.Crashed, "crash", "crashes")
-	if b.Crashed == 0 {
-		return text
-	}
-	var parts []string
-	for _, s := range b.SignalCounts() {
-		parts = append(parts, fmt.Sprintf("%d× %s", s.N, s.Name))
-	}
-	return text + " — " + strings.Join(parts, ", ")
+	return withCounts(words.Count(b.Crashed, "crash", "crashes"), b.SignalCounts(), func(name string) string { return name })
 }
 
 // failedText is "2 failed — 2× exit status 3".
 func failedText(b *repeat.BuildFacts) string {
-	text := fmt.Sprintf("%d failed", b.Failed)
-	if b.Failed == 0 {
-		return text
+	return withCounts(fmt.Sprintf("%d failed", b.Failed), b.ExitCounts(), func(code int) string { return fmt.Sprintf("exit status %d", code) })
+}
+
+// withCounts is a total followed by how it splits: "3 crashes — 2×
+// SIGSEGV, 1× SIGABRT"; the total alone when nothing splits it.
+func withCounts[K cmp.Ordered](total string, counts []repeat.Count[K], name func(K) string) string {
+	if len(counts) == 0 {
+		return total
 	}
-	var parts []string
-	for _, e := range b.ExitCounts() {
-		parts = append(parts, fmt.Sprintf("%d× exit status %d", e.N, e.Exit))
+	parts := make([]string, 0, len(counts))
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%d× %s", c.N, name(c.Key)))
 	}
-	return text + " — " + strings.Join(parts, ", ")
+	return total + " — " + strings.Join(parts, ", ")
 }
 
 // endings is how the runs that did not pass ended: "3 crashes — 2×
@@ -604,8 +602,8 @@ func notes(r *report.Result, s setup, f *repeat.Facts, j repeat.Judgement, b *ba
 			r.Note("%s: %s could not start: %s", bf.Label, words.Count(bf.NotStarted, "run", "runs"), bf.StartError)
 		}
 		for _, e := range bf.ExitCounts() {
-			if sig, ok := shellSignal(e.Exit); ok {
-				r.Note("%s: exit status %d is 128+%s, a shell's way of saying the program it ran was ended by %s: repeat the program itself, not a shell around it, to see the signal", bf.Label, e.Exit, sig, sig)
+			if sig, ok := shellSignal(e.Key); ok {
+				r.Note("%s: exit status %d is 128+%s, a shell's way of saying the program it ran was ended by %s: repeat the program itself, not a shell around it, to see the signal", bf.Label, e.Key, sig, sig)
 			}
 		}
 	}

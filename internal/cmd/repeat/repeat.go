@@ -165,12 +165,7 @@ INTERRUPTED with the statistics of every run that finished.`,
 		Args: cli.ProgramAfterDash("repeat", usageLine),
 		RunE: cli.RunE(f, opts, runF),
 	}
-	// A flag miotool does not know is most often the program's, given
-	// without -- before it.
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("%v (the program's own flags go after --: %s)", err, usageLine),
-			Hint: cli.UsageHint(c)}
-	})
+	cmd.SetFlagErrorFunc(cli.ProgramFlagError(usageLine))
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.IntVar(&opts.Runs, "runs", defaultRuns, fmt.Sprintf("runs of each build, each a fresh process (1 to %d)", maxRuns))

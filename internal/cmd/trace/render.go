@@ -783,28 +783,21 @@ func pythonNotes(r *report.Result, res *trace.Result) {
 	}
 }
 
-func threadList(tids []int) string {
-	parts := make([]string, 0, len(tids))
-	for i, t := range tids {
-		if i == 10 {
-			parts = append(parts, fmt.Sprintf("%d more", len(tids)-10))
-			break
-		}
-		parts = append(parts, fmt.Sprint(t))
-	}
-	return words.Plural(len(tids), "thread ", "threads ") + strings.Join(parts, ", ")
-}
+func threadList(tids []int) string { return idList(tids, "thread ", "threads ") }
 
-func processList(pids []int) string {
-	parts := make([]string, 0, len(pids))
-	for i, p := range pids {
+func processList(pids []int) string { return idList(pids, "process ", "processes ") }
+
+// idList is "threads 12, 13", the first ten ids and how many more.
+func idList(ids []int, one, many string) string {
+	parts := make([]string, 0, len(ids))
+	for i, id := range ids {
 		if i == 10 {
-			parts = append(parts, fmt.Sprintf("%d more", len(pids)-10))
+			parts = append(parts, fmt.Sprintf("%d more", len(ids)-10))
 			break
 		}
-		parts = append(parts, fmt.Sprint(p))
+		parts = append(parts, fmt.Sprint(id))
 	}
-	return words.Plural(len(pids), "process ", "processes ") + strings.Join(parts, ", ")
+	return words.Plural(len(ids), one, many) + strings.Join(parts, ", ")
 }
 
 func baseName(path string) string {

@@ -143,12 +143,7 @@ seen. A program that SIGINT ended (Ctrl-C on its terminal) is INTERRUPTED too.`,
 		ValidArgsFunction: completeProgram(opts.Environ),
 		RunE:              cli.RunE(f, opts, runF),
 	}
-	// A flag miotool does not know is most often the program's, given
-	// without -- before it.
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &cli.ExitError{Code: cli.ExitUsage, Err: fmt.Errorf("%v (the program's own flags go after --: %s)", err, usageLine),
-			Hint: cli.UsageHint(c)}
-	})
+	cmd.SetFlagErrorFunc(cli.ProgramFlagError(usageLine))
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "watchdog: kill the program's process group after this long and judge it hung (0: none)")

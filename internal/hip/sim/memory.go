@@ -233,62 +233,49 @@ func (d *Device) HostFreeMapped(m hip.HostMapped) error { return d.Free(m.Dev) }
 // Memset is the synchronous byte memset. All simulated streams are
 // non-blocking, so it does not wait for them.
 func (d *Device) Memset(p hip.DevPtr, value byte, bytes int) error {
-	const op = "Memset"
-	if err := d.alive(op); err != nil {
-		return err
+	b, err := d.syncSpan("Memset", ActionSyncMemset, p, bytes)
+	if err == nil {
+		fill(b, value)
 	}
-	if err := d.guardDevice(op, ActionSyncMemset); err != nil {
-		return err
-	}
-	if err := d.stickyErr(op); err != nil {
-		return err
-	}
-	b, err := d.mem.span(p, bytes)
-	if err != nil {
-		return d.newErr(op, hip.ErrInvalidValue, err.Error())
-	}
-	fill(b, value)
-	return nil
+	return err
 }
 
 // MemcpyHtoD is the synchronous host-to-device copy.
 func (d *Device) MemcpyHtoD(dst hip.DevPtr, src []byte) error {
-	const op = "MemcpyHtoD"
-	if err := d.alive(op); err != nil {
-		return err
+	b, err := d.syncSpan("MemcpyHtoD", ActionSyncMemcpy, dst, len(src))
+	if err == nil {
+		copy(b, src)
 	}
-	if err := d.guardDevice(op, ActionSyncMemcpy); err != nil {
-		return err
-	}
-	if err := d.stickyErr(op); err != nil {
-		return err
-	}
-	b, err := d.mem.span(dst, len(src))
-	if err != nil {
-		return d.newErr(op, hip.ErrInvalidValue, err.Error())
-	}
-	copy(b, src)
-	return nil
+	return err
 }
 
 // MemcpyDtoH is the synchronous device-to-host copy.
 func (d *Device) MemcpyDtoH(dst []byte, src hip.DevPtr) error {
-	const op = "MemcpyDtoH"
-	if err := d.alive(op); err != nil {
-		return err
+	b, err := d.syncSpan("MemcpyDtoH", ActionSyncMemcpy, src, len(dst))
+	if err == nil {
+		copy(dst, b)
 	}
-	if err := d.guardDevice(op, ActionSyncMemcpy); err != nil {
-		return err
+	return err
+}
+
+// syncSpan is the device memory a synchronous call touches, once the
+// device is alive, the capture rules let the call through and no earlier
+// error is sticky.
+func (d *Device) syncSpan(op string, act Action, p hip.DevPtr, bytes int) ([]byte, error) {
+	if err := d.alive(op); err != nil {
+		return nil, err
+	}
+	if err := d.guardDevice(op, act); err != nil {
+		return nil, err
 	}
 	if err := d.stickyErr(op); err != nil {
-		return err
+		return nil, err
 	}
-	b, err := d.mem.span(src, len(dst))
+	b, err := d.mem.span(p, bytes)
 	if err != nil {
-		return d.newErr(op, hip.ErrInvalidValue, err.Error())
+		return nil, d.newErr(op, hip.ErrInvalidValue, err.Error())
 	}
-	copy(dst, b)
-	return nil
+	return b, nil
 }
 
 // MemsetAsync queues a byte memset on s.
