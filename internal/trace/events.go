@@ -382,7 +382,7 @@ const (
 type PyStack struct {
 	State      PyState
 	Why        string    // for PyUnavailable, e.g. "CPython 3.9: not supported (3.10 to 3.13 are)", "...; GIL held by another thread"
-	ThreadName string    // the thread's threading name (threading.current_thread().name), read only where the thread held the GIL; "" otherwise
+	ThreadName string    // the thread's threading name (threading.current_thread().name): read on the thread where it held the GIL, else by the observer's naming thread within a bounded wait; "" where neither could
 	Version    string    // the interpreter's version, e.g. "3.12.1", when known
 	Frames     []PyFrame // innermost first
 	Omitted    int       // frames that did not fit (at least this many)

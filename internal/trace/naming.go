@@ -43,12 +43,12 @@ func (r *Result) inheritedName(pid int, name string) bool {
 // threading name, with its OS name where that says something else
 // (`"metrics"`, `"metrics" (OS name "pt_io")`), or its OS name where it
 // has no Python name and its own OS name (`"pt_nccl_watchdg"`). A Python
-// thread whose threading name could not be read (it is read only while
-// the thread holds the GIL, and PyTorch, CuPy and most libraries release
-// it around their runtime calls) is named by the function it was started
-// in, from its stack (`(started in log_metrics)`), or as the main thread
-// where its stack begins in the main program's top level. "" where nothing
-// says anything.
+// thread whose threading name could not be read (PyTorch, CuPy and most
+// libraries release the GIL around their runtime calls, and the observer's
+// naming thread, which takes it instead, waits for it a bounded time) is
+// named by the function it was started in, from its stack (`(started in
+// log_metrics)`), or as the main thread where its stack begins in the main
+// program's top level. "" where nothing says anything.
 func ThreadNames(r *Result, pid int, osName string, py PyStack) string {
 	// The OS keeps 15 bytes of a name: a Python name cut there (as
 	// CPython 3.14 names its threads) says nothing more.

@@ -124,8 +124,9 @@ func TestPythonStacks(t *testing.T) {
 					want = "Metrics.log"
 				}
 				wantFrames(t, "released", s[0].Python, x.drive, lines, [][2]string{{"sync", want}, {"metrics_thread", "metrics_thread"}})
-				if s[0].Python.Version != v || s[0].Python.ThreadName != "" || s[0].ThreadName == "" {
-					t.Errorf("version %q, threading name %q (read only with the GIL), OS name %q", s[0].Python.Version, s[0].Python.ThreadName, s[0].ThreadName)
+				// The threading name, read by the observer's naming thread.
+				if s[0].Python.Version != v || s[0].Python.ThreadName != "metrics" || s[0].ThreadName == "" {
+					t.Errorf("version %q, threading name %q, OS name %q; want %s, metrics and one", s[0].Python.Version, s[0].Python.ThreadName, s[0].ThreadName, v)
 				}
 			})
 			t.Run("another thread, GIL released, pinned offsets", func(t *testing.T) {
@@ -155,8 +156,8 @@ func TestPythonStacks(t *testing.T) {
 				// made: the public API must not be taken for safe then.
 				o := pyRun(t, k, x, py, x.drive, "released-subinterpreter")
 				s := o.calls("cuCtxSynchronize")
-				if len(s) != 1 || s[0].Python.ThreadName != "" {
-					t.Fatalf("refused synchronize: %+v (a threading name is read only with the GIL)", s)
+				if len(s) != 1 || s[0].Python.ThreadName != "metrics" {
+					t.Fatalf("refused synchronize: %+v (want its threading name, metrics)", s)
 				}
 				want := "log"
 				if minor(v) == 13 {
@@ -210,6 +211,12 @@ func TestPythonStacks(t *testing.T) {
 					t.Fatalf("refused synchronize: %+v", s)
 				}
 				wantFrames(t, "deadlock", s[0].Python, x.drive, lines, [][2]string{{"holder", "<lambda>|deadlock.<locals>.<lambda>"}})
+				// The GIL's holder waits for the refusing thread: the naming
+				// thread cannot read its name, and the refusing thread went
+				// on without it.
+				if s[0].Python.ThreadName != "" {
+					t.Errorf("threading name %q read while the GIL's holder waited for the refusing thread", s[0].Python.ThreadName)
+				}
 				// Reading frames only with the GIL: none, and why.
 				o = pyRun(t, k, x, py, x.drive, "deadlock", obsEnv(EnvPython+"=held"))
 				s = o.calls("cuCtxSynchronize")

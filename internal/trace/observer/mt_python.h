@@ -32,6 +32,11 @@ typedef int (*mt_PyGILState_Check_fn)(void);
  * 3.13 PyThreadState_GetUnchecked. */
 typedef mt_PyThreadState *(*mt_PyThreadState_UncheckedGet_fn)(void);
 typedef int (*mt_Py_IsInitialized_fn)(void);
+/* The observer's own naming thread takes the GIL with these, never a
+ * thread of the program (PyGILState_STATE is an enum of two values, which
+ * the C compiler keeps in an unsigned int). */
+typedef unsigned (*mt_PyGILState_Ensure_fn)(void);
+typedef void (*mt_PyGILState_Release_fn)(unsigned state);
 typedef int (*mt_Py_IsFinalizing_fn)(void); /* 3.10-3.12 _Py_IsFinalizing, 3.13 Py_IsFinalizing */
 typedef const char *(*mt_Py_GetVersion_fn)(void);
 typedef int (*mt_PyCode_Addr2Line_fn)(mt_PyCodeObject *code, int addrq);

@@ -13,7 +13,11 @@
  *     PyGILState_Check off): the public frame API, with the collector off
  *     (no finalizer runs inside a runtime call) and the thread's exception
  *     kept; this path alone also reads the threading name;
- *   - otherwise, read-only, never allocating, taking no lock:
+ *   - otherwise, read-only, never allocating, taking no lock, and the
+ *     threading name from the observer's own naming thread, which takes
+ *     the GIL itself while the calling thread waits at most
+ *     MT_PY_NAME_WAIT_NS for its answer (once a thread: the answer is
+ *     kept), so that no lock the calling thread holds can deadlock it:
  *       3.10  the frame objects, at offsets pinned to 3.10's headers,
  *       3.11, 3.12  _Py_DumpTraceback (faulthandler's own writer) into a
  *             memfd, parsed back; where a build does not export it, the
@@ -35,9 +39,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mt_python.h"
@@ -86,6 +93,8 @@ static struct {
     mt_PyModule_GetDict_fn module_get_dict;
     mt_PyLong_FromUnsignedLong_fn long_from_ulong;
     mt_PyThread_get_thread_ident_fn thread_ident;
+    mt_PyGILState_Ensure_fn gil_ensure;
+    mt_PyGILState_Release_fn gil_release;
 } py;
 
 /* MIOTOOL_TRACE_PYTHON: 0 every path, 1 only with the GIL held, 2 off,
@@ -191,6 +200,8 @@ void mt_python_resolve(void) {
     MT_SYM(module_get_dict, "PyModule_GetDict");
     MT_SYM(long_from_ulong, "PyLong_FromUnsignedLong");
     MT_SYM(thread_ident, "PyThread_get_thread_ident");
+    MT_SYM(gil_ensure, "PyGILState_Ensure");
+    MT_SYM(gil_release, "PyGILState_Release");
     atomic_store_explicit(&py.state, 1, memory_order_release);
     errno = saved;
     pthread_mutex_unlock(&mt_py_lock);
@@ -528,7 +539,7 @@ static const char *mt_py_utf8(mt_PyObject *s) {
 /* The thread's name in the threading module, when it has one: the
  * thread object in threading._active, its _name read without running any
  * of its code (the generic getattr: no property, no __getattr__). */
-static void mt_py_threading_name(char *out, size_t cap) {
+static void mt_py_threading_name(unsigned long ident, char *out, size_t cap) {
     if (!py.module_dict || !py.dict_get_string || !py.module_get_dict || !py.dict_get || !py.long_from_ulong ||
         !py.thread_ident || !py.generic_getattr || !py.from_string)
         return;
@@ -538,7 +549,7 @@ static void mt_py_threading_name(char *out, size_t cap) {
         return; /* never imported: no thread has a threading name */
     mt_PyObject *dict = py.module_get_dict(threading);
     mt_PyObject *active = dict ? py.dict_get_string(dict, "_active") : NULL;
-    mt_PyObject *key = active ? py.long_from_ulong(py.thread_ident()) : NULL;
+    mt_PyObject *key = active ? py.long_from_ulong(ident) : NULL;
     mt_PyObject *thread = key ? py.dict_get(active, key) : NULL;
     if (key)
         py.decref(key);
@@ -561,6 +572,127 @@ static void mt_py_threading_name(char *out, size_t cap) {
     py.err_clear();
 }
 
+/* ---- the naming thread ----
+ *
+ * A thread that does not hold the GIL cannot read its threading name, and
+ * must not wait for the GIL: a thread holding the GIL may be waiting for a
+ * lock the calling thread holds (inside the runtime's call, in the
+ * program). The observer's own thread takes the GIL instead, holding no
+ * lock of anyone's, reads the name and hands it over through a slot; the
+ * calling thread polls its slot for MT_PY_NAME_WAIT_NS at most and goes on
+ * without a name after that. Slots are plain atomics (no mutex a fork
+ * could leave held). */
+#define MT_PY_NAME_SLOTS 16
+#define MT_PY_NAME_WAIT_NS 50000000ull /* 50 ms, on a thread's first rare record only */
+enum { MT_NAME_FREE, MT_NAME_CLAIMED, MT_NAME_ASKED, MT_NAME_WORKING, MT_NAME_ANSWERED, MT_NAME_ABANDONED };
+static struct mt_py_name_slot {
+    atomic_int state;
+    unsigned long ident;
+    char name[128];
+} mt_py_name_slots[MT_PY_NAME_SLOTS];
+static sem_t mt_py_name_sem;
+static atomic_int mt_py_namer_pid; /* the process the naming thread runs in */
+/* The thread's name once answered: a thread asks until it is. */
+static MT_TLS char mt_py_own_name[128];
+static MT_TLS int mt_py_own_name_known;
+
+static void *mt_py_namer(void *unused) {
+    (void)unused;
+    for (;;) {
+        while (sem_wait(&mt_py_name_sem) != 0)
+            if (errno != EINTR)
+                return NULL;
+        for (int i = 0; i < MT_PY_NAME_SLOTS; i++) {
+            struct mt_py_name_slot *s = &mt_py_name_slots[i];
+            int want = MT_NAME_ASKED;
+            if (!atomic_compare_exchange_strong(&s->state, &want, MT_NAME_WORKING))
+                continue;
+            s->name[0] = '\0';
+            /* A thread that takes the GIL once the interpreter finalizes
+             * is ended (or parked) by CPython: this one holds nothing. */
+            if (py.is_initialized() && !(py.is_finalizing && py.is_finalizing())) {
+                unsigned gil = py.gil_ensure();
+                int collector = py.gc_disable ? py.gc_disable() : 0;
+                mt_py_threading_name(s->ident, s->name, sizeof s->name);
+                if (collector)
+                    py.gc_enable();
+                py.gil_release(gil);
+            }
+            want = MT_NAME_WORKING;
+            if (!atomic_compare_exchange_strong(&s->state, &want, MT_NAME_ANSWERED))
+                atomic_store(&s->state, MT_NAME_FREE); /* the caller gave up waiting */
+        }
+    }
+}
+
+/* Starts the naming thread, once a process (a forked child needs its
+ * own), with every signal blocked: the program's signals are not its. */
+static int mt_py_namer_running(void) {
+    int pid = (int)getpid(), was = atomic_load(&mt_py_namer_pid);
+    if (was == pid)
+        return 1;
+    if (!atomic_compare_exchange_strong(&mt_py_namer_pid, &was, pid))
+        return atomic_load(&mt_py_namer_pid) == pid;
+    for (int i = 0; i < MT_PY_NAME_SLOTS; i++)
+        atomic_store(&mt_py_name_slots[i].state, MT_NAME_FREE); /* a parent's questions are not this process's */
+    pthread_t t;
+    pthread_attr_t attr;
+    sigset_t all, old;
+    int ok = sem_init(&mt_py_name_sem, 0, 0) == 0 && pthread_attr_init(&attr) == 0;
+    if (ok) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        ok = pthread_create(&t, &attr, mt_py_namer, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    if (!ok)
+        atomic_store(&mt_py_namer_pid, -pid); /* not again in this process */
+    return ok;
+}
+
+/* The calling thread's threading name when it does not hold the GIL, as
+ * the naming thread reads it; "" when it cannot within the wait. */
+static const char *mt_py_name_without_gil(void) {
+    if (mt_py_own_name_known)
+        return mt_py_own_name;
+    if (!py.gil_ensure || !py.gil_release || !py.thread_ident || (mt_py_mode != 0 && mt_py_mode != 3) ||
+        !mt_py_namer_running())
+        return "";
+    struct mt_py_name_slot *s = NULL;
+    for (int i = 0; i < MT_PY_NAME_SLOTS && !s; i++) {
+        int want = MT_NAME_FREE;
+        if (atomic_compare_exchange_strong(&mt_py_name_slots[i].state, &want, MT_NAME_CLAIMED))
+            s = &mt_py_name_slots[i]; /* claimed: its ident is written before it is asked */
+    }
+    if (!s)
+        return ""; /* every slot busy: no name this time */
+    s->ident = py.thread_ident();
+    atomic_store(&s->state, MT_NAME_ASKED);
+    sem_post(&mt_py_name_sem);
+    unsigned long long deadline = mt_now() + MT_PY_NAME_WAIT_NS;
+    struct timespec pause = {0, 100000}; /* 0.1 ms */
+    for (;;) {
+        int state = atomic_load(&s->state);
+        if (state == MT_NAME_ANSWERED) {
+            memcpy(mt_py_own_name, s->name, sizeof mt_py_own_name);
+            mt_py_own_name[sizeof mt_py_own_name - 1] = '\0';
+            mt_py_own_name_known = 1; /* "" too: a thread threading did not start has none */
+            atomic_store(&s->state, MT_NAME_FREE);
+            return mt_py_own_name;
+        }
+        if (mt_now() >= deadline) {
+            /* Withdrawn while only asked; left to the naming thread to
+             * free once it is working on it. */
+            if (!atomic_compare_exchange_strong(&s->state, &state, state == MT_NAME_ASKED ? MT_NAME_FREE : MT_NAME_ABANDONED))
+                continue; /* it changed meanwhile: look again */
+            return "";
+        }
+        nanosleep(&pause, NULL);
+    }
+}
+
 static struct mt_pyframes mt_py_head(struct mt_rec *r, const char *state, const char *why, const char *thread);
 
 static void mt_py_public(struct mt_rec *r) {
@@ -568,7 +700,7 @@ static void mt_py_public(struct mt_rec *r) {
     py.err_fetch(&et, &ev, &etb); /* the thread's own exception, kept */
     int collector = py.gc_disable ? py.gc_disable() : 0;
     char thread[128] = "";
-    mt_py_threading_name(thread, sizeof thread);
+    mt_py_threading_name(py.thread_ident(), thread, sizeof thread);
     struct mt_pyframes f = mt_py_head(r, "frames", "", thread);
     mt_PyFrameObject *frame = py.get_frame();
     if (frame)
@@ -709,23 +841,23 @@ void mt_put_python(struct mt_rec *r, int signal_safe) {
         return;
     }
     size_t mark = r->n;
-    const char *failed = NULL;
+    const char *failed = NULL, *name = signal_safe ? "" : mt_py_name_without_gil();
     struct mt_pyframes f;
     if (mt_py_mode == 1) {
         mt_py_not_held(why, sizeof why, ts,
                        "this thread does not hold the GIL, and MIOTOOL_TRACE_PYTHON=held reads frames only with it");
         failed = why;
     } else if (py.minor == 10) {
-        f = mt_py_head(r, "frames", "", "");
+        f = mt_py_head(r, "frames", "", name);
         failed = mt_py_walk_310(&f, (const char *)ts);
     } else if (py.minor <= 12 && py.dump && mt_py_mode != 3) {
-        f = mt_py_head(r, "frames", "", "");
+        f = mt_py_head(r, "frames", "", name);
         failed = mt_py_dump(&f, (const char *)ts);
     } else if (py.minor <= 12) {
-        f = mt_py_head(r, "frames", "", "");
+        f = mt_py_head(r, "frames", "", name);
         failed = mt_py_walk_311(&f, (const char *)ts);
     } else if (py.minor == 13 && py.debug) {
-        f = mt_py_head(r, "frames", "", "");
+        f = mt_py_head(r, "frames", "", name);
         failed = mt_py_walk_313(&f, (const char *)ts);
     } else {
         mt_cat(why, sizeof why, "CPython 3.");

@@ -45,6 +45,8 @@ SAME_TYPE(mt_PyCodeObject, PyCodeObject)
 
 SAME_FN(mt_PyGILState_GetThisThreadState_fn, PyGILState_GetThisThreadState)
 SAME_FN(mt_PyGILState_Check_fn, PyGILState_Check)
+SAME_FN(mt_PyGILState_Ensure_fn, PyGILState_Ensure)
+SAME_FN(mt_PyGILState_Release_fn, PyGILState_Release)
 SAME_FN(mt_Py_IsInitialized_fn, Py_IsInitialized)
 SAME_FN(mt_Py_GetVersion_fn, Py_GetVersion)
 SAME_FN(mt_PyCode_Addr2Line_fn, PyCode_Addr2Line)
