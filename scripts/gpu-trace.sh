@@ -336,15 +336,15 @@ trace_section() {
 	}
 	: >"$side.miotool"
 	compare pytorch-sync-thread "a metrics thread's torch.cuda.synchronize() during torch.cuda.graph (global)" FAIL \
-		cuCtxSynchronize sync_thread.py: "started in log_metrics" @c10::cuda::device_synchronize -- python3 "$py/sync_thread.py"
+		cuCtxSynchronize sync_thread.py: '"metrics"' @c10::cuda::device_synchronize -- python3 "$py/sync_thread.py"
 	compare pytorch-query "torch.cuda.current_stream().query() inside the capture" FAIL \
 		cuStreamQuery query.py: -- python3 "$py/query.py"
 	compare pytorch-pin-memory "a pin-memory thread pins a batch during a global capture (the DataLoader pattern)" FAIL \
-		pin_memory.py: "started in pin_batch" cuMemHostAlloc -- python3 "$py/pin_memory.py"
+		pin_memory.py: '"pin_memory"' cuMemHostAlloc -- python3 "$py/pin_memory.py"
 	# shellcheck disable=SC2046
 	trace_case "$out" "a clean capture and replay, --strict" PASS "@hazards 0" -- $(T pytorch-clean-strict --strict) python3 "$py/clean.py"
 	# shellcheck disable=SC2046
-	trace_case "$out" "CuPy: a capture (CuPy's mode) while a loader thread allocates" PASS "@cupy_backends.cuda.api.runtime.malloc" "@started in load_batch" -- $(T cupy-alloc-thread) python3 "$td/cupy/alloc_thread.py"
+	trace_case "$out" "CuPy: a capture (CuPy's mode) while a loader thread allocates" PASS "@cupy_backends.cuda.api.runtime.malloc" '@"loader"' -- $(T cupy-alloc-thread) python3 "$td/cupy/alloc_thread.py"
 	# shellcheck disable=SC2046
 	trace_case "$out" "torch.compile(mode=\"reduce-overhead\"): PyTorch's own CUDA graphs" PASS "@hazards 0" -- $(T torch-compile) python3 "$py/compile_reduce_overhead.py"
 	# shellcheck disable=SC2046
