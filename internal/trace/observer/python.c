@@ -591,7 +591,8 @@ static struct mt_py_name_slot {
     char name[128];
 } mt_py_name_slots[MT_PY_NAME_SLOTS];
 static sem_t mt_py_name_sem;
-static atomic_int mt_py_namer_pid; /* the process the naming thread runs in */
+static atomic_int mt_py_namer_pid;   /* the process whose naming thread runs */
+static atomic_int mt_py_namer_start; /* the process that tried to start one */
 /* The thread's name once answered: a thread asks until it is. */
 static MT_TLS char mt_py_own_name[128];
 static MT_TLS int mt_py_own_name_known;
@@ -626,13 +627,16 @@ static void *mt_py_namer(void *unused) {
 }
 
 /* Starts the naming thread, once a process (a forked child needs its
- * own), with every signal blocked: the program's signals are not its. */
+ * own), with every signal blocked: the program's signals are not its.
+ * The thread that starts it is the only one to try in its process; the
+ * others get no name until it runs. */
 static int mt_py_namer_running(void) {
-    int pid = (int)getpid(), was = atomic_load(&mt_py_namer_pid);
-    if (was == pid)
+    int pid = (int)getpid();
+    if (atomic_load(&mt_py_namer_pid) == pid)
         return 1;
-    if (!atomic_compare_exchange_strong(&mt_py_namer_pid, &was, pid))
-        return atomic_load(&mt_py_namer_pid) == pid;
+    int was = atomic_load(&mt_py_namer_start);
+    if (was == pid || !atomic_compare_exchange_strong(&mt_py_namer_start, &was, pid))
+        return 0; /* being started, or it could not be, in this process */
     for (int i = 0; i < MT_PY_NAME_SLOTS; i++)
         atomic_store(&mt_py_name_slots[i].state, MT_NAME_FREE); /* a parent's questions are not this process's */
     pthread_t t;
@@ -647,8 +651,8 @@ static int mt_py_namer_running(void) {
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
     }
-    if (!ok)
-        atomic_store(&mt_py_namer_pid, -pid); /* not again in this process */
+    if (ok)
+        atomic_store(&mt_py_namer_pid, pid);
     return ok;
 }
 
