@@ -134,7 +134,14 @@ func startStore(t *testing.T, ctx context.Context, path string, r Record, opts S
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-finished
+		// A store blocked where no cancellation reaches (an open of a
+		// FIFO) fails the test instead of hanging it; its goroutine is
+		// left behind.
+		select {
+		case <-finished:
+		case <-time.After(30 * time.Second):
+			t.Errorf("the store of %s was still running 30 s after the test ended", path)
+		}
 	})
 	return out
 }
