@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"miotool/internal/childproc"
@@ -529,11 +530,19 @@ func (r *Runner) judge(run report.SuiteRun, res childproc.Result, err error, res
 		return failed("%s without a result %s", res.ExitText(), where)
 	}
 	run.Detail, run.Summary, run.Backend, run.Device, run.Cases, run.Progress = result.Detail, result.Summary, result.Backend, result.Device, result.Cases, result.Progress
-	if want := result.Verdict.ExitCode(); run.ExitCode != want {
+	if want := result.Verdict.ExitCode(); run.ExitCode != want && !interruptedBySignal(result.Verdict, run.ExitCode) {
 		return failed("%s does not match its result's verdict %s (exit status %d)", res.ExitText(), result.Verdict, want)
 	}
 	run.Verdict = result.Verdict
 	return run, res.Canceled
+}
+
+// interruptedBySignal says whether an INTERRUPTED result came with the
+// status of the signal that stopped it: 143 for SIGTERM, which a batch
+// system sends every process of a job (miotool ends with the signal's
+// status when one comes before its own status is settled).
+func interruptedBySignal(v report.Verdict, code int) bool {
+	return v == report.Interrupted && (code == 128+int(syscall.SIGINT) || code == 128+int(syscall.SIGTERM))
 }
 
 // ErrorLine is the line of a child's standard error that says what went

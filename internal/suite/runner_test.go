@@ -1,11 +1,13 @@
 package suite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"miotool/internal/childproc"
 	"miotool/internal/report"
 )
 
@@ -607,5 +610,34 @@ func TestResultsComeFromTheResultFile(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(r.TempDir); len(left) != 0 {
 		t.Errorf("the suite left %d entries in its temp folder", len(left))
+	}
+}
+
+// TestAnInterruptedResultMayEndWithItsSignalsStatus: a check stopped by
+// SIGTERM (a batch system's cancel) writes INTERRUPTED and may end with
+// 143, the signal's status; any other status still disagrees with it.
+func TestAnInterruptedResultMayEndWithItsSignalsStatus(t *testing.T) {
+	dir := t.TempDir()
+	result := report.New("replay", "miotool replay", time.Time{})
+	result.Verdict = report.Interrupted
+	var doc bytes.Buffer
+	if err := report.WriteJSON(&doc, result); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "result.json")
+	if err := os.WriteFile(file, doc.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		code int
+		want report.Verdict
+	}{{130, report.Interrupted}, {143, report.Interrupted}, {1, report.Error}, {0, report.Error}} {
+		cmd := exec.Command("sh", "-c", fmt.Sprintf("exit %d", c.code))
+		_ = cmd.Run()
+		res := childproc.Result{PID: cmd.Process.Pid, State: cmd.ProcessState, Canceled: true}
+		run, _ := (&Runner{}).judge(report.SuiteRun{}, res, nil, file, time.Minute)
+		if run.Verdict != c.want {
+			t.Errorf("exit %d with an INTERRUPTED result: %s (%s), want %s", c.code, run.Verdict, run.Summary, c.want)
+		}
 	}
 }
