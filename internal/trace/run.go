@@ -131,6 +131,12 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // the trace could not be set up; a *UsageError is a program or observer
 // that does not exist or cannot be executed.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Rules == nil {
+		// The shipped tables judge only what the program did: they are
+		// read while it runs, not before it starts, where reading them
+		// would add to every traced command's time.
+		go func() { _, _ = BuiltinRules() }()
+	}
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
@@ -141,12 +147,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err := CheckObserver(o.Observer); err != nil {
 		return nil, &UsageError{err}
-	}
-	tables := o.Rules
-	if tables == nil {
-		if tables, err = BuiltinRules(); err != nil {
-			return nil, err
-		}
 	}
 	observer, err := filepath.Abs(o.Observer)
 	if err != nil {
@@ -184,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	symbols := NewSymbolizer()
 	coll := newCollector(o.Limits, symbols.Frames)
-	coll.tables = tables
+	coll.tables = o.Rules
 	token := randomToken()
 	readDone := make(chan struct{})
 	go func() {
@@ -205,6 +205,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.Rules == nil {
+		if _, err := BuiltinRules(); err != nil {
+			return nil, err
+		}
 	}
 	r := coll.result()
 	r.Program, r.Path, r.Args, r.Observer, r.Exit = o.Program, path, o.Args, observer, exit
