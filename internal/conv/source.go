@@ -15,14 +15,20 @@ import (
 //go:embed kernels.*
 var kernelFiles embed.FS
 
-var kernelText = mustRead(kernelFiles, "kernels.cu")
+// kernelText is kernels.cu. The embedded files are read on first use, not
+// at start: every command pays a package's initialization, and most never
+// compile a kernel (a traced program waits for it).
+var kernelText = sync.OnceValue(func() string { return mustRead(kernelFiles, "kernels.cu") })
 
 // kernelPTX is kernels.cu compiled by NVRTC (tools/gen-ptx), for machines
 // without a runtime compiler. Its first line names the source's hash.
-var kernelPTX = mustRead(kernelFiles, "kernels.ptx")
+var kernelPTX = sync.OnceValue(func() string { return mustRead(kernelFiles, "kernels.ptx") })
 
 // kernelCubins are the cubins compiled from this kernels.cu, by arch.
-var kernelCubins, _ = hip.MatchingCubins(kernelFiles, "kernels.cu", kernelText)
+var kernelCubins = sync.OnceValue(func() map[string][]byte {
+	cubins, _ := hip.MatchingCubins(kernelFiles, "kernels.cu", kernelText())
+	return cubins
+})
 
 // mustRead is an embedded file's text; the embed pattern guarantees it.
 func mustRead(files embed.FS, name string) string {
@@ -38,7 +44,7 @@ func mustRead(files embed.FS, name string) string {
 const PTXArch = "compute_75"
 
 // ptxFor returns the committed PTX when it was generated from text.
-func ptxFor(text string) string { return hip.MatchingPTX("kernels.cu", text, kernelPTX) }
+func ptxFor(text string) string { return hip.MatchingPTX("kernels.cu", text, kernelPTX()) }
 
 // NaiveKernel is the naive direct kernel's entry point.
 const NaiveKernel = "naive_conv_fwd_nchw_f32"
@@ -79,11 +85,11 @@ var tileShapes = func() []tileShape {
 var source = sync.OnceValue(func() *hip.KernelSource {
 	src := &hip.KernelSource{
 		Name:    "miotool-conv-fwd",
-		Text:    kernelText,
+		Text:    kernelText(),
 		Kernels: []string{NaiveKernel, DirectThinKernel},
 		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
-		PTX:     ptxFor(kernelText),
-		Cubins:  kernelCubins,
+		PTX:     ptxFor(kernelText()),
+		Cubins:  kernelCubins(),
 	}
 	for _, t := range tileShapes {
 		src.Kernels = append(src.Kernels, t.kernel())
@@ -97,7 +103,7 @@ var source = sync.OnceValue(func() *hip.KernelSource {
 const tiledSection = "// ---------------------------------------------------------------------------\n// Tiled implicit GEMM."
 
 var directSource = sync.OnceValue(func() *hip.KernelSource {
-	text, _, found := strings.Cut(kernelText, tiledSection)
+	text, _, found := strings.Cut(kernelText(), tiledSection)
 	if !found {
 		panic("conv: kernels.cu has no tiled section marker")
 	}
@@ -107,8 +113,8 @@ var directSource = sync.OnceValue(func() *hip.KernelSource {
 		Kernels: []string{NaiveKernel, DirectThinKernel},
 		Twins:   map[string]hip.GoKernel{NaiveKernel: naiveTwin, DirectThinKernel: directThinTwin},
 		// The whole file's PTX and cubins have these entry points too.
-		PTX:    ptxFor(kernelText),
-		Cubins: kernelCubins,
+		PTX:    ptxFor(kernelText()),
+		Cubins: kernelCubins(),
 	}
 })
 
