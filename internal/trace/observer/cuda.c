@@ -427,15 +427,18 @@ static void *mt_open_cupti(char *tried, size_t size) {
     for (size_t i = 0; i < nsonames; i++)
         if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD)))
             return h;
-    /* The one miotool found beside the CUDA installation it looked at. */
+    /* The one miotool found beside the CUDA installation it looked at.
+     * Lazy binding: of CUPTI's thousands of functions the observer calls a
+     * handful, and binding them all would lengthen every traced program's
+     * start. */
     const char *found = getenv("MIOTOOL_TRACE_CUPTI");
     if (found && found[0]) {
-        if ((h = dlopen(found, RTLD_NOW)))
+        if ((h = dlopen(found, RTLD_LAZY)))
             return h;
         snprintf(tried + strlen(tried), size - strlen(tried), "%s (%s); ", found, dlerror());
     }
     for (size_t i = 0; i < nsonames; i++) {
-        if ((h = dlopen(sonames[i], RTLD_NOW)))
+        if ((h = dlopen(sonames[i], RTLD_LAZY)))
             return h;
         snprintf(tried + strlen(tried), size - strlen(tried), "%s; ", sonames[i]);
     }
