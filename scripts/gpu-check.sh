@@ -7,8 +7,8 @@
 #   scripts/gpu-check.sh all                   # build, run every section, assemble
 #
 # Sections: doctor abi rules rules-added find verify capture replay bench reclaim speed heuristics cudnn
-# stress targets trace repeat e2e suite (abi: scripts/abi-check-cuda.sh; speed: scripts/gpu-speed.sh;
-# trace: scripts/gpu-trace.sh; repeat: scripts/gpu-repeat.sh; e2e: scripts/gpu-e2e.sh;
+# stress targets trace trace-cost repeat e2e suite (abi: scripts/abi-check-cuda.sh; speed: scripts/gpu-speed.sh;
+# trace, trace-cost: scripts/gpu-trace.sh; repeat: scripts/gpu-repeat.sh; e2e: scripts/gpu-e2e.sh;
 # suite: scripts/gpu-suite.sh).
 # Every table in the results comes from miotool's own output (--format
 # markdown) or from scripts/benchmedians.py and scripts/cudnn-compare.py over
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${BACKEND:-cuda}
 BIN=${BIN:-bin}
-ALL_SECTIONS="doctor abi rules rules-added find verify capture replay bench reclaim speed heuristics cudnn stress targets trace repeat e2e suite"
+ALL_SECTIONS="doctor abi rules rules-added find verify capture replay bench reclaim speed heuristics cudnn stress targets trace trace-cost repeat e2e suite"
 
 build() {
 	set -e
@@ -133,6 +133,10 @@ run() {
 			# A dozen paired PyTorch runs of 12-14 s each: more than the
 			# default bound.
 			SECTION_LIMIT=${SECTION_LIMIT:-480} sourced "$out" scripts/gpu-trace.sh trace_section "$dir/trace"
+			;;
+		trace-cost)
+			# 100 pairs of a 1.2 s loop and 24 of a 0.4 s one.
+			SECTION_LIMIT=${SECTION_LIMIT:-420} sourced "$out" scripts/gpu-trace.sh trace_cost_section "$dir/trace-cost"
 			;;
 		repeat)
 			# A hundred PyTorch processes of 9-15 s each, four at a time, and

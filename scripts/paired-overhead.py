@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""paired-overhead.py TIMES [TARGET]: the observer's cost from paired runs.
+
+TIMES has one line per run, "LABEL SECONDS EXIT [LOOP_MS]" with LABEL
+plain or traced, the two of a pair one after the other, and LOOP_MS the
+launches' own time as the program measured it (scripts/gpu-trace.sh
+writes it). Prints a Markdown table of the pairs, then one line: the
+medians of the loops' own times, the medians and
+p90s, the median of the paired differences (what the trace adds to one
+command), the ratio of the medians with its 95% interval (the pairs
+resampled, 4000 times, seed fixed so that a rerun prints the same), and,
+when TARGET is given, whether the ratio is within it: "met" only when the
+whole interval is, "NOT MET" when the whole interval is above it, and
+otherwise "not decided by N pairs": a noisy machine must not decide it.
+"""
+import math
+import random
+import statistics
+import sys
+
+
+def p90(xs):
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.9 * len(s)) - 1)]
+
+
+def ratio_interval(pairs, rounds=4000, seed=20261203):
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(rounds):
+        sample = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        ratios.append(statistics.median(t for _, t in sample) / statistics.median(p for p, _ in sample))
+    ratios.sort()
+    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1]
+
+
+def main():
+    rows = [(line.split() + [""])[:4] for line in open(sys.argv[1]) if line.strip()]
+    target = float(sys.argv[2]) if len(sys.argv) > 2 else None
+    plain = [float(t) for label, t, rc, loop in rows if label == "plain"]
+    traced = [float(t) for label, t, rc, loop in rows if label == "traced"]
+    loops = {label: [loop for l, t, rc, loop in rows if l == label] for label in ("plain", "traced")}
+    codes = {label: sorted({rc for l, t, rc, loop in rows if l == label}) for label in ("plain", "traced")}
+    pairs = list(zip(plain, traced))
+    print("| pair | without the trace (s) | under miotool trace (s) | difference (ms) | ratio | loop without (ms) | loop traced (ms) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for i, ((a, b), la, lb) in enumerate(zip(pairs, loops["plain"], loops["traced"]), 1):
+        print(f"| {i} | {a:.3f} | {b:.3f} | {1000 * (b - a):+.0f} | {b / a:.3f} | {la or '-'} | {lb or '-'} |")
+    print()
+    if len(pairs) < 2:
+        print("Too few pairs to say anything.")
+        return
+    mp, mt = statistics.median(plain), statistics.median(traced)
+    diff = statistics.median(b - a for a, b in pairs)
+    lo, hi = ratio_interval(pairs)
+    own = {label: [float(x) for x in xs if x] for label, xs in loops.items()}
+    line = ""
+    if own["plain"] and own["traced"]:
+        line = (f"The launches' own time: median {statistics.median(own['plain']):.0f} ms without, "
+                f"{statistics.median(own['traced']):.0f} ms with the trace. ")
+    line += (f"Medians {mp:.3f} s without, {mt:.3f} s with the trace; p90 {p90(plain):.3f} s and {p90(traced):.3f} s; "
+            f"the trace adds {1000 * diff:.0f} ms to a command (median of the paired differences); "
+            f"ratio of the medians {mt / mp:.3f}, 95% interval {lo:.3f}-{hi:.3f}")
+    if target is not None:
+        if hi <= target:
+            verdict = "met"
+        elif lo > target:
+            verdict = "NOT MET"
+        else:
+            verdict = f"not decided by {len(pairs)} pairs"
+        line += f" (target ≤ {target:.2f}: {verdict})"
+    line += (f". Exit statuses: {', '.join(codes['plain'])} without, {', '.join(codes['traced'])} "
+             "under the trace (4: no capture began).")
+    print(line)
+
+
+if __name__ == "__main__":
+    main()
