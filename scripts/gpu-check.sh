@@ -135,8 +135,8 @@ run() {
 			SECTION_LIMIT=${SECTION_LIMIT:-480} sourced "$out" scripts/gpu-trace.sh trace_section "$dir/trace"
 			;;
 		trace-cost)
-			# 100 pairs of a 1.2 s loop and 24 of a 0.4 s one.
-			SECTION_LIMIT=${SECTION_LIMIT:-420} sourced "$out" scripts/gpu-trace.sh trace_cost_section "$dir/trace-cost"
+			# 150 pairs of a 1.2 s loop and 24 of a 0.4 s one.
+			SECTION_LIMIT=${SECTION_LIMIT:-540} sourced "$out" scripts/gpu-trace.sh trace_cost_section "$dir/trace-cost"
 			;;
 		repeat)
 			# A hundred PyTorch processes of 9-15 s each, four at a time, and
