@@ -307,10 +307,14 @@ run() {
 assemble() {
 	local dir=$1 file=${2:-}
 	local name
-	name=$("$BIN/miotool" --backend "$BACKEND" doctor --format json 2>/dev/null |
+	# The device the sections ran on, as nvidia-smi named it in the doctor
+	# section; this machine's own device only when no section says (the
+	# sections are often assembled on another machine than the GPU's).
+	name=$(cat "$dir"/sections-*.md 2>/dev/null | grep -m1 -oE '^NVIDIA [A-Za-z0-9 ]+' | sed 's/ *$//')
+	[ -n "$name" ] || name=$("$BIN/miotool" --backend "$BACKEND" doctor --format json 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["device"]["name"])' 2>/dev/null)
 	if [ -z "$file" ]; then
-		[ -n "$name" ] || name=$(ls "$dir"/sections-*.md | head -1 | xargs grep -m1 -oE 'NVIDIA [A-Z0-9]+' || echo device)
+		[ -n "$name" ] || name=device
 		file=docs/results/$(echo "$name" | tr 'A-Z ' 'a-z-').md
 	fi
 	mkdir -p "$(dirname "$file")"
