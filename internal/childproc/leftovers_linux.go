@@ -2,9 +2,7 @@ package childproc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +39,6 @@ func endLeftovers(pgid int, token string, deadline time.Time) (escaped int) {
 	self := os.Getpid()
 	killed := map[int]bool{}
 	pause := time.Millisecond
-	quiet := 0 // looks in a row that found nothing, the group gone
 	for {
 		var reap []int
 		for _, c := range childrenOf(self) {
@@ -60,14 +57,8 @@ func endLeftovers(pgid int, token string, deadline time.Time) (escaped int) {
 			}
 		}
 		if len(reap) == 0 && syscall.Kill(-pgid, 0) != nil {
-			// Two quiet looks: one read of the children files can miss
-			// a child when another is reaped meanwhile.
-			if quiet++; quiet == 2 {
-				return escaped
-			}
-			continue
+			return escaped
 		}
-		quiet = 0
 		if !reapAll(reap, deadline) {
 			return escaped
 		}
@@ -123,17 +114,6 @@ type process struct {
 
 // childrenOf lists the processes whose parent is ppid.
 func childrenOf(ppid int) []process {
-	if ppid == os.Getpid() {
-		if out, ok := ownChildren(); ok {
-			return out
-		}
-	}
-	return childrenOfByScan(ppid)
-}
-
-// childrenOfByScan lists the processes whose parent is ppid from every
-// process's stat.
-func childrenOfByScan(ppid int) []process {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []process
 	for _, path := range stats {
@@ -142,42 +122,6 @@ func childrenOfByScan(ppid int) []process {
 		}
 	}
 	return out
-}
-
-// ownChildren lists this process's children from its threads' children
-// files, which the kernel keeps (an orphan adopted by a subreaper is
-// listed under one of its threads): a look at a few files instead of a
-// read of every process's stat, which on a busy host costs milliseconds
-// at the end of every run. ok is false where the kernel has no such files
-// (built without CONFIG_PROC_CHILDREN). A child reaped while a file is
-// read can hide the one after it: endLeftovers ends only after two looks
-// in a row found nothing.
-func ownChildren() (out []process, ok bool) {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return nil, false
-	}
-	seen := map[int]bool{}
-	for _, task := range tasks {
-		data, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		if errors.Is(err, fs.ErrNotExist) && task.Name() == strconv.Itoa(os.Getpid()) {
-			return nil, false // the main thread is never gone: no such files
-		}
-		if err != nil {
-			continue // the thread ended while we looked
-		}
-		for _, field := range bytes.Fields(data) {
-			pid, err := strconv.Atoi(string(field))
-			if err != nil || seen[pid] {
-				continue
-			}
-			seen[pid] = true
-			if p, ok := readStat(fmt.Sprintf("/proc/%d/stat", pid)); ok {
-				out = append(out, p)
-			}
-		}
-	}
-	return out, true
 }
 
 func readStat(path string) (process, bool) {
