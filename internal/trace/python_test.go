@@ -207,20 +207,31 @@ func TestPythonStacks(t *testing.T) {
 				// refusing thread holds across its refused call.
 				o := pyRun(t, k, x, py, x.drive, "deadlock")
 				s := o.calls("cuCtxSynchronize")
-				if len(s) != 1 || s[0].Result != 900 {
-					t.Fatalf("refused synchronize: %+v", s)
+				if len(s) != 3 || s[0].Result != 900 {
+					t.Fatalf("synchronize, refused then twice more under the lock: %+v", s)
 				}
 				wantFrames(t, "deadlock", s[0].Python, x.drive, lines, [][2]string{{"holder", "<lambda>|deadlock.<locals>.<lambda>"}})
 				// The GIL's holder waits for the refusing thread: the naming
 				// thread cannot read its name, and the refusing thread went
-				// on without it.
-				if s[0].Python.ThreadName != "" {
-					t.Errorf("threading name %q read while the GIL's holder waited for the refusing thread", s[0].Python.ThreadName)
+				// on without it, once: its later records did not wait again.
+				for i, c := range s {
+					if c.Python.ThreadName != "" {
+						t.Errorf("call %d: threading name %q read while the GIL's holder waited for the refusing thread", i, c.Python.ThreadName)
+					}
+				}
+				var unnamed []string
+				for _, n := range o.records("note") {
+					if n.Topic == "python" && n.Status == "unnamed" {
+						unnamed = append(unnamed, n.Text)
+					}
+				}
+				if want := fmt.Sprintf("thread %d: ", s[0].TID); len(unnamed) != 1 || !strings.HasPrefix(unnamed[0], want) {
+					t.Errorf("notes of a thread left unnamed: %q, want one, for thread %d", unnamed, s[0].TID)
 				}
 				// Reading frames only with the GIL: none, and why.
 				o = pyRun(t, k, x, py, x.drive, "deadlock", obsEnv(EnvPython+"=held"))
 				s = o.calls("cuCtxSynchronize")
-				if len(s) != 1 || s[0].Python.State != PyUnavailable || !strings.Contains(s[0].Python.Why, "does not hold the GIL") {
+				if len(s) != 3 || s[0].Python.State != PyUnavailable || !strings.Contains(s[0].Python.Why, "does not hold the GIL") {
 					t.Fatalf("with %s=held: %+v", EnvPython, s)
 				}
 				if minor(v) <= 11 && !strings.Contains(s[0].Python.Why, "GIL held by another thread") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -629,6 +630,7 @@ func outsideTable(r *report.Result, res *trace.Result) {
 // notes say what was observed, and how.
 func notes(r *report.Result, res *trace.Result, rules *trace.RulesTables) {
 	cuptiNotes(r, res)
+	unnamedNote(r, res)
 	hipSeen := slices.ContainsFunc(res.Captures, func(c *trace.Capture) bool { return c.API == hip.DialectHIP })
 	if hipSeen || res.Ran() == 0 {
 		r.Note("HIP: calls to libamdhip64 observed by the LD_PRELOAD interposer in every process that loaded it; " +
@@ -682,6 +684,25 @@ func cuptiNotes(r *report.Result, res *trace.Result) {
 		default:
 			r.Note("CUDA: not observed in %s: %s", pids, text)
 		}
+	}
+}
+
+// unnamedNote says which Python threads are shown without their threading
+// name because the observer gave up waiting for it.
+func unnamedNote(r *report.Result, res *trace.Result) {
+	var tids []int
+	for _, n := range res.Notes {
+		if n.Topic != "python" || n.Status != "unnamed" {
+			continue
+		}
+		id, _, _ := strings.Cut(strings.TrimPrefix(n.Text, "thread "), ":")
+		if tid, err := strconv.Atoi(id); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	if len(tids) > 0 {
+		r.Note("Python: %s shown without %s threading name: another thread held the GIL for all of the 50 ms the observer waits for it, once per thread",
+			idList(tids, "thread ", "threads "), words.Plural(len(tids), "its", "their"))
 	}
 }
 

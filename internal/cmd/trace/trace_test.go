@@ -189,8 +189,10 @@ func pytorchLike(clean int) *trace.Result {
 	relaxed.Candidates = []*trace.Call{query}
 	res := &trace.Result{Program: "python3", Args: []string{"train step.py"}, Exit: trace.Exit{Code: 0, Wall: 4 * time.Second},
 		Processes: []*trace.Process{{PID: 7, Exe: "/usr/bin/python3.12"}, {PID: 9, PPID: 7, Exe: "/usr/bin/python3.12", Forked: true}},
-		Notes:     []trace.Note{{PID: 7, Topic: "cupti", Status: "ok", Text: "/opt/nvidia/cu13/lib/libcupti.so.13"}},
-		Captures:  []*trace.Capture{cp, relaxed}, Start: 1_000_000_000, Events: 100}
+		Notes: []trace.Note{{PID: 7, Topic: "cupti", Status: "ok", Text: "/opt/nvidia/cu13/lib/libcupti.so.13"},
+			{PID: 7, Topic: "python", Status: "unnamed", Text: "thread 512: its threading name was not read within 50 ms (the GIL stayed held by another thread)"},
+			{PID: 7, Topic: "python", Status: "unnamed", Text: "thread 600: its threading name was not read within 50 ms (the GIL stayed held by another thread)"}},
+		Captures: []*trace.Capture{cp, relaxed}, Start: 1_000_000_000, Events: 100}
 	for i := 0; i < clean; i++ {
 		res.Captures = append(res.Captures, &trace.Capture{ID: 3 + i, API: hip.DialectCUDA, PID: 7, TID: 485, Stream: 0x10,
 			Mode: hip.CaptureModeGlobal, Begin: 4_000_000_000, End: &trace.Ending{TID: 485, Time: 4_000_000_100},
@@ -291,6 +293,7 @@ func TestFill(t *testing.T) {
 	for _, want := range []string{
 		"CUDA: the driver API observed through CUPTI callbacks (/opt/nvidia/cu13/lib/libcupti.so.13) in process 7",
 		"processes observed (2): 7 python3.12, 9 python3.12 (forked from 7)",
+		"Python: threads 512, 600 shown without their threading name: another thread held the GIL",
 		"7 more captures ended with success, nothing refused: counted, not listed",
 		"configs/rules/h200-cuda.yaml for CUDA and configs/rules/hip.yaml for HIP",
 	} {

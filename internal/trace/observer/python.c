@@ -656,6 +656,8 @@ static int mt_py_namer_running(void) {
     return ok;
 }
 
+static void mt_cat(char *buf, size_t cap, const char *s);
+
 /* The calling thread's threading name when it does not hold the GIL, as
  * the naming thread reads it; "" when it cannot within the wait. */
 static const char *mt_py_name_without_gil(void) {
@@ -691,6 +693,18 @@ static const char *mt_py_name_without_gil(void) {
              * free once it is working on it. */
             if (!atomic_compare_exchange_strong(&s->state, &state, state == MT_NAME_ASKED ? MT_NAME_FREE : MT_NAME_ABANDONED))
                 continue; /* it changed meanwhile: look again */
+            /* Once per thread: a GIL that stayed held elsewhere for the
+             * whole wait (its holder may wait for a lock this thread
+             * holds) would cost every later record of this thread the
+             * same wait. It goes unnamed, and says so once. */
+            mt_py_own_name[0] = '\0';
+            mt_py_own_name_known = 1;
+            char text[160] = "thread ";
+            char num[24];
+            num[mt_fmt_u(num, (unsigned long long)syscall(SYS_gettid), 0)] = '\0';
+            mt_cat(text, sizeof text, num);
+            mt_cat(text, sizeof text, ": its threading name was not read within 50 ms (the GIL stayed held by another thread)");
+            mt_note("python", "unnamed", text);
             return "";
         }
         nanosleep(&pause, NULL);

@@ -51,6 +51,11 @@ EXPORT CUresult holder_refuse(void) {
     while (!atomic_load(&waiting))
         nap();
     CUresult r = cuCtxSynchronize();
+    /* Two more calls the capture's records carry a stack for (it is
+     * invalidated: they succeed), still under m: the naming thread's GIL
+     * wait is paid once, not once per record. */
+    (void)cuCtxSynchronize();
+    (void)cuCtxSynchronize();
     pthread_mutex_unlock(&m);
     return r;
 }
