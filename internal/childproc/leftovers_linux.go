@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -112,27 +111,81 @@ type process struct {
 	zombie          bool
 }
 
-// childrenOf lists the processes whose parent is ppid.
+// childrenOf lists the processes whose parent is ppid. It reads every
+// process's stat: an orphan adopted by this process sits in the children
+// file of one of its threads and moves to another when that thread ends,
+// so only the whole table says for sure. Each stat is read with an open,
+// a read and a close into one buffer: Glob and ReadFile spent six system
+// calls on each, 10 ms at the end of every run on a host with two hundred
+// processes. Spreading the reads over goroutines made it slower, not
+// faster: the threads they need are started for this one look.
 func childrenOf(ppid int) []process {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []process
-	for _, path := range stats {
-		if p, ok := readStat(path); ok && p.ppid == ppid {
+	var buf [statBufferSize]byte
+	for _, pid := range processIDs() {
+		if p, ok := readStatInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:]); ok && p.ppid == ppid {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
+// processIDs lists the ids of /proc's processes.
+func processIDs() []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	pids := make([]int, 0, len(names))
+	for _, name := range names {
+		if name[0] < '1' || name[0] > '9' {
+			continue
+		}
+		if pid, err := strconv.Atoi(name); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// statBufferSize holds a stat line up to its process group and far
+// beyond: the command name before them is at most 64 bytes.
+const statBufferSize = 512
+
 func readStat(path string) (process, bool) {
-	data, err := os.ReadFile(path)
+	var buf [statBufferSize]byte
+	return readStatInto(path, buf[:])
+}
+
+// readStatInto reads the stat file at path with one read into buf: an
+// open, a read and a close, where ReadFile adds a stat and a second read.
+func readStatInto(path string, buf []byte) (process, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return process{}, false // it ended while we looked
 	}
-	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+	var n int
+	for {
+		n, err = syscall.Read(fd, buf)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	_ = syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return process{}, false
+	}
+	return parseStat(buf[:n])
+}
+
+// parseStat reads a stat line: pid (comm) state ppid pgrp ...; comm may
+// hold spaces and parentheses, and nothing after it does.
+func parseStat(data []byte) (process, bool) {
 	i := bytes.LastIndexByte(data, ')')
 	open := bytes.IndexByte(data, '(')
-	if i < 0 || open < 0 {
+	if i < 0 || open < 0 || open > i {
 		return process{}, false
 	}
 	f := bytes.Fields(data[i+1:])
