@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The observer's C source, built on first use by the system C compiler.
@@ -122,7 +123,7 @@ func build(ctx context.Context, o BuildOptions, src map[string][]byte) (string, 
 		}
 		return "", err
 	}
-	key := buildKey(src, cc, compilerVersion(ctx, cc))
+	key := buildKey(id, cc, compilerVersion(ctx, cc, cache))
 	dir := filepath.Join(cache, key)
 	lib := filepath.Join(dir, ObserverLibrary)
 	if st, err := os.Stat(lib); err == nil && st.Mode().IsRegular() && checkBuilt(lib, id) == nil {
@@ -223,13 +224,64 @@ func lookPath(name, path string) string {
 }
 
 // compilerVersion is what the compiler says of its version, "" when it
-// says nothing.
-func compilerVersion(ctx context.Context, cc []string) string {
+// says nothing. Asking runs the compiler's driver, a millisecond or more
+// before every traced program starts, so the answer is kept in the cache
+// beside the libraries, for the command and the identity of its program
+// file: an upgrade that replaces or rewrites the file asks again. A
+// wrapper (ccache) whose compiler changes behind it keeps the old answer,
+// and with it the library built before, which is still checked against
+// this source before it is used.
+func compilerVersion(ctx context.Context, cc []string, cache string) string {
+	stamp := ""
+	if st, err := os.Stat(cc[0]); err == nil {
+		stamp = fileStamp(st)
+	}
+	record := filepath.Join(cache, "compiler-"+hashText(strings.Join(cc, "\x00"))[:32])
+	if data, err := os.ReadFile(record); err == nil && stamp != "" {
+		if was, version, ok := strings.Cut(strings.TrimSuffix(string(data), "\n"), "\t"); ok && was == stamp {
+			return version
+		}
+	}
 	out, err := exec.CommandContext(ctx, cc[0], append(cc[1:len(cc):len(cc)], "-dumpfullversion", "-dumpversion")...).Output()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(out))
+	version := strings.TrimSpace(string(out))
+	if stamp != "" && !strings.ContainsAny(version, "\t\n") {
+		keepRecord(record, stamp+"\t"+version+"\n")
+	}
+	return version
+}
+
+// keepRecord writes a cache record whole (a file renamed into place), or
+// not at all: the cache only saves time.
+func keepRecord(path, text string) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".record-")
+	if err != nil {
+		return
+	}
+	_, werr := f.WriteString(text)
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
+		_ = os.Remove(f.Name())
+	}
+}
+
+// fileStamp tells one version of a file from another: its device and
+// inode (a package upgrade renames a new file into place), size and
+// modification and change times (a file rewritten in place).
+func fileStamp(st os.FileInfo) string {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", s.Dev, s.Ino, s.Size, s.Mtim.Sec, s.Mtim.Nsec, s.Ctim.Sec, s.Ctim.Nsec)
+	}
+	return fmt.Sprintf("%d:%d", st.Size(), st.ModTime().UnixNano())
+}
+
+func hashText(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // sourceID is the SHA-256 of the observer's source, which the library
@@ -244,13 +296,9 @@ func sourceID(src map[string][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func buildKey(src map[string][]byte, cc []string, version string) string {
-	h := sha256.New()
-	for _, name := range observerFiles {
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(src[name]))
-		h.Write(src[name])
-	}
-	fmt.Fprintf(h, "cc\x00%s\x00%s\x00", strings.Join(cc, " "), version)
-	fmt.Fprintf(h, "flags\x00%s\x00%s", strings.Join(compileFlags, " "), strings.Join(linkFlags, " "))
-	return hex.EncodeToString(h.Sum(nil))
+// buildKey names a library's folder in the cache: the source (by its ID),
+// the compiler command and version, and the flags.
+func buildKey(source string, cc []string, version string) string {
+	return hashText(fmt.Sprintf("source\x00%s\x00cc\x00%s\x00%s\x00flags\x00%s\x00%s", source,
+		strings.Join(cc, " "), version, strings.Join(compileFlags, " "), strings.Join(linkFlags, " ")))
 }

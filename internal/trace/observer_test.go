@@ -18,7 +18,7 @@ import (
 // makes the library it is asked for, an ELF shared object with the
 // observer's marker for the source it is given (this test binary writes
 // it: fakeLinker), or, with fail, says "boom" and fails; it answers
-// -dumpversion with version.
+// -dumpversion with version, and logs that it was asked.
 func fakeCompiler(t *testing.T, log, version string, fail bool) string {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
@@ -26,7 +26,7 @@ func fakeCompiler(t *testing.T, log, version string, fail bool) string {
 		t.Skip("no sh")
 	}
 	body := `#!` + sh + `
-for a in "$@"; do [ "$a" = -dumpversion ] && { echo ` + version + `; exit 0; }; done
+for a in "$@"; do [ "$a" = -dumpversion ] && { echo version >> ` + log + `; echo ` + version + `; exit 0; }; done
 echo compile >> ` + log + `
 ` + map[bool]string{true: "echo boom >&2; exit 1\n", false: fakeLinker + "=1 exec " + os.Args[0] + ` "$@"
 `}[fail]
@@ -39,6 +39,12 @@ echo compile >> ` + log + `
 
 func compiles(t *testing.T, log string) int {
 	t.Helper()
+	return logged(t, log, "compile\n")
+}
+
+// logged counts the lines of log that are line.
+func logged(t *testing.T, log, line string) int {
+	t.Helper()
 	data, err := os.ReadFile(log)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0
@@ -46,7 +52,7 @@ func compiles(t *testing.T, log string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Count(string(data), "compile\n")
+	return strings.Count(string(data), line)
 }
 
 // TestBuildCache: a second build of the same source with the same
@@ -90,6 +96,50 @@ func TestBuildCache(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(cache, "*", ".build-*"))
 	if len(left) != 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// The compiler is asked its version once, not before every trace: the
+// answer is kept for its program file, and asked again when the file
+// changes (an upgrade), which builds a library of its own.
+func TestCompilerVersionIsAskedAgainOnlyWhenTheCompilerChanges(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "log")
+	cc := fakeCompiler(t, log, "12.2.0", false)
+	o := BuildOptions{CC: cc, CacheDir: t.TempDir()}
+	src, err := ObserverSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := build(ctx, o, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if again, err := build(ctx, o, src); err != nil || again != first {
+			t.Fatalf("build again: %s %v, want the cached %s", again, err, first)
+		}
+	}
+	if n := logged(t, log, "version\n"); n != 1 {
+		t.Errorf("the version was asked %d times in three builds, want once", n)
+	}
+
+	// The same path, another compiler: a longer version, so that the
+	// file's size tells it apart whatever the clock's resolution.
+	upgraded := fakeCompiler(t, log, "13.1.0-upgraded", false)
+	body, err := os.ReadFile(upgraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cc, body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := build(ctx, o, src)
+	if err != nil || newer == first {
+		t.Fatalf("after the upgrade: %s %v, want a library of its own", newer, err)
+	}
+	if n, c := logged(t, log, "version\n"), compiles(t, log); n != 2 || c != 2 {
+		t.Errorf("after the upgrade: version asked %d times, %d compiles; want 2 and 2", n, c)
 	}
 }
 
