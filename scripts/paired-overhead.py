@@ -5,7 +5,9 @@ TIMES has one line per run, "LABEL SECONDS EXIT [LOOP_MS]" with LABEL
 plain or traced, the two of a pair one after the other, and LOOP_MS the
 launches' own time as the program measured it (scripts/gpu-trace.sh
 writes it). Prints a Markdown table of the pairs, then one line: the
-medians of the loops' own times, the medians and p90s of the wall times,
+medians of the loops' own times and the median of the pairs' own loop
+ratios with its interval (a cost paid per launch shows there, one paid
+once per command does not), the medians and p90s of the wall times,
 the median of the paired differences (what the trace adds to one
 command), the ratio of the medians, and the median of the pairs' own
 ratios with its 95% interval (the pairs resampled, 4000 times, seed fixed
@@ -59,7 +61,13 @@ def main():
     line = ""
     if own["plain"] and own["traced"]:
         line = (f"The launches' own time: median {statistics.median(own['plain']):.0f} ms without, "
-                f"{statistics.median(own['traced']):.0f} ms with the trace. ")
+                f"{statistics.median(own['traced']):.0f} ms with the trace")
+        loop_ratios = [float(b) / float(a) for a, b in zip(loops["plain"], loops["traced"]) if a and b and float(a) > 0]
+        if len(loop_ratios) >= 2:
+            llo, lhi = median_interval(loop_ratios)
+            line += (f"; the pairs' own loop ratio {statistics.median(loop_ratios):.3f}, "
+                     f"95% interval {llo:.3f}-{lhi:.3f}")
+        line += ". "
     line += (f"Medians {mp:.3f} s without, {mt:.3f} s with the trace; p90 {p90(plain):.3f} s and {p90(traced):.3f} s; "
             f"the trace adds {1000 * diff:.0f} ms to a command (median of the paired differences); "
             f"ratio of the medians {mt / mp:.3f}; the pairs' median ratio {paired:.3f}, 95% interval {lo:.3f}-{hi:.3f}")

@@ -58,6 +58,11 @@ func TestTheCostScriptJudgesOnlyWhatItsIntervalShows(t *testing.T) {
 			if !strings.Contains(summary, c.want) {
 				t.Errorf("summary %q, want it to say %q", summary, c.want)
 			}
+			// 801 ms against 800: a cost per launch of 0.1%, told apart
+			// from the whole commands' ratio.
+			if want := "the pairs' own loop ratio 1.001, 95% interval 1.001-1.001"; !strings.Contains(summary, want) {
+				t.Errorf("summary %q, want it to say %q", summary, want)
+			}
 			if got := strings.Count(string(out), "\n| "); got != c.pairs+1 {
 				t.Errorf("%d table rows, want a header and %d pairs:\n%s", got, c.pairs, out)
 			}
