@@ -540,17 +540,27 @@ func TestTheProgramsChildrenDieWithMiotool(t *testing.T) {
 // end a capture, make or launch graphs), so two thousand launches outside
 // a capture fire none; from a begin's entry to the last end, every call
 // is seen. With a CUPTI that cannot turn callbacks on one by one, every
-// callback stays on, and the judgement is the same.
+// callback stays on, the judgement is the same, and the observer says
+// why. A CUPTI that goes on calling after the narrowing is narrowed once
+// more; one that never stops is said to have the whole domain on.
 func TestCUPTIScope(t *testing.T) {
 	k := standIns(t)
 	fired := regexp.MustCompile(`standin-cupti: (\d+) callbacks fired`)
 	for _, tt := range []struct {
-		name       string
-		env        []string
-		few, plain bool // few: fewer than 100 callbacks fired
+		name     string
+		env      []string
+		maxFired int      // 0: at least 4000 fired (every launch's two)
+		scope    []string // the scope notes, "status: text" prefixes, in order
 	}{
-		{"callbacks one by one", nil, true, false},
-		{"an old CUPTI", []string{"STANDIN_CUPTI_OLD=1"}, false, true},
+		{"callbacks one by one", nil, 100, []string{"narrow: "}},
+		{"an old CUPTI", []string{"STANDIN_CUPTI_OLD=1"}, 0,
+			[]string{"full: CUPTI named none of the callbacks that begin or end a capture"}},
+		{"callbacks refused one by one", []string{"STANDIN_CUPTI_NARROW=refused"}, 0,
+			[]string{"full: cuptiEnableCallback(1, driver API, "}},
+		{"the first narrowing ignored", []string{"STANDIN_CUPTI_NARROW=ignored-once"}, 700,
+			[]string{"narrow: ", "renarrowed: CUPTI called the observer for 256 driver calls outside captures (cuLaunchKernel among them)"}},
+		{"every narrowing ignored", []string{"STANDIN_CUPTI_NARROW=ignored"}, 0,
+			[]string{"narrow: ", "renarrowed: ", "full: CUPTI went on calling the observer for driver calls outside captures (cuLaunchKernel among them) after it narrowed twice"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := k.trace(t, false, k.cudaProg, []string{"launches-around-a-capture"}, withEnv(append(tt.env, "STANDIN_CUPTI_COUNT=1")...))
@@ -562,8 +572,23 @@ func TestCUPTIScope(t *testing.T) {
 				t.Fatalf("the stand-in did not count its callbacks: %q", tr.stderr)
 			}
 			n, _ := strconv.Atoi(m[1])
-			if (n < 100) != tt.few {
-				t.Errorf("%d callbacks fired for 2006 launches and a capture", n)
+			if tt.maxFired > 0 && n > tt.maxFired || tt.maxFired == 0 && n < 4000 {
+				t.Errorf("%d callbacks fired for 2006 launches and a capture, want %s", n,
+					map[bool]string{true: fmt.Sprintf("at most %d", tt.maxFired), false: "at least 4000"}[tt.maxFired > 0])
+			}
+			var scope []string
+			for _, note := range tr.r.Notes {
+				if note.Topic == "scope" {
+					scope = append(scope, note.Status+": "+note.Text)
+				}
+			}
+			if len(scope) != len(tt.scope) {
+				t.Fatalf("scope notes %q, want %d: %q", scope, len(tt.scope), tt.scope)
+			}
+			for i, want := range tt.scope {
+				if !strings.HasPrefix(scope[i], want) {
+					t.Errorf("scope note %d %q, want it to begin %q", i, scope[i], want)
+				}
 			}
 		})
 	}

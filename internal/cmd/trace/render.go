@@ -630,6 +630,7 @@ func outsideTable(r *report.Result, res *trace.Result) {
 // notes say what was observed, and how.
 func notes(r *report.Result, res *trace.Result, rules *trace.RulesTables) {
 	cuptiNotes(r, res)
+	scopeNotes(r, res)
 	unnamedNote(r, res)
 	hipSeen := slices.ContainsFunc(res.Captures, func(c *trace.Capture) bool { return c.API == hip.DialectHIP })
 	if hipSeen || res.Ran() == 0 {
@@ -661,30 +662,59 @@ func notes(r *report.Result, res *trace.Result, rules *trace.RulesTables) {
 // cuptiNotes say, per status and text, in which processes CUDA was or
 // was not observed.
 func cuptiNotes(r *report.Result, res *trace.Result) {
-	cupti := map[string][]int{} // status: text -> processes
+	for _, g := range notesOf(res, "cupti") {
+		switch g.status {
+		case "ok":
+			r.Note("CUDA: the driver API observed through CUPTI callbacks (%s) in %s", g.text, g.pids)
+		case "missing":
+			r.Note("CUDA: not observed in %s: %s; %s", g.pids, strings.TrimRight(g.text, "; "), trace.CUPTIInstall)
+		default:
+			r.Note("CUDA: not observed in %s: %s", g.pids, g.text)
+		}
+	}
+}
+
+// scopeNotes say in which processes the observer's callback ran for
+// every driver call, outside captures too, and why: what slows a
+// launch-bound program under the trace. The narrow scope, the usual case,
+// is in the records only.
+func scopeNotes(r *report.Result, res *trace.Result) {
+	for _, g := range notesOf(res, "scope") {
+		switch g.status {
+		case "full":
+			r.Note("CUDA: in %s, %s (a launch-bound program runs a few percent slower under the trace)", g.pids, g.text)
+		case "renarrowed":
+			r.Note("CUDA: in %s, %s", g.pids, g.text)
+		}
+	}
+}
+
+// noteGroup is the processes that sent one note.
+type noteGroup struct {
+	status, text, pids string
+}
+
+// notesOf groups the notes of topic by status and text, in the order they
+// first came, each with the list of its processes.
+func notesOf(res *trace.Result, topic string) []noteGroup {
+	pids := map[string][]int{} // status: text -> processes
 	var order []string
 	for _, n := range res.Notes {
-		if n.Topic != "cupti" {
+		if n.Topic != topic {
 			continue
 		}
 		key := n.Status + "\x00" + n.Text
-		if _, ok := cupti[key]; !ok {
+		if _, ok := pids[key]; !ok {
 			order = append(order, key)
 		}
-		cupti[key] = append(cupti[key], n.PID)
+		pids[key] = append(pids[key], n.PID)
 	}
+	groups := make([]noteGroup, 0, len(order))
 	for _, key := range order {
 		st, text, _ := strings.Cut(key, "\x00")
-		pids := processList(cupti[key])
-		switch st {
-		case "ok":
-			r.Note("CUDA: the driver API observed through CUPTI callbacks (%s) in %s", text, pids)
-		case "missing":
-			r.Note("CUDA: not observed in %s: %s; %s", pids, strings.TrimRight(text, "; "), trace.CUPTIInstall)
-		default:
-			r.Note("CUDA: not observed in %s: %s", pids, text)
-		}
+		groups = append(groups, noteGroup{status: st, text: text, pids: processList(pids[key])})
 	}
+	return groups
 }
 
 // unnamedNote says which Python threads are shown without their threading

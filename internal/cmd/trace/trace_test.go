@@ -190,6 +190,9 @@ func pytorchLike(clean int) *trace.Result {
 	res := &trace.Result{Program: "python3", Args: []string{"train step.py"}, Exit: trace.Exit{Code: 0, Wall: 4 * time.Second},
 		Processes: []*trace.Process{{PID: 7, Exe: "/usr/bin/python3.12"}, {PID: 9, PPID: 7, Exe: "/usr/bin/python3.12", Forked: true}},
 		Notes: []trace.Note{{PID: 7, Topic: "cupti", Status: "ok", Text: "/opt/nvidia/cu13/lib/libcupti.so.13"},
+			{PID: 7, Topic: "scope", Status: "narrow", Text: "24 driver callbacks on outside captures"},
+			{PID: 9, Topic: "scope", Status: "full", Text: "cuptiEnableCallback(1, driver API, 311 cuStreamDestroy_v2) returned 1: " +
+				"the whole driver domain stays on, and every driver call runs the observer's callback"},
 			{PID: 7, Topic: "python", Status: "unnamed", Text: "thread 512: its threading name was not read within 50 ms (the GIL stayed held by another thread)"},
 			{PID: 7, Topic: "python", Status: "unnamed", Text: "thread 600: its threading name was not read within 50 ms (the GIL stayed held by another thread)"}},
 		Captures: []*trace.Capture{cp, relaxed}, Start: 1_000_000_000, Events: 100}
@@ -300,6 +303,14 @@ func TestFill(t *testing.T) {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
+	}
+	// The narrow scope, the usual case, is no news; the full one is.
+	if want := "CUDA: in process 9, cuptiEnableCallback(1, driver API, 311 cuStreamDestroy_v2) returned 1: the whole driver domain stays on, " +
+		"and every driver call runs the observer's callback (a launch-bound program runs a few percent slower under the trace)"; !strings.Contains(notes, want) {
+		t.Errorf("notes lack %q:\n%s", want, notes)
+	}
+	if strings.Contains(notes, "24 driver callbacks") {
+		t.Errorf("the narrow scope is noted:\n%s", notes)
 	}
 	if strings.Contains(notes, "HIP: calls to libamdhip64") {
 		t.Errorf("a CUDA-only trace notes the HIP interposer:\n%s", notes)

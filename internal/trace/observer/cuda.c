@@ -256,6 +256,7 @@ static mt_CUpti_SubscriberHandle mt_sub;
 static mt_cuptiEnableDomain_fn mt_enable_domain;
 static mt_cuptiEnableCallback_fn mt_enable_callback;
 static mt_CUpti_CallbackId mt_always[MT_MAX_ALWAYS];
+static const char *mt_always_names[MT_MAX_ALWAYS];
 static int mt_nalways;
 static pthread_mutex_t mt_scope_mu = PTHREAD_MUTEX_INITIALIZER;
 static int mt_full = 1;   /* the whole driver domain is on */
@@ -265,22 +266,86 @@ static int mt_beginning;  /* begin-capture calls between their entry and exit */
 /* The kinds whose callbacks stay on outside captures. */
 static int mt_always_kind(unsigned kind) { return kind != MT_K_CALL; }
 
+/* What the scope is, told to miotool once per kind of news: "narrow" (how
+ * many callbacks stay on outside captures), "full" (why every driver call
+ * runs the observer's callback outside captures too: the cost of a trace
+ * on a launch-bound program); mt_scope_stray says "renarrowed". */
+static atomic_int mt_said_narrow, mt_said_full;
+/* Callbacks of calls outside captures while the scope is narrow, since the
+ * last narrowing (mt_scope_stray). */
+#define MT_STRAY_LIMIT 256
+static atomic_uint mt_strays;
+static atomic_int mt_renarrowed;
+
+static void mt_scope_news(atomic_int *said, const char *status, const char *text) {
+    if (!atomic_exchange(said, 1))
+        mt_note("scope", status, text);
+}
+
+static void mt_scope_full_because(const char *why) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: the whole driver domain stays on, and every driver call runs the observer's callback", why);
+    mt_scope_news(&mt_said_full, "full", msg);
+}
+
 static void mt_scope_full_locked(void) {
     if (!mt_full && mt_enable_domain(1, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API) == MT_CUPTI_SUCCESS)
-        mt_full = 1;
+        __atomic_store_n(&mt_full, 1, __ATOMIC_RELAXED);
 }
 
 static void mt_scope_narrow_locked(void) {
     if (!mt_narrowable || !mt_full || mt_beginning > 0 || mt_any_capture())
         return;
-    if (mt_enable_domain(0, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API) != MT_CUPTI_SUCCESS)
+    mt_CUptiResult r = mt_enable_domain(0, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API);
+    if (r != MT_CUPTI_SUCCESS) {
+        char why[256];
+        snprintf(why, sizeof why, "cuptiEnableDomain(0, driver API) returned %u", r);
+        mt_scope_full_because(why);
         return;
-    mt_full = 0;
+    }
+    __atomic_store_n(&mt_full, 0, __ATOMIC_RELAXED);
     for (int i = 0; i < mt_nalways; i++)
-        if (mt_enable_callback(1, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API, mt_always[i]) != MT_CUPTI_SUCCESS) {
+        if ((r = mt_enable_callback(1, mt_sub, MT_CUPTI_CB_DOMAIN_DRIVER_API, mt_always[i])) != MT_CUPTI_SUCCESS) {
             mt_scope_full_locked(); /* a callback that will not turn on: see everything */
+            char why[256];
+            snprintf(why, sizeof why, "cuptiEnableCallback(1, driver API, %u %s) returned %u", mt_always[i],
+                     mt_always_names[i] ? mt_always_names[i] : "?", r);
+            mt_scope_full_because(why);
             return;
         }
+    atomic_store(&mt_strays, 0);
+    char msg[128];
+    snprintf(msg, sizeof msg, "%d driver callbacks on outside captures", mt_nalways);
+    mt_scope_news(&mt_said_narrow, "narrow", msg);
+}
+
+/* A callback for a call that needs none outside captures came while the
+ * scope is narrow. A few do (a call that entered before the last capture
+ * ended exits after it); hundreds in a row say that CUPTI did not take the
+ * narrowing. The observer then narrows once more, and if CUPTI still
+ * calls, says that the whole domain is on, which is then what it is. */
+static void mt_scope_stray(const char *name) {
+    if (__atomic_load_n(&mt_full, __ATOMIC_RELAXED))
+        return;
+    if (atomic_fetch_add(&mt_strays, 1) + 1 != MT_STRAY_LIMIT)
+        return;
+    char msg[256];
+    if (!atomic_exchange(&mt_renarrowed, 1)) {
+        snprintf(msg, sizeof msg, "CUPTI called the observer for %d driver calls outside captures (%s among them) after the narrowing: narrowed again",
+                 MT_STRAY_LIMIT, name ? name : "?");
+        mt_note("scope", "renarrowed", msg);
+        pthread_mutex_lock(&mt_scope_mu);
+        __atomic_store_n(&mt_full, 1, __ATOMIC_RELAXED);
+        mt_scope_narrow_locked();
+        pthread_mutex_unlock(&mt_scope_mu);
+        return;
+    }
+    pthread_mutex_lock(&mt_scope_mu);
+    __atomic_store_n(&mt_full, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&mt_scope_mu);
+    snprintf(msg, sizeof msg, "CUPTI went on calling the observer for driver calls outside captures (%s among them) after it narrowed twice",
+             name ? name : "?");
+    mt_scope_full_because(msg);
 }
 
 /* A begin-capture call enters: the full scope, before the capture exists. */
@@ -312,8 +377,10 @@ static void mt_scope_settle(void) {
 static void mt_find_always(void *cupti) {
     mt_cuptiGetCallbackName_fn name = (mt_cuptiGetCallbackName_fn)dlsym(cupti, "cuptiGetCallbackName");
     mt_enable_callback = (mt_cuptiEnableCallback_fn)dlsym(cupti, "cuptiEnableCallback");
-    if (!name || !mt_enable_callback)
+    if (!name || !mt_enable_callback) {
+        mt_scope_full_because("this CUPTI cannot turn driver callbacks on one by one (no cuptiGetCallbackName or cuptiEnableCallback)");
         return;
+    }
     /* Driver callback ids are small; past the last one CUPTI refuses. */
     int misses = 0;
     for (mt_CUpti_CallbackId cbid = 1; cbid < 8192 && misses < 1024; cbid++) {
@@ -324,12 +391,17 @@ static void mt_find_always(void *cupti) {
         }
         misses = 0;
         if (mt_always_kind(mt_info(cbid, n) & 15)) {
-            if (mt_nalways == MT_MAX_ALWAYS)
-                return; /* more than expected: keep the full scope */
+            if (mt_nalways == MT_MAX_ALWAYS) {
+                mt_scope_full_because("more driver callbacks would stay on outside captures than the observer keeps");
+                return;
+            }
+            mt_always_names[mt_nalways] = n;
             mt_always[mt_nalways++] = cbid;
         }
     }
     mt_narrowable = mt_nalways > 0;
+    if (!mt_narrowable)
+        mt_scope_full_because("CUPTI named none of the callbacks that begin or end a capture");
 }
 
 /* The mode a thread asked for at the entry of its exchange, kept for the
@@ -410,8 +482,11 @@ static void mt_cupti_callback(void *userdata, mt_CUpti_CallbackDomain domain, mt
         }
         break;
     }
-    if (!mt_any_capture())
+    if (!mt_any_capture()) {
+        if (kind == MT_K_CALL)
+            mt_scope_stray(cb->functionName);
         return;
+    }
     int outside = (info & MT_ENQUEUES) && result == 0 && mt_cuda_outside(stream);
     mt_call(MT_API_CUDA, cb->functionName, stream, mt_handle_at(cb->functionParams, (info >> 10) & 63), result,
             mt_cuda_thread_mode, (info >> 16) & 1, outside);

@@ -4,7 +4,11 @@
  * libcuda, which fires it around each driver call. As CUPTI, it takes one
  * subscriber: a second cuptiSubscribe before cuptiUnsubscribe is refused.
  * With STANDIN_CUPTI_BUSY=1 in the environment, the first one is refused
- * too, as when another client (a profiler) holds it.
+ * too, as when another client (a profiler) holds it. STANDIN_CUPTI_NARROW
+ * says how it takes the observer's narrowing: "ignored-once" leaves the
+ * first turning off of the driver domain without effect (it says success),
+ * "ignored" every one, and "refused" refuses to turn callbacks on one by
+ * one while it names them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +40,18 @@ EXPORT mt_CUptiResult cuptiSubscribe(mt_CUpti_SubscriberHandle *subscriber, mt_C
     return MT_CUPTI_SUCCESS;
 }
 
+static int narrow_mode(const char *mode) {
+    const char *m = getenv("STANDIN_CUPTI_NARROW");
+    return m && strcmp(m, mode) == 0;
+}
+
 EXPORT mt_CUptiResult cuptiEnableDomain(uint32_t enable, mt_CUpti_SubscriberHandle subscriber,
                                         mt_CUpti_CallbackDomain domain) {
+    static int turned_off;
     if (subscriber != &the_subscriber || domain != MT_CUPTI_CB_DOMAIN_DRIVER_API)
         return 1;
+    if (!enable && (narrow_mode("ignored") || (narrow_mode("ignored-once") && !turned_off++)))
+        return MT_CUPTI_SUCCESS;
     standin_cupti_enable((int)enable);
     return MT_CUPTI_SUCCESS;
 }
@@ -53,7 +65,7 @@ static int old_cupti(void) {
 
 EXPORT mt_CUptiResult cuptiEnableCallback(uint32_t enable, mt_CUpti_SubscriberHandle subscriber,
                                           mt_CUpti_CallbackDomain domain, mt_CUpti_CallbackId cbid) {
-    if (old_cupti() || subscriber != &the_subscriber || domain != MT_CUPTI_CB_DOMAIN_DRIVER_API)
+    if (old_cupti() || narrow_mode("refused") || subscriber != &the_subscriber || domain != MT_CUPTI_CB_DOMAIN_DRIVER_API)
         return 1;
     return standin_cupti_enable_one(cbid, (int)enable) ? MT_CUPTI_SUCCESS : 1;
 }
