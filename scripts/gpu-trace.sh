@@ -215,8 +215,18 @@ trace_cost_section() {
 		cat "$out"
 		return
 	fi
-	# One traced run first: the observer built and in the page cache.
-	"$BIN/miotool" --no-progress trace -- "$loop" 10 >>"$TRACE_LOG" 2>&1 </dev/null
+	# One traced run first: the observer built and in the page cache. Its
+	# records say the CUPTI scope the loop ran in (the observer's "scope"
+	# notes): narrow, renarrowed after CUPTI went on calling, or full and
+	# why. 2,000 launches are enough for a narrowing CUPTI ignored to show.
+	"$BIN/miotool" --no-progress trace --save-records "$dir/scope.records" -- "$loop" 2000 >>"$TRACE_LOG" 2>&1 </dev/null
+	local scope
+	scope=$(awk -F '\t' '$2 == "note" && $6 == "scope" { printf "%s%s: %s", sep, $7, $8; sep = "; " }' "$dir/scope.records" 2>/dev/null)
+	{
+		echo
+		echo "The observer's CUPTI scope in the loop's process, from its notes in a traced run of 2000 launches:"
+		echo "${scope:-none said (an observer older than the scope notes, or no CUDA observed)}."
+	} >>"$out"
 	trace_overhead "$out" "$loop" "${TRACE_LAUNCHES:-200000}" "${TRACE_PAIRS:-150}" 1.05
 	trace_overhead "$out" "$loop" 0 "${TRACE_FIXED_PAIRS:-24}"
 	cat "$out"
