@@ -323,7 +323,7 @@ static void mt_scope_narrow_locked(void) {
  * scope is narrow. A few do (a call that entered before the last capture
  * ended exits after it); hundreds in a row say that CUPTI did not take the
  * narrowing. The observer then narrows once more, and if CUPTI still
- * calls, says that the whole domain is on, which is then what it is. */
+ * calls, turns the whole domain on and says so. */
 static void mt_scope_stray(const char *name) {
     if (__atomic_load_n(&mt_full, __ATOMIC_RELAXED))
         return;
@@ -340,8 +340,10 @@ static void mt_scope_stray(const char *name) {
         pthread_mutex_unlock(&mt_scope_mu);
         return;
     }
+    /* The whole domain on, as CUPTI has it anyway: believing it on while it
+     * was not would leave a capture's begin without the full scope. */
     pthread_mutex_lock(&mt_scope_mu);
-    __atomic_store_n(&mt_full, 1, __ATOMIC_RELAXED);
+    mt_scope_full_locked();
     pthread_mutex_unlock(&mt_scope_mu);
     snprintf(msg, sizeof msg, "CUPTI went on calling the observer for driver calls outside captures (%s among them) after it narrowed twice",
              name ? name : "?");

@@ -7,7 +7,8 @@
  * too, as when another client (a profiler) holds it. STANDIN_CUPTI_NARROW
  * says how it takes the observer's narrowing: "ignored-once" leaves the
  * first turning off of the driver domain without effect (it says success),
- * "ignored" every one, and "refused" refuses to turn callbacks on one by
+ * "ignored" every one, "late" lets each turning off take effect only after
+ * 600 more callbacks, and "refused" refuses to turn callbacks on one by
  * one while it names them.
  */
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 void standin_cupti_attach(mt_CUpti_CallbackFunc fn, void *userdata);
 void standin_cupti_enable(int on);
+void standin_cupti_leak(int n);
 int standin_cupti_enable_one(uint32_t cbid, int on);
 const char *standin_cupti_name(uint32_t cbid);
 
@@ -53,6 +55,8 @@ EXPORT mt_CUptiResult cuptiEnableDomain(uint32_t enable, mt_CUpti_SubscriberHand
     if (!enable && (narrow_mode("ignored") || (narrow_mode("ignored-once") && !turned_off++)))
         return MT_CUPTI_SUCCESS;
     standin_cupti_enable((int)enable);
+    if (!enable && narrow_mode("late"))
+        standin_cupti_leak(600);
     return MT_CUPTI_SUCCESS;
 }
 
