@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -41,14 +42,11 @@ func TestChildrenOfFindsTheChildrenAndOnlyThem(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh")
 	}
-	// The shell starts a grandchild and waits on its input, which the
-	// test closes to end both.
-	cmd := exec.Command(sh, "-c", "sleep 60 & echo $!; read _; kill $!")
+	// The shell starts a grandchild and waits for it; both are in the
+	// shell's group, which the test kills at its end, so that neither
+	// outlives it whatever it asserted.
+	cmd := exec.Command(sh, "-c", "sleep 60 & echo $!; wait")
 	cmd.SysProcAttr = sysProcAttr()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -57,8 +55,7 @@ func TestChildrenOfFindsTheChildrenAndOnlyThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		in.Close()
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	}()
 	var grandchild int
